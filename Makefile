@@ -1,0 +1,38 @@
+# Granary: build, test and benchmark entry points.
+SHELL := /bin/bash
+GO ?= go
+GOPATH := $(shell $(GO) env GOPATH)
+MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
+MINIO_BIN := $(GOPATH)/bin/minio
+export MINIO_BIN
+
+.PHONY: run build deps test unit e2e bench lint fuzz
+
+run:
+	$(GO) run ./cmd/granary serve
+
+build:
+	$(GO) build -o bin/granary ./cmd/granary
+
+# deps installs what the tests need: the MinIO server (cached in GOPATH) and
+# the Debian clients for the end-to-end tests.
+deps:
+	@scripts/deps.sh "$(MINIO_VERSION)" "$(MINIO_BIN)"
+
+test: deps lint unit e2e
+
+unit:
+	$(GO) test -race -timeout 20m ./...
+
+e2e: build
+	scripts/e2e.sh bin/granary
+
+lint:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+fuzz:
+	$(GO) test ./api/... -run '^$$' -fuzz FuzzParseRange -fuzztime 30s ./api
+
+bench: deps build
+	$(GO) run ./loadtest -granary bin/granary

@@ -1,0 +1,98 @@
+// Options of the caching engine and their defaults.
+package gateway
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/granary-dev/granary/store"
+)
+
+// FreshMode says how long cached metadata (HEAD, LIST) may be trusted.
+// Chunk data never goes stale: it is keyed by the origin's ETag.
+type FreshMode string
+
+const (
+	// Immutable metadata is never revalidated (datasets that never change).
+	Immutable FreshMode = "immutable"
+	// TTL metadata is revalidated with the origin after Freshness.TTL.
+	TTL FreshMode = "ttl"
+	// Always revalidates on every request.
+	Always FreshMode = "always"
+)
+
+// Freshness is a bucket's metadata rule. The zero value is TTL with a
+// one-minute TTL.
+type Freshness struct {
+	Mode FreshMode
+	TTL  time.Duration
+}
+
+func (f Freshness) normalize() (Freshness, error) {
+	switch f.Mode {
+	case "":
+		f.Mode = TTL
+	case Immutable, TTL, Always:
+	default:
+		return f, fmt.Errorf("gateway: unknown freshness mode %q", f.Mode)
+	}
+	if f.Mode == TTL && f.TTL <= 0 {
+		f.TTL = time.Minute
+	}
+	return f, nil
+}
+
+// Options configure an Engine. Only Origin is required.
+type Options struct {
+	Origin store.Origin
+	// RAM and Disk are the cache tiers; either may be nil (not cached there).
+	RAM, Disk store.Tier
+	// ChunkSize is the unit of caching; 0 means 8 MiB.
+	ChunkSize int64
+	// ReadAhead is how many chunks a reader fetches ahead; 0 means 4.
+	ReadAhead int
+	// Freshness is the rule for buckets not named in Buckets.
+	Freshness Freshness
+	Buckets   map[string]Freshness
+	// MetaEntries bounds the cached HEAD entries; 0 means 1,000,000.
+	MetaEntries int
+	// Registerer receives the engine's metrics; nil means none.
+	Registerer prometheus.Registerer
+	Logger     zerolog.Logger
+}
+
+// DefaultChunkSize is the chunk size when Options.ChunkSize is 0.
+const DefaultChunkSize = 8 << 20
+
+func (o Options) normalize() (Options, error) {
+	if o.Origin == nil {
+		return o, fmt.Errorf("gateway: Options.Origin is nil")
+	}
+	if o.ChunkSize == 0 {
+		o.ChunkSize = DefaultChunkSize
+	}
+	if o.ChunkSize < 4096 {
+		return o, fmt.Errorf("gateway: chunk size %d below 4 KiB", o.ChunkSize)
+	}
+	if o.ReadAhead <= 0 {
+		o.ReadAhead = 4
+	}
+	if o.MetaEntries <= 0 {
+		o.MetaEntries = 1_000_000
+	}
+	var err error
+	if o.Freshness, err = o.Freshness.normalize(); err != nil {
+		return o, err
+	}
+	buckets := make(map[string]Freshness, len(o.Buckets))
+	for name, f := range o.Buckets {
+		if buckets[name], err = f.normalize(); err != nil {
+			return o, fmt.Errorf("bucket %s: %w", name, err)
+		}
+	}
+	o.Buckets = buckets
+	return o, nil
+}

@@ -1,0 +1,169 @@
+// Package miniotest starts a real MinIO server on a free loopback port for
+// tests. The binary comes from $MINIO_BIN, else $GOPATH/bin/minio (the
+// Makefile installs it there with `go install`).
+package miniotest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Server is a running MinIO server.
+type Server struct {
+	Endpoint  string // host:port
+	AccessKey string
+	SecretKey string
+	cmd       *exec.Cmd
+	dir       string
+	exited    chan struct{}
+}
+
+// URL is the server's base URL.
+func (s *Server) URL() string { return "http://" + s.Endpoint }
+
+// Binary returns the path of the MinIO server binary.
+func Binary() (string, error) {
+	if p := os.Getenv("MINIO_BIN"); p != "" {
+		return p, nil
+	}
+	gopath := os.Getenv("GOPATH")
+	if gopath == "" {
+		out, err := exec.Command("go", "env", "GOPATH").Output()
+		if err != nil {
+			return "", fmt.Errorf("miniotest: go env GOPATH: %w", err)
+		}
+		gopath = strings.TrimSpace(string(out))
+	}
+	p := filepath.Join(strings.Split(gopath, string(os.PathListSeparator))[0], "bin", "minio")
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("miniotest: no MinIO binary at %s (run `make deps`): %w", p, err)
+	}
+	return p, nil
+}
+
+// Start starts a server with a fresh data directory. Stop it with Stop.
+func Start() (*Server, error) {
+	bin, err := Binary()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "granary-minio-")
+	if err != nil {
+		return nil, err
+	}
+	// A port picked by the kernel may be taken again before MinIO binds it;
+	// retry a few times on a new one.
+	for attempt := 0; attempt < 5; attempt++ {
+		s, err := startOnce(bin, dir)
+		if err == nil {
+			return s, nil
+		}
+		if attempt == 4 {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
+	return nil, errors.New("unreachable")
+}
+
+func startOnce(bin, dir string) (*Server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		Endpoint:  fmt.Sprintf("127.0.0.1:%d", port),
+		AccessKey: "minioadmin-test",
+		SecretKey: "minioadmin-test-secret",
+		dir:       dir,
+		exited:    make(chan struct{}),
+	}
+	s.cmd = exec.Command(bin, "server", "--quiet", "--address", s.Endpoint,
+		"--console-address", "127.0.0.1:0", filepath.Join(dir, "data"))
+	s.cmd.Env = append(os.Environ(),
+		"MINIO_ROOT_USER="+s.AccessKey, "MINIO_ROOT_PASSWORD="+s.SecretKey,
+		"MINIO_BROWSER=off", "MINIO_UPDATE=off", "MINIO_API_REQUESTS_MAX=4096")
+	logf, err := os.Create(filepath.Join(dir, "minio.log"))
+	if err != nil {
+		return nil, err
+	}
+	s.cmd.Stdout, s.cmd.Stderr = logf, logf
+	if err := s.cmd.Start(); err != nil {
+		logf.Close()
+		return nil, err
+	}
+	go func() { s.cmd.Wait(); logf.Close(); close(s.exited) }()
+	if err := s.awaitReady(30 * time.Second); err != nil {
+		s.kill()
+		log, _ := os.ReadFile(filepath.Join(dir, "minio.log"))
+		return nil, fmt.Errorf("miniotest: %w; log:\n%s", err, log)
+	}
+	return s, nil
+}
+
+// awaitReady polls the liveness endpoint until it answers, the process
+// exits, or the deadline passes.
+func (s *Server) awaitReady(limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	url := s.URL() + "/minio/health/ready"
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-s.exited:
+			return errors.New("minio exited during start")
+		case <-ctx.Done():
+			return fmt.Errorf("minio not ready after %v", limit)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (s *Server) kill() {
+	if s.cmd.Process != nil {
+		s.cmd.Process.Kill()
+		<-s.exited
+	}
+}
+
+// Stop kills the server and removes its data.
+func (s *Server) Stop() {
+	s.kill()
+	os.RemoveAll(s.dir)
+}
+
+// StartT starts a server for one test and stops it when the test ends.
+func StartT(t testing.TB) *Server {
+	t.Helper()
+	s, err := Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what `make test` needs, skipping what is already there:
+# the MinIO server binary and Debian's boto3 and aws cli.
+set -euo pipefail
+version=$1 bin=$2
+
+if [ ! -x "$bin" ]; then
+	echo "deps: building MinIO $version (once; cached in GOPATH)"
+	GOFLAGS=-buildvcs=false go install "github.com/minio/minio@$version"
+fi
+
+need=()
+/usr/bin/python3 -c 'import boto3' 2>/dev/null || need+=(python3-boto3)
+[ -x /usr/bin/aws ] || need+=(awscli)
+if [ ${#need[@]} -gt 0 ]; then
+	echo "deps: apt-get install ${need[*]}"
+	sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
+	$sudo apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+fi

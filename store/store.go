@@ -1,0 +1,163 @@
+// Package store holds the storage contracts of Granary: origins (where the
+// truth lives), tiers (where cached chunks live) and the sentinel errors every
+// implementation translates its own errors into at its boundary.
+//
+// store imports no other Granary package.
+package store
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+// Sentinel errors. Implementations wrap or return these; callers test with
+// errors.Is. Nothing outside an implementation ever sees a minio-go, os or
+// HDFS error type.
+var (
+	ErrNoSuchBucket       = errors.New("store: no such bucket")
+	ErrNoSuchKey          = errors.New("store: no such key")
+	ErrBucketExists       = errors.New("store: bucket already exists")
+	ErrBucketNotEmpty     = errors.New("store: bucket not empty")
+	ErrInvalidBucketName  = errors.New("store: invalid bucket name")
+	ErrInvalidKey         = errors.New("store: invalid object key")
+	ErrPreconditionFailed = errors.New("store: object changed at the origin")
+	ErrAccessDenied       = errors.New("store: access denied by the origin")
+	// ErrUnavailable means the origin could not be reached or answered with a
+	// server-side failure; the request may succeed later.
+	ErrUnavailable = errors.New("store: origin unavailable")
+	// ErrIncompleteBody means a Put body ended before the declared size.
+	ErrIncompleteBody = errors.New("store: body shorter than its declared size")
+
+	// ErrNotFound means a tier does not hold a chunk.
+	ErrNotFound = errors.New("store: chunk not cached")
+	// ErrTooLarge means a chunk can never fit a tier's budget.
+	ErrTooLarge = errors.New("store: chunk larger than the tier")
+)
+
+// BucketInfo describes one bucket.
+type BucketInfo struct {
+	Name    string
+	Created time.Time
+}
+
+// ObjectMeta is the metadata a client sets on an object and gets back.
+// User holds x-amz-meta-* values keyed by lower-case name without the prefix.
+type ObjectMeta struct {
+	ContentType        string
+	ContentEncoding    string
+	ContentDisposition string
+	ContentLanguage    string
+	CacheControl       string
+	User               map[string]string
+}
+
+// ObjectInfo describes one version of an object as the origin reports it.
+// ETag is the origin's ETag without quotes; with Bucket and Key it names the
+// version, which is what cached chunks are keyed by.
+type ObjectInfo struct {
+	Bucket       string
+	Key          string
+	Size         int64
+	ETag         string
+	LastModified time.Time
+	ObjectMeta
+}
+
+// ReadRange selects bytes of an object. Length < 0 means to the end.
+// A non-empty ETag must match the object's current ETag, or the read fails
+// with ErrPreconditionFailed (so chunks of one version are never mixed with
+// another's).
+type ReadRange struct {
+	Offset int64
+	Length int64
+	ETag   string
+}
+
+// ListOptions selects one page of a listing. After is exclusive: the page
+// holds only keys and common prefixes that sort after it. A common prefix
+// equal to After (the last entry of the previous page) is not repeated, and
+// neither is any key under it.
+type ListOptions struct {
+	Prefix    string
+	Delimiter string
+	After     string
+	MaxKeys   int // <= 0 means 1000
+}
+
+// ListPage is one page of a listing, in S3 key order. When IsTruncated,
+// NextAfter is the value to pass as After for the next page.
+type ListPage struct {
+	Objects        []ObjectInfo // only Key, Size, ETag, LastModified are set
+	CommonPrefixes []string
+	IsTruncated    bool
+	NextAfter      string
+}
+
+// Origin is the slow, authoritative store a Granary node caches.
+// Implementations must be safe for concurrent use.
+type Origin interface {
+	ListBuckets(ctx context.Context) ([]BucketInfo, error)
+	// MakeBucket fails with ErrBucketExists if the bucket exists.
+	MakeBucket(ctx context.Context, bucket string) error
+	// RemoveBucket fails with ErrBucketNotEmpty if it holds objects.
+	RemoveBucket(ctx context.Context, bucket string) error
+	// StatBucket returns nil if the bucket exists, else ErrNoSuchBucket.
+	StatBucket(ctx context.Context, bucket string) error
+	Stat(ctx context.Context, bucket, key string) (ObjectInfo, error)
+	// Get returns the bytes of r and the info of the object they belong to.
+	// The caller closes the reader; the info is the whole object's.
+	Get(ctx context.Context, bucket, key string, r ReadRange) (io.ReadCloser, ObjectInfo, error)
+	// Put stores body as key. size < 0 means unknown. A body that ends early
+	// or fails leaves no object behind (and no change to an existing one):
+	// the put is all or nothing.
+	Put(ctx context.Context, bucket, key string, body io.Reader, size int64, meta ObjectMeta) (ObjectInfo, error)
+	// Delete removes key; a missing key is not an error.
+	Delete(ctx context.Context, bucket, key string) error
+	List(ctx context.Context, bucket string, opts ListOptions) (ListPage, error)
+}
+
+// Copier is an Origin that copies objects without moving the bytes through
+// Granary. A nil meta keeps the source's metadata.
+type Copier interface {
+	Copy(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey string, meta *ObjectMeta) (ObjectInfo, error)
+}
+
+// ChunkID names one cached chunk: immutable, since the ETag is part of it.
+type ChunkID struct {
+	Bucket string
+	Key    string
+	ETag   string
+	Index  int64
+}
+
+// TierStats reports a tier's usage.
+type TierStats struct {
+	UsedBytes     int64
+	CapacityBytes int64
+	Chunks        int64
+	Evictions     int64 // chunks evicted since start
+}
+
+// Tier is one cache level (RAM, disk). Chunks are immutable: Put of an ID
+// that is present may be ignored. Implementations must be safe for
+// concurrent use and must never return bytes other than those Put under the
+// ID (a tier that cannot verify a chunk drops it and reports ErrNotFound).
+type Tier interface {
+	// Get returns the chunk's bytes, which the caller must not modify.
+	Get(id ChunkID) ([]byte, error)
+	// Put stores data under id, evicting others if needed. The tier takes
+	// ownership of data; the caller must not modify it afterwards.
+	Put(id ChunkID, data []byte) error
+	// DeleteObject drops every chunk of every version of bucket/key.
+	DeleteObject(bucket, key string) error
+	Stats() TierStats
+	Close() error
+}
+
+// VersionLister is a Tier that can tell which versions (ETags) of an
+// object it holds chunks of, without reading them.
+type VersionLister interface {
+	Versions(bucket, key string) []string
+}
