@@ -6,7 +6,13 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/granary-dev/granary/store"
 )
@@ -56,12 +62,31 @@ type Object struct {
 	Offset int64
 	Length int64
 	io.ReadCloser
+	whole []byte // the body as one slice, when it is already in memory
 }
+
+// Bytes returns the whole body as one slice when it is already in memory
+// (a small object in the RAM tier), so a server can send it without a copy.
+// The slice must not be modified.
+func (o *Object) Bytes() ([]byte, bool) { return o.whole, o.whole != nil }
 
 // Engine is the caching engine. It is safe for concurrent use.
 type Engine struct {
 	opts   Options
-	origin store.Origin
+	origin store.Origin // opts.Origin, counted
+	m      *metrics
+	log    zerolog.Logger
+	meta   *metaCache
+	lists  *listCache
+	sf     singleflight.Group // metadata loads, keyed by metaKey
+	// invalSeq counts invalidations; a metadata load that saw an
+	// invalidation happen while it ran does not cache its (maybe stale)
+	// answer, so a write through this node is seen by the next read.
+	invalSeq atomic.Uint64
+	putBytes atomic.Int64 // bytes held by PUTs for the cache
+
+	mu      sync.Mutex // guards flights
+	flights map[store.ChunkID]*flight
 }
 
 // New returns an Engine over opts.
@@ -70,81 +95,50 @@ func New(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{opts: opts, origin: opts.Origin}, nil
+	m := newMetrics()
+	if opts.Registerer != nil {
+		if err := m.register(opts.Registerer, opts.RAM, opts.Disk); err != nil {
+			return nil, fmt.Errorf("gateway: metrics: %w", err)
+		}
+	}
+	return &Engine{
+		opts:    opts,
+		origin:  countingOrigin{Origin: opts.Origin, m: m},
+		m:       m,
+		log:     opts.Logger.With().Str("component", "gateway").Logger(),
+		meta:    newMetaCache(opts.MetaEntries),
+		lists:   newListCache(opts.ListPages),
+		flights: make(map[store.ChunkID]*flight),
+	}, nil
 }
 
 // Close releases the engine (not its origin or tiers, which the caller owns).
 func (e *Engine) Close() error { return nil }
 
-// ListBuckets lists the origin's buckets.
-func (e *Engine) ListBuckets(ctx context.Context) ([]store.BucketInfo, error) {
-	return e.origin.ListBuckets(ctx)
-}
-
-// CreateBucket creates a bucket at the origin.
-func (e *Engine) CreateBucket(ctx context.Context, bucket string) error {
-	return e.origin.MakeBucket(ctx, bucket)
-}
-
-// DeleteBucket removes an empty bucket at the origin.
-func (e *Engine) DeleteBucket(ctx context.Context, bucket string) error {
-	return e.origin.RemoveBucket(ctx, bucket)
-}
-
-// HeadBucket returns nil if the bucket exists.
-func (e *Engine) HeadBucket(ctx context.Context, bucket string) error {
-	return e.origin.StatBucket(ctx, bucket)
-}
-
-// Head returns an object's info.
-func (e *Engine) Head(ctx context.Context, bucket, key string) (store.ObjectInfo, error) {
-	return e.origin.Stat(ctx, bucket, key)
-}
-
-// Get opens an object (or the range of it opts ask for).
-func (e *Engine) Get(ctx context.Context, bucket, key string, opts GetOptions) (*Object, error) {
-	info, err := e.origin.Stat(ctx, bucket, key)
-	if err != nil {
-		return nil, err
+func (e *Engine) freshness(bucket string) Freshness {
+	if f, ok := e.opts.Buckets[bucket]; ok {
+		return f
 	}
-	if opts.Check != nil {
-		if err := opts.Check(info); err != nil {
-			return nil, err
+	return e.opts.Freshness
+}
+
+// detached returns a context for origin work shared by several requests:
+// it outlives the request that started it, bounded by the fetch timeout.
+func (e *Engine) detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), e.opts.FetchTimeout)
+}
+
+// forgetObject drops everything cached about bucket/key.
+func (e *Engine) forgetObject(bucket, key string) {
+	e.invalSeq.Add(1)
+	e.meta.drop(metaKey(bucket, key))
+	e.sf.Forget(metaKey(bucket, key))
+	e.lists.dropBucket(bucket)
+	for _, t := range []store.Tier{e.opts.RAM, e.opts.Disk} {
+		if t != nil {
+			if err := t.DeleteObject(bucket, key); err != nil {
+				e.log.Warn().Err(err).Str("bucket", bucket).Str("key", key).Msg("tier invalidate failed")
+			}
 		}
 	}
-	off, n := int64(0), info.Size
-	if opts.Range != nil {
-		if off, n, err = opts.Range.Resolve(info.Size); err != nil {
-			return nil, err
-		}
-	}
-	rc, _, err := e.origin.Get(ctx, bucket, key, store.ReadRange{Offset: off, Length: n, ETag: info.ETag})
-	if err != nil {
-		return nil, err
-	}
-	return &Object{Info: info, Offset: off, Length: n, ReadCloser: rc}, nil
-}
-
-// Put writes an object through to the origin; it returns once the origin
-// has accepted it.
-func (e *Engine) Put(ctx context.Context, bucket, key string, body io.Reader, size int64, meta store.ObjectMeta) (store.ObjectInfo, error) {
-	return e.origin.Put(ctx, bucket, key, body, size, meta)
-}
-
-// Copy copies an object at the origin. A nil meta keeps the source's.
-func (e *Engine) Copy(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey string, meta *store.ObjectMeta) (store.ObjectInfo, error) {
-	if c, ok := e.origin.(store.Copier); ok {
-		return c.Copy(ctx, srcBucket, srcKey, dstBucket, dstKey, meta)
-	}
-	return store.ObjectInfo{}, errors.New("gateway: origin cannot copy")
-}
-
-// Delete removes an object at the origin and from the cache.
-func (e *Engine) Delete(ctx context.Context, bucket, key string) error {
-	return e.origin.Delete(ctx, bucket, key)
-}
-
-// List returns one page of a bucket listing.
-func (e *Engine) List(ctx context.Context, bucket string, opts store.ListOptions) (store.ListPage, error) {
-	return e.origin.List(ctx, bucket, opts)
 }

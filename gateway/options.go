@@ -57,8 +57,17 @@ type Options struct {
 	// Freshness is the rule for buckets not named in Buckets.
 	Freshness Freshness
 	Buckets   map[string]Freshness
-	// MetaEntries bounds the cached HEAD entries; 0 means 1,000,000.
+	// MetaEntries bounds the cached HEAD entries; 0 means 200,000.
 	MetaEntries int
+	// ListPages bounds the cached LIST pages; 0 means 10,000.
+	ListPages int
+	// FetchTimeout bounds one origin read of a chunk or of metadata;
+	// 0 means 2 minutes.
+	FetchTimeout time.Duration
+	// PutCacheBytes bounds the memory that write-through PUTs may hold to
+	// fill the cache with what they wrote (objects of one chunk at most);
+	// 0 means 256 MiB, < 0 means PUTs do not fill the cache.
+	PutCacheBytes int64
 	// Registerer receives the engine's metrics; nil means none.
 	Registerer prometheus.Registerer
 	Logger     zerolog.Logger
@@ -81,7 +90,16 @@ func (o Options) normalize() (Options, error) {
 		o.ReadAhead = 4
 	}
 	if o.MetaEntries <= 0 {
-		o.MetaEntries = 1_000_000
+		o.MetaEntries = 200_000
+	}
+	if o.ListPages <= 0 {
+		o.ListPages = 10_000
+	}
+	if o.FetchTimeout <= 0 {
+		o.FetchTimeout = 2 * time.Minute
+	}
+	if o.PutCacheBytes == 0 {
+		o.PutCacheBytes = 256 << 20
 	}
 	var err error
 	if o.Freshness, err = o.Freshness.normalize(); err != nil {

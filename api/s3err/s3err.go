@@ -30,6 +30,7 @@ const (
 	InvalidDigest                 Code = "InvalidDigest"
 	InvalidRange                  Code = "InvalidRange"
 	InvalidRequest                Code = "InvalidRequest"
+	InvalidURI                    Code = "InvalidURI"
 	KeyTooLongError               Code = "KeyTooLongError"
 	MalformedXML                  Code = "MalformedXML"
 	MethodNotAllowed              Code = "MethodNotAllowed"
@@ -90,6 +91,7 @@ var catalogue = map[Code]entry{
 	InvalidRange:                  {http.StatusRequestedRangeNotSatisfiable, "The requested range is not satisfiable."},
 	InvalidRequest:                {http.StatusBadRequest, "Invalid request."},
 	InvalidStorageClass:           {http.StatusBadRequest, "The storage class you specified is not valid."},
+	InvalidURI:                    {http.StatusBadRequest, "Couldn't parse the specified URI."},
 	InvalidChunkSizeError:         {http.StatusBadRequest, "Only the last chunk is allowed to have a size less than 8192 bytes."},
 	KeyTooLongError:               {http.StatusBadRequest, "Your key is too long."},
 	MalformedTrailerError:         {http.StatusBadRequest, "The request contained trailing data that was not well-formed."},

@@ -8,6 +8,7 @@ package sigv4
 import (
 	"io"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/granary-dev/granary/api/s3err"
@@ -53,6 +54,8 @@ type Result struct {
 }
 
 // Verifier checks signatures. The zero value is not usable: set Creds.
+// A Verifier is safe for concurrent use and must not be copied after its
+// first Verify (it owns a signing-key cache).
 type Verifier struct {
 	Creds Credentials
 	// MaxSkew bounds the difference between the request date and now;
@@ -60,10 +63,76 @@ type Verifier struct {
 	MaxSkew time.Duration
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+
+	// keys caches derived signing keys; created on first use.
+	keys atomic.Pointer[keyCache]
 }
+
+// defaultMaxSkew is the clock skew AWS tolerates.
+const defaultMaxSkew = 15 * time.Minute
 
 // Verify authenticates r and wraps its body in the checks its signature
 // mode asks for. Errors are *s3err.Error.
 func (v *Verifier) Verify(r *Request) (*Result, error) {
-	return nil, s3err.New(s3err.NotImplemented, "signature verification is being written")
+	if v == nil || v.Creds == nil {
+		return nil, s3err.New(s3err.InternalError, "sigv4: verifier has no credentials")
+	}
+	sc := getScratch()
+	defer putScratch(sc)
+	sc.parseQuery(r.RawQuery)
+
+	var a authInfo
+	if err := v.authenticate(r, sc, &a); err != nil {
+		return nil, err
+	}
+	body, n, err := v.payload(r, &a, sc)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{AccessKey: a.accessKey, Body: body, ContentLength: n}, nil
+}
+
+// authenticate picks the signature mechanism of r, checks the signature and
+// fills a.
+func (v *Verifier) authenticate(r *Request, sc *scratch, a *authInfo) error {
+	auth := headerValue(r.Header, "Authorization")
+	presigned := sc.has("X-Amz-Algorithm") || sc.has("X-Amz-Credential") || sc.has("X-Amz-Signature")
+	var err error
+	switch {
+	case auth != "" && presigned:
+		return s3err.New(s3err.InvalidArgument, "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter or the Authorization header should be specified.")
+	case auth != "":
+		err = v.fromHeader(r, auth, a)
+	case presigned:
+		err = v.fromQuery(r, sc, a)
+	case sc.has("Signature") || sc.has("AWSAccessKeyId"):
+		return errSigV2()
+	default:
+		return s3err.New(s3err.AccessDenied, "Anonymous access is not allowed: sign requests with AWS Signature Version 4.")
+	}
+	if err != nil {
+		return err
+	}
+	return v.checkSignature(r, sc, a)
+}
+
+// now returns the verifier's current time.
+func (v *Verifier) now() time.Time {
+	if v.Now != nil {
+		return v.Now()
+	}
+	return time.Now()
+}
+
+// maxSkew returns the normalised skew bound.
+func (v *Verifier) maxSkew() time.Duration {
+	if v.MaxSkew > 0 {
+		return v.MaxSkew
+	}
+	return defaultMaxSkew
+}
+
+// errSigV2 is the answer to a request signed with Signature Version 2.
+func errSigV2() *s3err.Error {
+	return s3err.New(s3err.InvalidRequest, "The authorization mechanism you have provided is not supported. Please use AWS4-HMAC-SHA256 (Signature Version 4).")
 }

@@ -1,0 +1,299 @@
+// The canonical request of Signature Version 4: S3-style URI encoding (no
+// double encoding, no path normalisation), the sorted canonical query and
+// the canonical headers, built into a pooled buffer so that verifying a
+// request allocates little.
+package sigv4
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+)
+
+// queryPair is one decoded query parameter.
+type queryPair struct{ key, value string }
+
+// scratch is per-Verify working memory, recycled through scratchPool.
+type scratch struct {
+	buf   []byte      // canonical request, then string to sign
+	mac   []byte      // HMAC input blocks
+	pairs []queryPair // decoded query parameters, in request order until sorted
+}
+
+var scratchPool = sync.Pool{New: func() any {
+	return &scratch{buf: make([]byte, 0, 1024), mac: make([]byte, 0, 512), pairs: make([]queryPair, 0, 8)}
+}}
+
+func getScratch() *scratch { return scratchPool.Get().(*scratch) }
+
+// putScratch recycles sc unless it grew too large to be worth keeping.
+// The pairs are cleared so the pool does not pin request strings.
+func putScratch(sc *scratch) {
+	if cap(sc.buf) > 64<<10 || cap(sc.mac) > 64<<10 || cap(sc.pairs) > 256 {
+		return
+	}
+	clear(sc.pairs)
+	sc.pairs = sc.pairs[:0]
+	sc.buf = sc.buf[:0]
+	scratchPool.Put(sc)
+}
+
+// parseQuery decodes raw into sc.pairs. It never fails: a malformed escape
+// stays literal, as it would in the client's canonical form.
+func (sc *scratch) parseQuery(raw string) {
+	sc.pairs = sc.pairs[:0]
+	for raw != "" {
+		var seg string
+		seg, raw, _ = strings.Cut(raw, "&")
+		if seg == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(seg, "=")
+		sc.pairs = append(sc.pairs, queryPair{unescape(k, true), unescape(v, true)})
+	}
+}
+
+// has reports whether the query holds key.
+func (sc *scratch) has(key string) bool {
+	_, ok := sc.get(key)
+	return ok
+}
+
+// get returns the first value of key.
+func (sc *scratch) get(key string) (string, bool) {
+	for _, p := range sc.pairs {
+		if p.key == key {
+			return p.value, true
+		}
+	}
+	return "", false
+}
+
+// canonicalHash returns the SHA-256 of the canonical request of r as a signs it.
+func canonicalHash(r *Request, sc *scratch, a *authInfo) [32]byte {
+	b := sc.buf[:0]
+	b = append(b, r.Method...)
+	b = append(b, '\n')
+	b = appendCanonicalURI(b, r.RawPath)
+	b = append(b, '\n')
+	b = appendCanonicalQuery(b, sc.pairs, a.presigned)
+	b = append(b, '\n')
+	for rest := a.signedHeaders; rest != ""; {
+		var name string
+		name, rest, _ = strings.Cut(rest, ";")
+		b = appendCanonicalHeader(b, r, name)
+	}
+	b = append(b, '\n')
+	b = append(b, a.signedHeaders...)
+	b = append(b, '\n')
+	b = append(b, a.payload...)
+	sc.buf = b
+	return sha256.Sum256(b)
+}
+
+// appendCanonicalURI decodes each %XX of raw once and encodes every byte
+// but the unreserved ones and '/', which makes clients that escape
+// differently agree. '+' is a literal plus in a path.
+func appendCanonicalURI(b []byte, raw string) []byte {
+	if raw == "" {
+		return append(b, '/')
+	}
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c == '%' && i+2 < len(raw) && isHex(raw[i+1]) && isHex(raw[i+2]) {
+			c = unhex(raw[i+1])<<4 | unhex(raw[i+2])
+			i += 2
+		}
+		if c == '/' {
+			b = append(b, c)
+		} else {
+			b = appendEscaped(b, c)
+		}
+	}
+	return b
+}
+
+// appendCanonicalQuery sorts the parameters by key then value and appends
+// them AWS-encoded; a presigned request leaves out its own signature.
+func appendCanonicalQuery(b []byte, pairs []queryPair, presigned bool) []byte {
+	if len(pairs) > 1 {
+		slices.SortFunc(pairs, func(x, y queryPair) int {
+			if c := strings.Compare(x.key, y.key); c != 0 {
+				return c
+			}
+			return cmp.Compare(x.value, y.value)
+		})
+	}
+	first := true
+	for _, p := range pairs {
+		if presigned && p.key == "X-Amz-Signature" {
+			continue
+		}
+		if !first {
+			b = append(b, '&')
+		}
+		first = false
+		b = appendEncoded(b, p.key)
+		b = append(b, '=')
+		b = appendEncoded(b, p.value)
+	}
+	return b
+}
+
+// appendCanonicalHeader appends "name:value\n" for one signed header.
+func appendCanonicalHeader(b []byte, r *Request, name string) []byte {
+	b = append(b, name...)
+	b = append(b, ':')
+	vals := headerValues(r.Header, name)
+	switch {
+	case len(vals) == 0 && name == "host":
+		b = appendTrimmed(b, r.Host)
+	case len(vals) == 0 && name == "content-length" && r.ContentLength >= 0:
+		b = strconv.AppendInt(b, r.ContentLength, 10)
+	}
+	for i, v := range vals {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendTrimmed(b, v)
+	}
+	return append(b, '\n')
+}
+
+// appendTrimmed appends v without leading and trailing white space and with
+// each inner run of white space collapsed to one space.
+func appendTrimmed(b []byte, v string) []byte {
+	space, started := false, false
+	for i := 0; i < len(v); {
+		c := v[i]
+		size := 1
+		isSpace := c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+		if c >= utf8.RuneSelf {
+			var r rune
+			r, size = utf8.DecodeRuneInString(v[i:])
+			isSpace = unicode.IsSpace(r)
+		}
+		if isSpace {
+			space = started
+		} else {
+			if space {
+				b = append(b, ' ')
+				space = false
+			}
+			b = append(b, v[i:i+size]...)
+			started = true
+		}
+		i += size
+	}
+	return b
+}
+
+// headerValues returns the values of name in h, whatever the case of the
+// key h stores it under. The canonical key is built on the stack: indexing a
+// map with string(bytes) does not allocate.
+func headerValues(h http.Header, name string) []string {
+	if h == nil {
+		return nil
+	}
+	if v, ok := h[name]; ok {
+		return v
+	}
+	var arr [64]byte
+	if len(name) <= len(arr) {
+		k := arr[:len(name)]
+		upper := true
+		for i := 0; i < len(name); i++ {
+			c := name[i]
+			if upper && c >= 'a' && c <= 'z' {
+				c -= 'a' - 'A'
+			} else if !upper && c >= 'A' && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			k[i] = c
+			upper = c == '-'
+		}
+		if v, ok := h[string(k)]; ok {
+			return v
+		}
+	}
+	for k, v := range h {
+		if strings.EqualFold(k, name) {
+			return v
+		}
+	}
+	return nil
+}
+
+// headerValue returns the first value of name in h.
+func headerValue(h http.Header, name string) string {
+	if v := headerValues(h, name); len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// appendEncoded appends s with every byte but the unreserved ones escaped.
+func appendEncoded(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		b = appendEscaped(b, s[i])
+	}
+	return b
+}
+
+// appendEscaped appends c, escaped as %XX unless it is unreserved
+// (A-Z a-z 0-9 - _ . ~).
+func appendEscaped(b []byte, c byte) []byte {
+	if isUnreserved(c) {
+		return append(b, c)
+	}
+	const hexUpper = "0123456789ABCDEF"
+	return append(b, '%', hexUpper[c>>4], hexUpper[c&15])
+}
+
+func isUnreserved(c byte) bool {
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		c == '-' || c == '_' || c == '.' || c == '~'
+}
+
+// unescape decodes %XX escapes (and '+' as a space when plus is set); a '%'
+// not followed by two hex digits stays literal. It allocates only when s
+// holds something to decode.
+func unescape(s string, plus bool) string {
+	if !strings.ContainsRune(s, '%') && (!plus || !strings.ContainsRune(s, '+')) {
+		return s
+	}
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
+			c = unhex(s[i+1])<<4 | unhex(s[i+2])
+			i += 2
+		case c == '+' && plus:
+			c = ' '
+		}
+		out = append(out, c)
+	}
+	return string(out)
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0'
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10
+	default:
+		return c - 'A' + 10
+	}
+}

@@ -1,0 +1,163 @@
+// Chunk lookup: the tiers first (RAM, then disk, promoting disk hits to RAM),
+// else one flight per chunk that reads the origin and fills the tiers.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"github.com/granary-dev/granary/store"
+)
+
+// chunkRef is a chunk ready in memory (data) or arriving (fl); one is set.
+type chunkRef struct {
+	data []byte
+	fl   *flight
+}
+
+// readAt copies bytes of the chunk at off into p; io.EOF at its end.
+func (r chunkRef) readAt(ctx context.Context, p []byte, off int) (int, error) {
+	if r.fl != nil {
+		return r.fl.readAt(ctx, p, off)
+	}
+	if off >= len(r.data) {
+		return 0, io.EOF
+	}
+	return copy(p, r.data[off:]), nil
+}
+
+func (e *Engine) chunkID(info store.ObjectInfo, idx int64) store.ChunkID {
+	return store.ChunkID{Bucket: info.Bucket, Key: info.Key, ETag: info.ETag, Index: idx}
+}
+
+// chunkLen is the length of chunk idx of an object of size bytes.
+func (e *Engine) chunkLen(size, idx int64) int64 {
+	return min(e.opts.ChunkSize, size-idx*e.opts.ChunkSize)
+}
+
+// lookupRAM returns the chunk if the RAM tier holds it.
+func (e *Engine) lookupRAM(id store.ChunkID) ([]byte, bool) {
+	if e.opts.RAM == nil {
+		return nil, false
+	}
+	b, err := e.opts.RAM.Get(id)
+	if err != nil {
+		return nil, false
+	}
+	e.m.hits.WithLabelValues("ram").Inc()
+	return b, true
+}
+
+// lookupDisk returns the chunk if the disk tier holds it, and promotes it.
+func (e *Engine) lookupDisk(id store.ChunkID) ([]byte, bool) {
+	if e.opts.Disk == nil {
+		return nil, false
+	}
+	b, err := e.opts.Disk.Get(id)
+	if err != nil {
+		return nil, false
+	}
+	e.m.hits.WithLabelValues("disk").Inc()
+	if e.opts.RAM != nil {
+		e.opts.RAM.Put(id, b) // best effort: a full RAM tier just misses later
+	}
+	return b, true
+}
+
+func (e *Engine) lookup(id store.ChunkID) ([]byte, bool) {
+	if b, ok := e.lookupRAM(id); ok {
+		return b, true
+	}
+	return e.lookupDisk(id)
+}
+
+// chunk returns chunk idx of the object version info names, from a tier or
+// from a flight (joined or started). It never blocks on the origin.
+func (e *Engine) chunk(info store.ObjectInfo, idx int64) chunkRef {
+	id := e.chunkID(info, idx)
+	if b, ok := e.lookup(id); ok {
+		return chunkRef{data: b}
+	}
+	f, started := e.startFlight(id, e.chunkLen(info.Size, idx))
+	if started {
+		go e.runFlight(id, f, nil)
+	}
+	return chunkRef{fl: f}
+}
+
+// startFlight registers a flight for id, or returns the one in the air.
+func (e *Engine) startFlight(id store.ChunkID, size int64) (f *flight, started bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if f := e.flights[id]; f != nil {
+		e.m.joins.Inc()
+		return f, false
+	}
+	e.m.misses.Inc()
+	f = newFlight(size)
+	e.flights[id] = f
+	return f, true
+}
+
+// runFlight fills f from body, or from a ranged origin read when body is nil,
+// then stores the chunk in the tiers and retires the flight.
+//
+// The flight stays registered until the chunk is in the tiers (or failed),
+// so a request always finds one or the other. A request may still miss the
+// tiers just before a flight stores and retires; it then starts a second
+// flight for the same chunk, which is why a flight looks in the tiers again
+// before it reads the origin.
+func (e *Engine) runFlight(id store.ChunkID, f *flight, body io.ReadCloser) {
+	defer func() {
+		e.mu.Lock()
+		delete(e.flights, id)
+		e.mu.Unlock()
+	}()
+	if body == nil {
+		if b, ok := e.lookup(id); ok && len(b) == len(f.buf) {
+			copy(f.buf, b)
+			f.publish(len(b), nil, true)
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), e.opts.FetchTimeout)
+		defer cancel()
+		off := id.Index * e.opts.ChunkSize
+		rc, _, err := e.origin.Get(ctx, id.Bucket, id.Key, store.ReadRange{Offset: off, Length: int64(len(f.buf)), ETag: id.ETag})
+		if err != nil {
+			e.flightFailed(id, f, err)
+			return
+		}
+		body = rc
+	}
+	defer body.Close()
+	data, err := f.fill(body)
+	if err != nil {
+		e.flightFailed(id, f, err)
+		return
+	}
+	e.storeChunk(id, data)
+}
+
+func (e *Engine) flightFailed(id store.ChunkID, f *flight, err error) {
+	f.fail(err)
+	if errors.Is(err, store.ErrPreconditionFailed) || errors.Is(err, store.ErrNoSuchKey) {
+		// The version we cached metadata for is gone from the origin.
+		e.forgetObject(id.Bucket, id.Key)
+	}
+	e.log.Warn().Err(err).Str("bucket", id.Bucket).Str("key", id.Key).
+		Int64("chunk", id.Index).Msg("chunk fetch failed")
+}
+
+// storeChunk puts a complete chunk into every tier. Tier errors only cost
+// a later miss, so they are logged, not returned.
+func (e *Engine) storeChunk(id store.ChunkID, data []byte) {
+	for _, t := range []store.Tier{e.opts.RAM, e.opts.Disk} {
+		if t == nil {
+			continue
+		}
+		if err := t.Put(id, data); err != nil && !errors.Is(err, store.ErrTooLarge) {
+			e.log.Warn().Err(err).Str("bucket", id.Bucket).Str("key", id.Key).Msg("tier put failed")
+		}
+	}
+}

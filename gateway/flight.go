@@ -1,0 +1,89 @@
+// A flight is one origin read of one chunk, shared by every reader that
+// wants the chunk while it is being fetched, and streamed to them as it fills.
+package gateway
+
+import (
+	"context"
+	"io"
+	"sync"
+)
+
+// flight fills buf from the origin. Invariants: buf has the chunk's exact
+// length as capacity and is never reallocated; bytes buf[:n] never change
+// once published, so a reader may copy them without holding mu after it has
+// read n under mu. done is set once, with err nil only if n == len(buf).
+type flight struct {
+	mu   sync.Mutex // guards n, done, err, wake
+	buf  []byte
+	n    int
+	done bool
+	err  error
+	// wake is closed (and replaced) whenever n or done changes.
+	wake chan struct{}
+}
+
+func newFlight(size int64) *flight {
+	return &flight{buf: make([]byte, size), wake: make(chan struct{})}
+}
+
+// fill copies the chunk from r into the flight and marks it done. It
+// returns the complete chunk, or the error that ended the fill (a body that
+// ends early is io.ErrUnexpectedEOF; one that runs long is ignored past
+// the chunk's length, which the origin's range bounds anyway).
+func (f *flight) fill(r io.Reader) ([]byte, error) {
+	const step = 256 << 10 // publish progress at least every 256 KiB
+	for f.n < len(f.buf) {
+		end := min(f.n+step, len(f.buf))
+		m, err := r.Read(f.buf[f.n:end])
+		if m > 0 {
+			f.publish(m, nil, false)
+		}
+		if err == io.EOF && f.n < len(f.buf) {
+			err = io.ErrUnexpectedEOF
+		}
+		if err != nil && err != io.EOF {
+			f.publish(0, err, true)
+			return nil, err
+		}
+	}
+	f.publish(0, nil, true)
+	return f.buf, nil
+}
+
+// fail ends the flight with err before any byte arrived.
+func (f *flight) fail(err error) { f.publish(0, err, true) }
+
+func (f *flight) publish(m int, err error, done bool) {
+	f.mu.Lock()
+	f.n += m
+	if done {
+		f.done, f.err = true, err
+	}
+	close(f.wake)
+	f.wake = make(chan struct{})
+	f.mu.Unlock()
+}
+
+// readAt copies bytes at off into p, waiting for them to arrive. It returns
+// io.EOF at the end of a complete chunk, or the flight's error.
+func (f *flight) readAt(ctx context.Context, p []byte, off int) (int, error) {
+	for {
+		f.mu.Lock()
+		n, done, err, wake := f.n, f.done, f.err, f.wake
+		f.mu.Unlock()
+		if off < n {
+			return copy(p, f.buf[off:n]), nil
+		}
+		if done {
+			if err != nil {
+				return 0, err
+			}
+			return 0, io.EOF
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+}

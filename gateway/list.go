@@ -1,0 +1,106 @@
+// Bucket operations and listings, with LIST pages cached under the
+// bucket's freshness rule and dropped on every write through this node.
+package gateway
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/granary-dev/granary/store"
+)
+
+type listEntry struct {
+	page    store.ListPage
+	fetched time.Time
+}
+
+// listCache holds pages per bucket. mu guards buckets and n (the number of
+// pages held); past max pages it forgets everything (a listing is cheap to
+// ask again, and a bounded cache matters more than a clever one here).
+type listCache struct {
+	mu      sync.Mutex
+	max     int
+	n       int
+	buckets map[string]map[store.ListOptions]listEntry
+}
+
+func newListCache(max int) *listCache {
+	return &listCache{max: max, buckets: make(map[string]map[store.ListOptions]listEntry)}
+}
+
+func (c *listCache) get(bucket string, opts store.ListOptions) (listEntry, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ent, ok := c.buckets[bucket][opts]
+	return ent, ok
+}
+
+func (c *listCache) put(bucket string, opts store.ListOptions, ent listEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n >= c.max {
+		c.buckets, c.n = make(map[string]map[store.ListOptions]listEntry), 0
+	}
+	pages := c.buckets[bucket]
+	if pages == nil {
+		pages = make(map[store.ListOptions]listEntry)
+		c.buckets[bucket] = pages
+	}
+	if _, ok := pages[opts]; !ok {
+		c.n++
+	}
+	pages[opts] = ent
+}
+
+func (c *listCache) dropBucket(bucket string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n -= len(c.buckets[bucket])
+	delete(c.buckets, bucket)
+}
+
+// List returns one page of a bucket listing.
+func (e *Engine) List(ctx context.Context, bucket string, opts store.ListOptions) (store.ListPage, error) {
+	if opts.MaxKeys <= 0 || opts.MaxKeys > 1000 {
+		opts.MaxKeys = 1000
+	}
+	fr := e.freshness(bucket)
+	if ent, ok := e.lists.get(bucket, opts); ok && fr.fresh(ent.fetched, time.Now()) {
+		return ent.page, nil
+	}
+	seq := e.invalSeq.Load()
+	page, err := e.origin.List(ctx, bucket, opts)
+	if err != nil {
+		return page, err
+	}
+	if fr.Mode != Always && e.invalSeq.Load() == seq {
+		e.lists.put(bucket, opts, listEntry{page: page, fetched: time.Now()})
+	}
+	return page, nil
+}
+
+// ListBuckets lists the origin's buckets.
+func (e *Engine) ListBuckets(ctx context.Context) ([]store.BucketInfo, error) {
+	return e.origin.ListBuckets(ctx)
+}
+
+// CreateBucket creates a bucket at the origin.
+func (e *Engine) CreateBucket(ctx context.Context, bucket string) error {
+	return e.origin.MakeBucket(ctx, bucket)
+}
+
+// DeleteBucket removes an empty bucket at the origin.
+func (e *Engine) DeleteBucket(ctx context.Context, bucket string) error {
+	err := e.origin.RemoveBucket(ctx, bucket)
+	if err == nil {
+		e.invalSeq.Add(1)
+		e.lists.dropBucket(bucket)
+	}
+	return err
+}
+
+// HeadBucket returns nil if the bucket exists.
+func (e *Engine) HeadBucket(ctx context.Context, bucket string) error {
+	return e.origin.StatBucket(ctx, bucket)
+}

@@ -1,0 +1,163 @@
+// Prometheus metrics of the engine and an origin decorator that counts
+// every origin request and byte.
+package gateway
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/granary-dev/granary/store"
+)
+
+type metrics struct {
+	hits          *prometheus.CounterVec // by tier
+	misses        prometheus.Counter     // chunk found in no tier
+	joins         prometheus.Counter     // miss collapsed into a running flight
+	metaHits      prometheus.Counter
+	metaMisses    prometheus.Counter
+	staleServed   prometheus.Counter
+	originReqs    *prometheus.CounterVec // by op, result
+	originBytes   prometheus.Counter
+	originLatency *prometheus.HistogramVec
+}
+
+func newMetrics() *metrics {
+	return &metrics{
+		hits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "granary_cache_hits_total", Help: "Chunks served from a cache tier.",
+		}, []string{"tier"}),
+		misses: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "granary_cache_misses_total", Help: "Chunks found in no tier (fetched from the origin or joined to a fetch).",
+		}),
+		joins: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "granary_cache_miss_joins_total", Help: "Misses that joined a fetch already in flight instead of reading the origin.",
+		}),
+		metaHits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "granary_metadata_hits_total", Help: "Object metadata answered from the cache.",
+		}),
+		metaMisses: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "granary_metadata_misses_total", Help: "Object metadata fetched or revalidated at the origin.",
+		}),
+		staleServed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "granary_metadata_stale_served_total", Help: "Stale metadata served because the origin was unavailable.",
+		}),
+		originReqs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "granary_origin_requests_total", Help: "Requests sent to the origin.",
+		}, []string{"op", "result"}),
+		originBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "granary_origin_read_bytes_total", Help: "Object bytes read from the origin.",
+		}),
+		originLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "granary_origin_request_duration_seconds", Help: "Origin request latency (to the first byte for reads).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}, []string{"op"}),
+	}
+}
+
+func (m *metrics) register(reg prometheus.Registerer, ram, disk store.Tier) error {
+	cs := []prometheus.Collector{m.hits, m.misses, m.joins, m.metaHits, m.metaMisses,
+		m.staleServed, m.originReqs, m.originBytes, m.originLatency}
+	for name, t := range map[string]store.Tier{"ram": ram, "disk": disk} {
+		if t != nil {
+			cs = append(cs, tierCollectors(name, t)...)
+		}
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func tierCollectors(name string, t store.Tier) []prometheus.Collector {
+	labels := prometheus.Labels{"tier": name}
+	gauge := func(metric, help string, f func(store.TierStats) int64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: metric, Help: help, ConstLabels: labels},
+			func() float64 { return float64(f(t.Stats())) })
+	}
+	return []prometheus.Collector{
+		gauge("granary_tier_used_bytes", "Bytes held by a cache tier.", func(s store.TierStats) int64 { return s.UsedBytes }),
+		gauge("granary_tier_capacity_bytes", "Byte budget of a cache tier.", func(s store.TierStats) int64 { return s.CapacityBytes }),
+		gauge("granary_tier_chunks", "Chunks held by a cache tier.", func(s store.TierStats) int64 { return s.Chunks }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "granary_tier_evictions_total",
+			Help: "Chunks evicted from a cache tier.", ConstLabels: labels},
+			func() float64 { return float64(t.Stats().Evictions) }),
+	}
+}
+
+// countingOrigin counts and times every call to the origin it wraps.
+type countingOrigin struct {
+	store.Origin
+	m *metrics
+}
+
+func (o countingOrigin) observe(op string, start time.Time, err error) {
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	o.m.originReqs.WithLabelValues(op, result).Inc()
+	o.m.originLatency.WithLabelValues(op).Observe(time.Since(start).Seconds())
+}
+
+func (o countingOrigin) Stat(ctx context.Context, bucket, key string) (store.ObjectInfo, error) {
+	start := time.Now()
+	info, err := o.Origin.Stat(ctx, bucket, key)
+	o.observe("stat", start, err)
+	return info, err
+}
+
+func (o countingOrigin) Get(ctx context.Context, bucket, key string, r store.ReadRange) (io.ReadCloser, store.ObjectInfo, error) {
+	start := time.Now()
+	rc, info, err := o.Origin.Get(ctx, bucket, key, r)
+	o.observe("get", start, err)
+	if err != nil {
+		return nil, info, err
+	}
+	return &countingReader{ReadCloser: rc, c: o.m.originBytes}, info, nil
+}
+
+func (o countingOrigin) Put(ctx context.Context, bucket, key string, body io.Reader, size int64, meta store.ObjectMeta) (store.ObjectInfo, error) {
+	start := time.Now()
+	info, err := o.Origin.Put(ctx, bucket, key, body, size, meta)
+	o.observe("put", start, err)
+	return info, err
+}
+
+func (o countingOrigin) List(ctx context.Context, bucket string, opts store.ListOptions) (store.ListPage, error) {
+	start := time.Now()
+	page, err := o.Origin.List(ctx, bucket, opts)
+	o.observe("list", start, err)
+	return page, err
+}
+
+func (o countingOrigin) Delete(ctx context.Context, bucket, key string) error {
+	start := time.Now()
+	err := o.Origin.Delete(ctx, bucket, key)
+	o.observe("delete", start, err)
+	return err
+}
+
+// Copy forwards to the wrapped origin's Copier (the engine checks for one on
+// the unwrapped origin before calling).
+func (o countingOrigin) Copy(ctx context.Context, sb, sk, db, dk string, meta *store.ObjectMeta) (store.ObjectInfo, error) {
+	start := time.Now()
+	info, err := o.Origin.(store.Copier).Copy(ctx, sb, sk, db, dk, meta)
+	o.observe("copy", start, err)
+	return info, err
+}
+
+type countingReader struct {
+	io.ReadCloser
+	c prometheus.Counter
+}
+
+func (r *countingReader) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	r.c.Add(float64(n))
+	return n, err
+}

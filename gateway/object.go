@@ -1,0 +1,232 @@
+// Object operations: metadata through the cache, reads through the chunk
+// tiers, writes through to the origin.
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/granary-dev/granary/store"
+)
+
+// Head returns an object's info, from the cache while it is fresh.
+func (e *Engine) Head(ctx context.Context, bucket, key string) (store.ObjectInfo, error) {
+	return e.objectInfo(ctx, bucket, key, false)
+}
+
+// Get opens an object (or the range of it opts ask for).
+func (e *Engine) Get(ctx context.Context, bucket, key string, opts GetOptions) (*Object, error) {
+	info, err := e.objectInfo(ctx, bucket, key, wantsFirstChunk(opts.Range, e.opts.ChunkSize))
+	if err != nil {
+		return nil, err
+	}
+	if opts.Check != nil {
+		if err := opts.Check(info); err != nil {
+			return nil, err
+		}
+	}
+	off, n := int64(0), info.Size
+	if opts.Range != nil {
+		if off, n, err = opts.Range.Resolve(info.Size); err != nil {
+			return nil, err
+		}
+	}
+	obj := &Object{Info: info, Offset: off, Length: n}
+	if n == 0 {
+		obj.whole = []byte{}
+		obj.ReadCloser = &bytesReader{}
+		return obj, nil
+	}
+	// Fast path: a range inside one chunk that RAM holds is a sub-slice.
+	if idx := off / e.opts.ChunkSize; (off+n-1)/e.opts.ChunkSize == idx {
+		if b, ok := e.lookupRAM(e.chunkID(info, idx)); ok && int64(len(b)) == e.chunkLen(info.Size, idx) {
+			within := off - idx*e.opts.ChunkSize
+			obj.whole = b[within : within+n]
+			obj.ReadCloser = &bytesReader{data: obj.whole}
+			return obj, nil
+		}
+	}
+	obj.ReadCloser = e.newReader(ctx, info, off, n)
+	return obj, nil
+}
+
+// wantsFirstChunk reports whether a read of r needs the object's first
+// chunk, in which case a metadata miss fetches it in the same origin call.
+func wantsFirstChunk(r *Range, chunkSize int64) bool {
+	return r == nil || r.Suffix > 0 || r.Start < chunkSize
+}
+
+// objectInfo returns the info of bucket/key: cached while fresh, else loaded
+// once for all concurrent callers.
+func (e *Engine) objectInfo(ctx context.Context, bucket, key string, prefetch bool) (store.ObjectInfo, error) {
+	k := metaKey(bucket, key)
+	if ent, ok := e.meta.get(k); ok && e.freshness(bucket).fresh(ent.checked, time.Now()) {
+		e.m.metaHits.Inc()
+		return ent.info, nil
+	}
+	e.m.metaMisses.Inc()
+	ch := e.sf.DoChan(k, func() (any, error) {
+		ctx, cancel := e.detached(ctx)
+		defer cancel()
+		return e.loadInfo(ctx, bucket, key, prefetch)
+	})
+	select {
+	case res := <-ch:
+		if res.Err != nil {
+			return store.ObjectInfo{}, res.Err
+		}
+		return res.Val.(store.ObjectInfo), nil
+	case <-ctx.Done():
+		return store.ObjectInfo{}, ctx.Err()
+	}
+}
+
+// loadInfo asks the origin for bucket/key's info: a revalidation when a
+// stale entry exists, else a first fetch.
+func (e *Engine) loadInfo(ctx context.Context, bucket, key string, prefetch bool) (store.ObjectInfo, error) {
+	k := metaKey(bucket, key)
+	seq := e.invalSeq.Load()
+	stale, had := e.meta.get(k)
+	var info store.ObjectInfo
+	var err error
+	if !had && prefetch && !e.holdsVersions(bucket, key) {
+		info, err = e.fetchWithFirstChunk(ctx, bucket, key)
+	} else {
+		info, err = e.origin.Stat(ctx, bucket, key)
+	}
+	switch {
+	case had && errors.Is(err, store.ErrUnavailable):
+		// Serve what we had rather than fail: stale-if-error.
+		e.m.staleServed.Inc()
+		e.log.Warn().Err(err).Str("bucket", bucket).Str("key", key).Msg("origin unavailable; serving stale metadata")
+		return stale.info, nil
+	case errors.Is(err, store.ErrNoSuchKey):
+		if had {
+			e.forgetObject(bucket, key)
+		}
+		return info, err
+	case err != nil:
+		return info, err
+	}
+	if had && stale.info.ETag != info.ETag {
+		e.forgetObject(bucket, key) // the old version's chunks are dead
+	}
+	if e.invalSeq.Load() == seq {
+		e.meta.put(k, info, time.Now())
+	}
+	return info, nil
+}
+
+// holdsVersions reports whether a tier holds chunks of some version of the
+// object, in which case a metadata miss is a plain Stat (the data is local).
+func (e *Engine) holdsVersions(bucket, key string) bool {
+	for _, t := range []store.Tier{e.opts.RAM, e.opts.Disk} {
+		if vl, ok := t.(store.VersionLister); ok && len(vl.Versions(bucket, key)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// fetchWithFirstChunk reads the object's info and first chunk in one origin
+// call (a cold small object costs one round trip, not two) and hands the
+// body to a flight. Origins that refuse the range (an empty object, say)
+// get a plain Stat instead.
+func (e *Engine) fetchWithFirstChunk(ctx context.Context, bucket, key string) (store.ObjectInfo, error) {
+	// The body outlives this call (a flight reads it), so it gets a context
+	// of its own, ended when the flight closes the body.
+	bodyCtx, cancel := e.detached(ctx)
+	rc, info, err := e.origin.Get(bodyCtx, bucket, key, store.ReadRange{Offset: 0, Length: e.opts.ChunkSize})
+	if err != nil {
+		cancel()
+	} else {
+		rc = cancelOnClose{ReadCloser: rc, cancel: cancel}
+	}
+	switch {
+	case errors.Is(err, store.ErrNoSuchKey), errors.Is(err, store.ErrNoSuchBucket),
+		errors.Is(err, store.ErrUnavailable), errors.Is(err, store.ErrAccessDenied):
+		return info, err
+	case err != nil:
+		return e.origin.Stat(ctx, bucket, key)
+	}
+	if info.Size == 0 {
+		rc.Close()
+		return info, nil
+	}
+	id := e.chunkID(info, 0)
+	f, started := e.startFlight(id, e.chunkLen(info.Size, 0))
+	if !started {
+		rc.Close()
+		return info, nil
+	}
+	go e.runFlight(id, f, rc)
+	return info, nil
+}
+
+// Put writes an object through to the origin and returns once the origin
+// has accepted it. An object of one chunk or less is kept for the cache on
+// the way through (within PutCacheBytes), so the first read is a hit.
+func (e *Engine) Put(ctx context.Context, bucket, key string, body io.Reader, size int64, meta store.ObjectMeta) (store.ObjectInfo, error) {
+	var keep *bytes.Buffer
+	if size > 0 && size <= e.opts.ChunkSize && e.reservePutBytes(size) {
+		defer e.putBytes.Add(-size)
+		keep = bytes.NewBuffer(make([]byte, 0, size))
+		body = io.TeeReader(body, keep)
+	}
+	info, err := e.origin.Put(ctx, bucket, key, body, size, meta)
+	e.forgetObject(bucket, key)
+	if err != nil {
+		return info, err
+	}
+	if keep != nil && int64(keep.Len()) == size && info.ETag != "" {
+		e.storeChunk(store.ChunkID{Bucket: bucket, Key: key, ETag: info.ETag}, keep.Bytes())
+	}
+	return info, nil
+}
+
+// reservePutBytes takes n bytes of the PUT cache budget, if there are.
+func (e *Engine) reservePutBytes(n int64) bool {
+	if e.opts.PutCacheBytes < 0 {
+		return false
+	}
+	if e.putBytes.Add(n) > e.opts.PutCacheBytes {
+		e.putBytes.Add(-n)
+		return false
+	}
+	return true
+}
+
+// ErrCopyUnsupported means the origin cannot copy objects server-side.
+var ErrCopyUnsupported = errors.New("gateway: origin cannot copy objects")
+
+// Copy copies an object at the origin. A nil meta keeps the source's.
+func (e *Engine) Copy(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey string, meta *store.ObjectMeta) (store.ObjectInfo, error) {
+	if _, ok := e.opts.Origin.(store.Copier); !ok {
+		return store.ObjectInfo{}, ErrCopyUnsupported
+	}
+	info, err := e.origin.(countingOrigin).Copy(ctx, srcBucket, srcKey, dstBucket, dstKey, meta)
+	e.forgetObject(dstBucket, dstKey)
+	return info, err
+}
+
+// Delete removes an object at the origin and from the cache.
+func (e *Engine) Delete(ctx context.Context, bucket, key string) error {
+	err := e.origin.Delete(ctx, bucket, key)
+	e.forgetObject(bucket, key)
+	return err
+}
+
+// cancelOnClose ends a body's context when the body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
+}

@@ -1,0 +1,116 @@
+// The object reader: streams a byte range chunk by chunk, with the next
+// chunks of the range already being looked up or fetched (read-ahead).
+package gateway
+
+import (
+	"context"
+	"io"
+
+	"github.com/granary-dev/granary/store"
+)
+
+// future is a chunk being located: ready is closed once ref is set.
+type future struct {
+	idx   int64
+	ready chan struct{}
+	ref   chunkRef
+}
+
+// objectReader yields bytes [off, end) of one object version. Invariants:
+// window holds futures for consecutive chunk indexes starting at the chunk
+// that contains off, at most ReadAhead+1 of them, none past the range.
+type objectReader struct {
+	e      *Engine
+	ctx    context.Context
+	cancel context.CancelFunc
+	info   store.ObjectInfo
+	off    int64 // next byte to return
+	end    int64 // one past the last byte to return
+	next   int64 // next chunk index to put in the window
+	last   int64 // last chunk index of the range
+	window []*future
+}
+
+func (e *Engine) newReader(ctx context.Context, info store.ObjectInfo, off, n int64) *objectReader {
+	ctx, cancel := context.WithCancel(ctx)
+	r := &objectReader{e: e, ctx: ctx, cancel: cancel, info: info, off: off, end: off + n}
+	r.next = off / e.opts.ChunkSize
+	r.last = (off + n - 1) / e.opts.ChunkSize
+	return r
+}
+
+// fill tops the window up to ReadAhead chunks beyond the current one. A
+// chunk in RAM resolves at once; others resolve on a goroutine, since a disk
+// read or the start of a fetch should not hold up the chunk being streamed.
+func (r *objectReader) fill() {
+	for r.next <= r.last && len(r.window) <= r.e.opts.ReadAhead {
+		f := &future{idx: r.next, ready: make(chan struct{})}
+		r.window = append(r.window, f)
+		r.next++
+		if b, ok := r.e.lookupRAM(r.e.chunkID(r.info, f.idx)); ok {
+			f.ref = chunkRef{data: b}
+			close(f.ready)
+			continue
+		}
+		go func() {
+			f.ref = r.e.chunk(r.info, f.idx)
+			close(f.ready)
+		}()
+	}
+}
+
+func (r *objectReader) Read(p []byte) (int, error) {
+	if r.off >= r.end {
+		return 0, io.EOF
+	}
+	cs := r.e.opts.ChunkSize
+	idx := r.off / cs
+	for len(r.window) > 0 && r.window[0].idx < idx {
+		r.window = r.window[1:]
+	}
+	r.fill()
+	f := r.window[0]
+	select {
+	case <-f.ready:
+	case <-r.ctx.Done():
+		return 0, r.ctx.Err()
+	}
+	within := r.off - idx*cs
+	want := min(int64(len(p)), r.end-r.off, cs-within)
+	n, err := f.ref.readAt(r.ctx, p[:want], int(within))
+	r.off += int64(n)
+	if err == io.EOF {
+		if n > 0 {
+			err = nil
+		} else {
+			// The chunk ended before the range did: the origin's object is
+			// shorter than its metadata said.
+			err = io.ErrUnexpectedEOF
+		}
+	}
+	return n, err
+}
+
+// Close stops read-ahead lookups; flights already started run on, bounded
+// by the fetch timeout, since they fill the cache for other readers.
+func (r *objectReader) Close() error {
+	r.cancel()
+	return nil
+}
+
+// bytesReader is a whole object already in memory as one slice.
+type bytesReader struct {
+	data []byte
+	off  int
+}
+
+func (b *bytesReader) Read(p []byte) (int, error) {
+	if b.off >= len(b.data) {
+		return 0, io.EOF
+	}
+	n := copy(p, b.data[b.off:])
+	b.off += n
+	return n, nil
+}
+
+func (b *bytesReader) Close() error { return nil }

@@ -1,0 +1,243 @@
+// Chunk operations of the disk tier: Get (verified), Put (bytes first,
+// then the index entry), DeleteObject and Versions.
+package disk
+
+import (
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+
+	"github.com/granary-dev/granary/store"
+	"github.com/granary-dev/granary/store/index"
+)
+
+// Get returns the chunk's bytes after checking their CRC32C. A chunk whose
+// bytes are bad, short or missing is dropped and reported as
+// store.ErrNotFound, so the caller fetches it again.
+func (t *Tier) Get(id store.ChunkID) ([]byte, error) {
+	if err := t.begin(); err != nil {
+		return nil, err
+	}
+	defer t.end()
+	loc, err := t.idx.Lookup(id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, store.ErrNotFound
+	case errors.Is(err, index.ErrMalformed):
+		// Unusable entry: a miss. The next Put of id overwrites it.
+		t.corruptions.Add(1)
+		return nil, store.ErrNotFound
+	case err != nil:
+		return nil, ioErr("index lookup", err)
+	}
+	u := t.acquire(loc.Unit)
+	if u == nil {
+		// Evicted (its entries are being or will be dropped) or lost.
+		return nil, store.ErrNotFound
+	}
+	data, err := t.readChunk(u, loc)
+	t.release(u)
+	if err == nil && crc32.Checksum(data, castagnoli) != loc.CRC {
+		err = errors.New("crc32c mismatch")
+	}
+	if err != nil {
+		t.dropCorrupt(id, loc, u, err)
+		return nil, store.ErrNotFound
+	}
+	return data, nil
+}
+
+// readChunk reads loc's bytes from u, which the caller holds a reference
+// on (so a segment's descriptor stays open even if u is evicted meanwhile).
+func (t *Tier) readChunk(u *unit, loc index.Location) ([]byte, error) {
+	if loc.Length > t.opts.Capacity {
+		// No Put stores this much: a damaged entry. Do not allocate it.
+		return nil, fmt.Errorf("implausible chunk length %d", loc.Length)
+	}
+	buf := make([]byte, loc.Length)
+	if u.kind == index.InSegment {
+		if _, err := u.f.ReadAt(buf, loc.Offset); err != nil {
+			return nil, err // io.EOF: short read
+		}
+		return buf, nil
+	}
+	f, err := os.Open(t.chunkPath(u.id))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if _, err := f.ReadAt(buf, 0); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// dropCorrupt forgets a chunk whose bytes could not be verified: its entry
+// goes (unless re-put elsewhere meanwhile) and so does its unit if it is a
+// chunk file; in a segment the bytes become dead space.
+func (t *Tier) dropCorrupt(id store.ChunkID, loc index.Location, u *unit, cause error) {
+	t.corruptions.Add(1)
+	t.log.Warn().Err(cause).Str("bucket", id.Bucket).Str("key", id.Key).
+		Str("etag", id.ETag).Int64("index", id.Index).Uint64("unit", loc.Unit).
+		Msg("dropping a corrupt chunk")
+	if _, err := t.idx.Remove(id, loc); err != nil {
+		t.log.Error().Err(err).Msg("dropping a corrupt chunk from the index")
+	}
+	if loc.Kind == index.InFile {
+		t.dropUnit(u)
+	}
+}
+
+// Put stores data under id. The bytes are written (not fsynced) before the
+// index entry is committed; see the package comment.
+func (t *Tier) Put(id store.ChunkID, data []byte) error {
+	if err := t.begin(); err != nil {
+		return err
+	}
+	defer t.end()
+	n := int64(len(data))
+	if n > t.opts.Capacity {
+		return store.ErrTooLarge
+	}
+	if len(index.ChunkKey(id)) > index.MaxKeyLen {
+		return fmt.Errorf("%w: chunk name too long to index", store.ErrInvalidKey)
+	}
+	if loc, err := t.idx.Lookup(id); err == nil && t.isLive(loc.Unit) {
+		return nil // chunks are immutable: already held
+	}
+	crc := crc32.Checksum(data, castagnoli)
+	var err error
+	if n < t.opts.SmallMax {
+		err = t.putSmall(id, data, crc)
+	} else {
+		err = t.putLarge(id, data, crc)
+	}
+	if err != nil {
+		return err
+	}
+	t.afterPut()
+	return nil
+}
+
+// admitFor returns the index admission check of a new entry in unit u:
+// u must still be live (so DropUnits, which runs after detaching, either
+// sees the entry or it is never written), and an existing entry is only
+// replaced if the unit it names is gone.
+func (t *Tier) admitFor(u *unit) func(old *index.Location) bool {
+	return func(old *index.Location) bool {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if u.detached {
+			return false
+		}
+		return old == nil || t.units[old.Unit] == nil
+	}
+}
+
+// putSmall appends data to the active segment and indexes it.
+func (t *Tier) putSmall(id store.ChunkID, data []byte, crc uint32) error {
+	n := int64(len(data))
+	u, off, victims, err := t.reserveSegment(n)
+	t.finishEvictions(victims)
+	if err != nil {
+		return err
+	}
+	defer t.release(u)
+	if n > 0 {
+		if _, err := u.f.WriteAt(data, off); err != nil {
+			return ioErr("write segment", err) // the reservation is dead space
+		}
+	}
+	loc := index.Location{Kind: index.InSegment, Unit: u.id, Offset: off, Length: n, CRC: crc}
+	if _, err := t.idx.Insert(id, loc, t.admitFor(u)); err != nil {
+		return ioErr("index insert", err)
+	}
+	return nil
+}
+
+// putLarge writes data to a chunk file of its own (temp name, then
+// rename) and indexes it.
+func (t *Tier) putLarge(id store.ChunkID, data []byte, crc uint32) error {
+	u, victims := t.reserveFile(int64(len(data)))
+	t.finishEvictions(victims)
+	defer t.release(u)
+	if err := t.writeChunkFile(u.id, data); err != nil {
+		t.dropUnit(u)
+		return err
+	}
+	loc := index.Location{Kind: index.InFile, Unit: u.id, Length: int64(len(data)), CRC: crc}
+	inserted, err := t.idx.Insert(id, loc, t.admitFor(u))
+	if !inserted {
+		t.dropUnit(u) // a concurrent Put won, or u was evicted already
+	}
+	if err != nil {
+		return ioErr("index insert", err)
+	}
+	return nil
+}
+
+// writeChunkFile publishes data as chunk file id: written to a temp name
+// and renamed, so a chunk file is never seen half written.
+func (t *Tier) writeChunkFile(id uint64, data []byte) error {
+	tmp := t.tmpPath(id)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return ioErr("create chunk file", err)
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, t.chunkPath(id))
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return ioErr("write chunk file", err)
+	}
+	return nil
+}
+
+// DeleteObject drops every chunk of every version of bucket/key. Chunk
+// files are removed at once; chunks in segments leave dead space, which
+// is reclaimed when the segment is evicted (no compaction: a segment is a
+// small fraction of the capacity, and the ones that only hold dead bytes
+// are never read, so they age to the back of the LRU).
+func (t *Tier) DeleteObject(bucket, key string) error {
+	if err := t.begin(); err != nil {
+		return err
+	}
+	defer t.end()
+	locs, err := t.idx.DeleteObject(bucket, key)
+	if err != nil {
+		return ioErr("index delete", err)
+	}
+	for _, loc := range locs {
+		if loc.Kind != index.InFile {
+			continue
+		}
+		t.mu.Lock()
+		u := t.units[loc.Unit]
+		ok := u != nil && t.detachLocked(u)
+		t.mu.Unlock()
+		if ok {
+			t.release(u)
+		}
+	}
+	return nil
+}
+
+// Versions lists the ETags of bucket/key the tier holds chunks of.
+func (t *Tier) Versions(bucket, key string) []string {
+	if err := t.begin(); err != nil {
+		return nil
+	}
+	defer t.end()
+	vs, err := t.idx.Versions(bucket, key)
+	if err != nil {
+		t.log.Error().Err(err).Msg("listing cached versions")
+		return nil
+	}
+	return vs
+}

@@ -1,0 +1,278 @@
+// Package disk is the NVMe cache tier. Small chunks are appended to large
+// segment files, large chunks are files of their own, and a bbolt index
+// (store/index) maps each chunk ID to its bytes and their CRC32C. Eviction
+// works on whole units (a segment or a chunk file), least recently used
+// first, between a high and a low watermark, as in CacheLib's Navy.
+//
+// On-disk layout under Options.Dir:
+//
+//	index.db                 the bbolt index
+//	segments/<unit>.seg      segment files, <unit> as 16 hex digits
+//	chunks/<unit>.chunk      large-chunk files (<unit>.tmp while written)
+//
+// Crash safety rests on one invariant: a chunk's bytes are written before
+// its index entry, and every read checks the CRC32C. Nothing is fsynced; an
+// entry whose bytes a crash lost fails the check and is dropped (the chunk
+// is fetched again); bytes whose entry a crash lost are orphans that Open
+// removes (files) or dead space that eviction reclaims (segments).
+package disk
+
+import (
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rs/zerolog"
+
+	"github.com/granary-dev/granary/store"
+	"github.com/granary-dev/granary/store/index"
+)
+
+// Errors of the disk tier, besides the store sentinels.
+var (
+	// ErrClosed is returned by every operation on a closed tier.
+	ErrClosed = errors.New("disk: tier closed")
+	// ErrIO means the local disk or the index failed; the chunk was not
+	// stored (Put) or not removed (DeleteObject).
+	ErrIO = errors.New("disk: i/o error")
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Defaults and bounds of Options.
+const (
+	DefaultHighWater   = 0.95
+	DefaultLowWater    = 0.85
+	DefaultSegmentSize = 64 << 20
+	DefaultSmallMax    = 1 << 20
+	// minSegmentSize bounds the segment size from below when a small
+	// capacity shrinks it.
+	minSegmentSize = 4 << 10
+)
+
+// Options configure a disk tier. Zero values take the documented defaults.
+type Options struct {
+	// Dir holds the index and the data files; created if missing. Required.
+	Dir string
+	// Capacity is the byte budget for data files (segments including their
+	// dead space, and chunk files). Required, > 0.
+	Capacity int64
+	// HighWater and LowWater are fractions of Capacity: when usage passes
+	// HighWater*Capacity, a Put evicts down to LowWater*Capacity. Defaults
+	// 0.95 and 0.85; 0 < LowWater <= HighWater <= 1.
+	HighWater, LowWater float64
+	// SegmentSize is the size at which a segment is sealed and a new one
+	// started. Default 64 MiB; lowered to Capacity/8 (at least 4 KiB) so a
+	// segment stays a small unit of eviction.
+	SegmentSize int64
+	// SmallMax: chunks shorter than this are packed into segments, others
+	// get a file each. Default 1 MiB; at most SegmentSize.
+	SmallMax int64
+	// Logger receives recovery and corruption reports. Zero: no logging.
+	Logger zerolog.Logger
+}
+
+// normalize validates o and fills in defaults.
+func (o Options) normalize() (Options, error) {
+	if o.Dir == "" {
+		return o, errors.New("disk: Options.Dir is required")
+	}
+	if o.Capacity <= 0 {
+		return o, fmt.Errorf("disk: Options.Capacity must be positive, got %d", o.Capacity)
+	}
+	if o.HighWater == 0 {
+		o.HighWater = DefaultHighWater
+	}
+	if o.LowWater == 0 {
+		o.LowWater = DefaultLowWater
+	}
+	if !(0 < o.LowWater && o.LowWater <= o.HighWater && o.HighWater <= 1) {
+		return o, fmt.Errorf("disk: watermarks must satisfy 0 < low (%v) <= high (%v) <= 1", o.LowWater, o.HighWater)
+	}
+	if o.SegmentSize <= 0 {
+		o.SegmentSize = DefaultSegmentSize
+	}
+	o.SegmentSize = max(min(o.SegmentSize, o.Capacity/8), minSegmentSize)
+	if o.SmallMax <= 0 {
+		o.SmallMax = DefaultSmallMax
+	}
+	o.SmallMax = min(o.SmallMax, o.SegmentSize)
+	return o, nil
+}
+
+// Tier is a disk store.Tier. It is safe for concurrent use.
+//
+// Locking: closeMu is held shared by every operation for its whole
+// duration and exclusively by Close, so Close never pulls a file or the
+// index from under an operation. mu guards the unit table (units, lru,
+// used, active, nextUnit) and each unit's refs and detached flag. Lock
+// order: closeMu, then bbolt's writer lock, then mu. mu is never held
+// while calling into the index, and never across file I/O except creating
+// a segment file.
+type Tier struct {
+	opts     Options
+	log      zerolog.Logger
+	idx      *index.DB
+	segDir   string
+	chunkDir string
+
+	closeMu sync.RWMutex
+	closed  bool // guarded by closeMu
+
+	mu       sync.Mutex
+	units    map[uint64]*unit // live (not detached) units
+	lru      unitList         // live units, most recently accessed first
+	used     int64            // sum of live units' sizes; never > Capacity
+	active   *unit            // segment taking appends, or nil
+	nextUnit uint64           // next unit number; numbers are never reused
+
+	evictions   atomic.Int64 // chunks dropped by eviction
+	corruptions atomic.Int64 // chunks dropped because their bytes were bad
+}
+
+var _ store.Tier = (*Tier)(nil)
+var _ store.VersionLister = (*Tier)(nil)
+
+// Stats extends store.TierStats with the disk tier's own counters.
+type Stats struct {
+	store.TierStats
+	// Corruptions counts chunks dropped on Get because their bytes failed
+	// the CRC32C check, were short, or could not be read.
+	Corruptions int64
+	// Segments and Files count the live units of each kind.
+	Segments, Files int
+}
+
+// Open opens (or creates) the tier in opts.Dir. An existing cache is
+// reconciled with its files and kept; see recover.
+func Open(opts Options) (*Tier, error) {
+	opts, err := opts.normalize()
+	if err != nil {
+		return nil, err
+	}
+	t := &Tier{
+		opts:     opts,
+		log:      opts.Logger.With().Str("tier", "disk").Str("dir", opts.Dir).Logger(),
+		segDir:   filepath.Join(opts.Dir, "segments"),
+		chunkDir: filepath.Join(opts.Dir, "chunks"),
+		units:    make(map[uint64]*unit),
+	}
+	t.lru.init()
+	for _, d := range []string{t.segDir, t.chunkDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("%w: create %s: %v", ErrIO, d, err)
+		}
+	}
+	if t.idx, err = t.openIndex(); err != nil {
+		return nil, err
+	}
+	if err := t.recover(); err != nil {
+		t.closeFiles()
+		_ = t.idx.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+// openIndex opens the index; a corrupt index file (a power loss under
+// NoSync) is discarded, which empties the cache: recover then removes the
+// data files as orphans.
+func (t *Tier) openIndex() (*index.DB, error) {
+	path := filepath.Join(t.opts.Dir, "index.db")
+	idx, err := index.Open(path)
+	if errors.Is(err, index.ErrCorrupt) {
+		t.log.Warn().Err(err).Msg("index unreadable; starting the disk cache empty")
+		if rmErr := os.Remove(path); rmErr != nil {
+			return nil, fmt.Errorf("%w: remove corrupt index: %v", ErrIO, rmErr)
+		}
+		idx, err = index.Open(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrIO, err)
+	}
+	return idx, nil
+}
+
+// Close closes the index and every file. Later operations fail with
+// ErrClosed; closing twice is harmless.
+func (t *Tier) Close() error {
+	t.closeMu.Lock()
+	defer t.closeMu.Unlock()
+	if t.closed {
+		return nil
+	}
+	t.closed = true
+	t.closeFiles()
+	if err := t.idx.Close(); err != nil {
+		return fmt.Errorf("%w: close index: %v", ErrIO, err)
+	}
+	return nil
+}
+
+// closeFiles closes every open segment file. No operation is in flight
+// (Close holds closeMu; Open has not returned the tier yet).
+func (t *Tier) closeFiles() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, u := range t.units {
+		if u.f != nil {
+			_ = u.f.Close()
+		}
+	}
+	t.units = make(map[uint64]*unit)
+	t.lru.init()
+	t.active = nil
+}
+
+// Stats reports usage; UsedBytes counts data files as they lie on disk.
+func (t *Tier) Stats() store.TierStats {
+	t.mu.Lock()
+	used := t.used
+	t.mu.Unlock()
+	return store.TierStats{
+		UsedBytes:     used,
+		CapacityBytes: t.opts.Capacity,
+		Chunks:        t.idx.Count(),
+		Evictions:     t.evictions.Load(),
+	}
+}
+
+// DiskStats reports Stats plus the disk tier's own counters.
+func (t *Tier) DiskStats() Stats {
+	s := Stats{TierStats: t.Stats(), Corruptions: t.corruptions.Load()}
+	t.mu.Lock()
+	for _, u := range t.units {
+		if u.kind == index.InSegment {
+			s.Segments++
+		} else {
+			s.Files++
+		}
+	}
+	t.mu.Unlock()
+	return s
+}
+
+// begin starts an operation: it holds closeMu shared until end is called.
+func (t *Tier) begin() error {
+	t.closeMu.RLock()
+	if t.closed {
+		t.closeMu.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+func (t *Tier) end() { t.closeMu.RUnlock() }
+
+// ioErr translates a local failure once, flattening os and index error
+// types into ErrIO (an index closed under us is ErrClosed).
+func ioErr(op string, err error) error {
+	if errors.Is(err, index.ErrClosed) {
+		return ErrClosed
+	}
+	return fmt.Errorf("%w: %s: %v", ErrIO, op, err)
+}

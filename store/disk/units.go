@@ -1,0 +1,269 @@
+// Units of storage and eviction: segments and chunk files, their reference
+// counts, their LRU order, space reservation and eviction.
+package disk
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/granary-dev/granary/store/index"
+)
+
+// unit is a segment or a chunk file.
+//
+// Lifetime: a unit starts with one reference owned by the unit table.
+// Readers and writers take a reference (acquire) only while it is live;
+// eviction, corruption or deletion detaches it (out of the table and the
+// LRU, its bytes no longer counted) and drops the table's reference. The
+// last release closes and unlinks the file. So a read or write in flight
+// always uses an open descriptor of the right file, and a detached unit is
+// never handed out again; unit numbers are never reused, so an index entry
+// that still names a detached unit simply misses.
+type unit struct {
+	id   uint64
+	kind index.Kind
+	size int64    // bytes on disk; for a segment, the end of the last reservation
+	f    *os.File // segments: open for the unit's life; chunk files: nil
+
+	// Guarded by Tier.mu.
+	refs       int
+	detached   bool
+	prev, next *unit // LRU links
+}
+
+// unitList is a ring with a sentinel: front is the most recently used.
+type unitList struct{ root unit }
+
+func (l *unitList) init() { l.root.prev, l.root.next = &l.root, &l.root }
+
+func (l *unitList) pushFront(u *unit) {
+	u.prev, u.next = &l.root, l.root.next
+	l.root.next.prev = u
+	l.root.next = u
+}
+
+func (l *unitList) remove(u *unit) {
+	u.prev.next = u.next
+	u.next.prev = u.prev
+	u.prev, u.next = nil, nil
+}
+
+func (l *unitList) touch(u *unit) {
+	if l.root.next != u {
+		l.remove(u)
+		l.pushFront(u)
+	}
+}
+
+// back returns the least recently used unit, or nil.
+func (l *unitList) back() *unit {
+	if l.root.prev == &l.root {
+		return nil
+	}
+	return l.root.prev
+}
+
+func (l *unitList) len1() bool { return l.root.next != &l.root && l.root.next == l.root.prev }
+
+// segPath and chunkPath name a unit's file; tmpPath is a chunk file being
+// written.
+func (t *Tier) segPath(id uint64) string {
+	return filepath.Join(t.segDir, fmt.Sprintf("%016x.seg", id))
+}
+
+func (t *Tier) chunkPath(id uint64) string {
+	return filepath.Join(t.chunkDir, fmt.Sprintf("%016x.chunk", id))
+}
+
+func (t *Tier) tmpPath(id uint64) string {
+	return filepath.Join(t.chunkDir, fmt.Sprintf("%016x.tmp", id))
+}
+
+func (t *Tier) unitPath(u *unit) string {
+	if u.kind == index.InSegment {
+		return t.segPath(u.id)
+	}
+	return t.chunkPath(u.id)
+}
+
+// acquire returns the live unit id with a reference taken and marks it
+// recently used, or nil if it is not live.
+func (t *Tier) acquire(id uint64) *unit {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	u := t.units[id]
+	if u == nil {
+		return nil
+	}
+	u.refs++
+	t.lru.touch(u)
+	return u
+}
+
+// isLive reports whether unit id is in the table.
+func (t *Tier) isLive(id uint64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.units[id] != nil
+}
+
+// release drops a reference; the last one destroys a detached unit.
+func (t *Tier) release(u *unit) {
+	t.mu.Lock()
+	u.refs--
+	last := u.refs == 0
+	t.mu.Unlock()
+	if last {
+		t.destroy(u)
+	}
+}
+
+// destroy closes and unlinks a unit nobody references any more.
+func (t *Tier) destroy(u *unit) {
+	if u.f != nil {
+		_ = u.f.Close()
+	}
+	if err := os.Remove(t.unitPath(u)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.log.Error().Err(err).Uint64("unit", u.id).Msg("removing an evicted unit")
+	}
+}
+
+// detachLocked takes u out of the table and the budget. The caller holds
+// mu and must later release the table's reference (outside mu). It
+// reports false if u was already detached.
+func (t *Tier) detachLocked(u *unit) bool {
+	if u.detached {
+		return false
+	}
+	u.detached = true
+	delete(t.units, u.id)
+	t.lru.remove(u)
+	t.used -= u.size
+	if t.active == u {
+		t.active = nil
+	}
+	return true
+}
+
+// dropUnit detaches u (if still live) and drops the table's reference. It
+// does not touch the index; callers clean entries themselves.
+func (t *Tier) dropUnit(u *unit) {
+	t.mu.Lock()
+	ok := t.detachLocked(u)
+	t.mu.Unlock()
+	if ok {
+		t.release(u)
+	}
+}
+
+// evictLocked detaches least recently used units until used <= target and
+// returns them; the caller passes them to finishEvictions after unlocking
+// mu. With keepNewest it never detaches the last remaining unit (the one a
+// Put just wrote to), so watermark eviction does not throw away the chunk
+// that triggered it.
+func (t *Tier) evictLocked(target int64, keepNewest bool) []*unit {
+	var victims []*unit
+	for t.used > target {
+		u := t.lru.back()
+		if u == nil || (keepNewest && t.lru.len1()) {
+			break
+		}
+		t.detachLocked(u)
+		victims = append(victims, u)
+	}
+	return victims
+}
+
+// finishEvictions drops the index entries of evicted units and releases
+// them. If the index update fails, the entries stay but name units that
+// are gone: reads miss, a Put replaces them, and Open drops them.
+func (t *Tier) finishEvictions(victims []*unit) {
+	if len(victims) == 0 {
+		return
+	}
+	ids := make([]uint64, len(victims))
+	for i, u := range victims {
+		ids[i] = u.id
+	}
+	n, err := t.idx.DropUnits(ids)
+	if err != nil {
+		t.log.Error().Err(err).Int("units", len(ids)).Msg("dropping evicted units from the index")
+	}
+	t.evictions.Add(int64(n))
+	for _, u := range victims {
+		t.release(u)
+	}
+}
+
+// makeRoomLocked evicts until n more bytes fit the budget. Caller holds mu.
+func (t *Tier) makeRoomLocked(n int64) []*unit {
+	return t.evictLocked(t.opts.Capacity-n, false)
+}
+
+// reserveSegment reserves n bytes at the end of the active segment (a new
+// one if none or if it is full), evicting first if the budget requires.
+// It returns the segment with a reference taken, the offset, and the
+// evicted units for finishEvictions.
+func (t *Tier) reserveSegment(n int64) (*unit, int64, []*unit, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	victims := t.makeRoomLocked(n)
+	if t.active == nil || t.active.size+n > t.opts.SegmentSize {
+		if err := t.newSegmentLocked(); err != nil {
+			return nil, 0, victims, err
+		}
+	}
+	u := t.active
+	off := u.size
+	u.size += n
+	t.used += n
+	u.refs++
+	t.lru.touch(u)
+	return u, off, victims, nil
+}
+
+// newSegmentLocked creates a segment file and makes it the active one. The
+// sealed segment stays live and readable. Caller holds mu.
+func (t *Tier) newSegmentLocked() error {
+	id := t.nextUnit
+	f, err := os.OpenFile(t.segPath(id), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return ioErr("create segment", err)
+	}
+	t.nextUnit++
+	u := &unit{id: id, kind: index.InSegment, f: f, refs: 1}
+	t.units[id] = u
+	t.lru.pushFront(u)
+	t.active = u
+	return nil
+}
+
+// reserveFile reserves a new chunk-file unit of n bytes, evicting first if
+// the budget requires. The unit is returned with a writer reference.
+func (t *Tier) reserveFile(n int64) (*unit, []*unit) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	victims := t.makeRoomLocked(n)
+	u := &unit{id: t.nextUnit, kind: index.InFile, size: n, refs: 2}
+	t.nextUnit++
+	t.units[u.id] = u
+	t.lru.pushFront(u)
+	t.used += n
+	return u, victims
+}
+
+// afterPut applies the watermarks: past HighWater, evict to LowWater.
+func (t *Tier) afterPut() {
+	high := int64(t.opts.HighWater * float64(t.opts.Capacity))
+	low := int64(t.opts.LowWater * float64(t.opts.Capacity))
+	t.mu.Lock()
+	var victims []*unit
+	if t.used > high {
+		victims = t.evictLocked(low, true)
+	}
+	t.mu.Unlock()
+	t.finishEvictions(victims)
+}

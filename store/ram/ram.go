@@ -1,0 +1,302 @@
+// Package ram is the in-memory cache tier: a hard byte budget over
+// immutable chunks, sharded for low lock contention on the warm path, with
+// eviction behind a small policy seam (LRU by default).
+package ram
+
+import (
+	"errors"
+	"hash/maphash"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/granary-dev/granary/store"
+)
+
+// ErrClosed is returned by every operation on a closed tier.
+var ErrClosed = errors.New("ram: tier closed")
+
+// EntryOverhead is charged against the budget for every chunk on top of its
+// bytes and the lengths of its bucket, key and ETag: it covers the entry
+// struct, its map slot and its list links.
+const EntryOverhead = 200
+
+// shardCount is the number of independently locked shards (a power of 2).
+const shardCount = 16
+
+// Options configure a RAM tier.
+type Options struct {
+	// Capacity is the byte budget: the sum over held chunks of
+	// len(data) + EntryOverhead + the lengths of the ID's strings never
+	// exceeds it. Zero or negative makes a tier that holds nothing (every
+	// Put fails with store.ErrTooLarge).
+	Capacity int64
+}
+
+// Tier is an in-memory store.Tier. It is safe for concurrent use.
+//
+// Locking: mu serialises budget decisions (every Put holds it while it
+// evicts and inserts), so the check "used + size <= capacity" and the
+// insert cannot interleave with another Put. Each shard's mutex guards that
+// shard's maps and policy. Lock order: mu, then one shard at a time. Get
+// and DeleteObject take only a shard lock; used only ever grows under mu,
+// which is why UsedBytes never exceeds the capacity, even transiently.
+type Tier struct {
+	capacity int64
+	seed     maphash.Seed
+	epoch    time.Time
+
+	mu     sync.Mutex
+	shards [shardCount]shard
+
+	used      atomic.Int64 // charged bytes of held chunks
+	chunks    atomic.Int64
+	evictions atomic.Int64
+	closed    atomic.Bool
+}
+
+var _ store.Tier = (*Tier)(nil)
+var _ store.VersionLister = (*Tier)(nil)
+
+// shard holds the chunks of the objects that hash to it: all chunks of one
+// bucket/key live in the same shard, so DeleteObject and Versions touch
+// one shard.
+type shard struct {
+	mu      sync.Mutex
+	entries map[store.ChunkID]*entry
+	objects map[objectKey]*entry // head of each object's chain of chunks
+	policy  policy
+	_       [64]byte // keep hot mutexes of neighbouring shards off one cache line
+}
+
+// objectKey names an object; as a struct it is an unambiguous map key.
+type objectKey struct{ bucket, key string }
+
+// entry is one held chunk. All fields but id, data and size (immutable
+// after insertion) are guarded by the shard's mutex.
+type entry struct {
+	id   store.ChunkID
+	data []byte
+	size int64 // bytes charged against the budget
+
+	stamp      int64  // last access (ns since epoch), set by the policy
+	prev, next *entry // policy links
+
+	objPrev, objNext *entry // chain of the object's chunks
+}
+
+// New returns an empty RAM tier.
+func New(opts Options) *Tier {
+	t := &Tier{capacity: max(opts.Capacity, 0), seed: maphash.MakeSeed(), epoch: time.Now()}
+	for i := range t.shards {
+		t.shards[i].reset()
+	}
+	return t
+}
+
+// reset empties the shard.
+func (s *shard) reset() {
+	s.entries = make(map[store.ChunkID]*entry)
+	s.objects = make(map[objectKey]*entry)
+	s.policy = newLRU()
+}
+
+// shardFor returns the shard holding the chunks of bucket/key.
+func (t *Tier) shardFor(bucket, key string) *shard {
+	h := maphash.String(t.seed, key) ^ maphash.String(t.seed, bucket)*0x9e3779b97f4a7c15
+	return &t.shards[h&(shardCount-1)]
+}
+
+// now is the policy clock: monotonic nanoseconds since the tier started.
+func (t *Tier) now() int64 { return int64(time.Since(t.epoch)) }
+
+// charge is what a chunk costs against the budget.
+func charge(id store.ChunkID, data []byte) int64 {
+	return int64(len(data)) + EntryOverhead + int64(len(id.Bucket)+len(id.Key)+len(id.ETag))
+}
+
+// Get returns the stored slice itself (no copy); callers must not modify
+// it.
+func (t *Tier) Get(id store.ChunkID) ([]byte, error) {
+	if t.closed.Load() {
+		return nil, ErrClosed
+	}
+	now := t.now()
+	s := t.shardFor(id.Bucket, id.Key)
+	s.mu.Lock()
+	e := s.entries[id]
+	if e == nil {
+		s.mu.Unlock()
+		return nil, store.ErrNotFound
+	}
+	s.policy.hit(e, now)
+	data := e.data
+	s.mu.Unlock()
+	return data, nil
+}
+
+// Put stores data under id, evicting the policy's victims first if the
+// budget requires. A present id is left as is.
+func (t *Tier) Put(id store.ChunkID, data []byte) error {
+	size := charge(id, data)
+	if size > t.capacity {
+		return store.ErrTooLarge
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	s := t.shardFor(id.Bucket, id.Key)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	// Close takes mu, so this check holds until we return.
+	if t.closed.Load() {
+		return ErrClosed
+	}
+	s.mu.Lock()
+	_, present := s.entries[id]
+	s.mu.Unlock()
+	if present {
+		return nil
+	}
+	for t.used.Load()+size > t.capacity {
+		if !t.evictOne() {
+			// Unreachable while used matches the entries; refuse rather
+			// than overrun the budget if it ever does not.
+			return store.ErrTooLarge
+		}
+	}
+	e := &entry{id: id, data: data, size: size}
+	now := t.now()
+	s.mu.Lock()
+	s.insert(e, now)
+	t.used.Add(size)
+	t.chunks.Add(1)
+	s.mu.Unlock()
+	return nil
+}
+
+// evictOne evicts the lowest-ranked victim over all shards. It reports
+// false if no shard holds anything. Caller holds t.mu.
+func (t *Tier) evictOne() bool {
+	var best *shard
+	bestRank := int64(math.MaxInt64)
+	for i := range t.shards {
+		s := &t.shards[i]
+		s.mu.Lock()
+		if e, rank := s.policy.victim(); e != nil && (best == nil || rank < bestRank) {
+			best, bestRank = s, rank
+		}
+		s.mu.Unlock()
+	}
+	if best == nil {
+		return false
+	}
+	// The victim may have changed since the scan (a hit or a delete); the
+	// shard's current victim is as good a choice. If the shard emptied,
+	// the caller's loop re-checks the budget and scans again.
+	best.mu.Lock()
+	if e, _ := best.policy.victim(); e != nil {
+		best.remove(e)
+		t.used.Add(-e.size)
+		t.chunks.Add(-1)
+		t.evictions.Add(1)
+	}
+	best.mu.Unlock()
+	return true
+}
+
+// insert adds e to the shard's maps and policy. Caller holds s.mu.
+func (s *shard) insert(e *entry, now int64) {
+	s.entries[e.id] = e
+	k := objectKey{e.id.Bucket, e.id.Key}
+	if head := s.objects[k]; head != nil {
+		e.objNext, head.objPrev = head, e
+	}
+	s.objects[k] = e
+	s.policy.added(e, now)
+}
+
+// remove drops e from the shard's maps and policy. Caller holds s.mu.
+func (s *shard) remove(e *entry) {
+	delete(s.entries, e.id)
+	k := objectKey{e.id.Bucket, e.id.Key}
+	if e.objPrev != nil {
+		e.objPrev.objNext = e.objNext
+	} else if e.objNext != nil {
+		s.objects[k] = e.objNext
+	} else {
+		delete(s.objects, k)
+	}
+	if e.objNext != nil {
+		e.objNext.objPrev = e.objPrev
+	}
+	e.objPrev, e.objNext = nil, nil
+	s.policy.removed(e)
+}
+
+// DeleteObject drops every chunk of every version of bucket/key.
+func (t *Tier) DeleteObject(bucket, key string) error {
+	if t.closed.Load() {
+		return ErrClosed
+	}
+	s := t.shardFor(bucket, key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for e := s.objects[objectKey{bucket, key}]; e != nil; {
+		next := e.objNext
+		s.remove(e)
+		t.used.Add(-e.size)
+		t.chunks.Add(-1)
+		e = next
+	}
+	return nil
+}
+
+// Versions lists, sorted, the ETags of bucket/key the tier holds chunks of.
+func (t *Tier) Versions(bucket, key string) []string {
+	if t.closed.Load() {
+		return nil
+	}
+	s := t.shardFor(bucket, key)
+	var vs []string
+	s.mu.Lock()
+	for e := s.objects[objectKey{bucket, key}]; e != nil; e = e.objNext {
+		if !slices.Contains(vs, e.id.ETag) {
+			vs = append(vs, e.id.ETag)
+		}
+	}
+	s.mu.Unlock()
+	slices.Sort(vs)
+	return vs
+}
+
+// Stats reports usage. UsedBytes includes the per-entry overhead.
+func (t *Tier) Stats() store.TierStats {
+	return store.TierStats{
+		UsedBytes:     t.used.Load(),
+		CapacityBytes: t.capacity,
+		Chunks:        t.chunks.Load(),
+		Evictions:     t.evictions.Load(),
+	}
+}
+
+// Close drops every chunk; later operations fail with ErrClosed. Closing
+// twice is harmless.
+func (t *Tier) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed.Swap(true) {
+		return nil
+	}
+	for i := range t.shards {
+		s := &t.shards[i]
+		s.mu.Lock()
+		s.reset()
+		s.mu.Unlock()
+	}
+	t.used.Store(0)
+	t.chunks.Store(0)
+	return nil
+}

@@ -1,0 +1,181 @@
+// Tests and benchmarks of the RAM tier: the conformance suite, LRU order
+// across shards, budget accounting, and warm-path speed.
+package ram
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/granary-dev/granary/store"
+	"github.com/granary-dev/granary/store/storetest"
+)
+
+func newTestTier(t *testing.T, capacity int64) store.Tier {
+	tier := New(Options{Capacity: capacity})
+	t.Cleanup(func() { _ = tier.Close() })
+	return tier
+}
+
+func TestConformance(t *testing.T) {
+	storetest.RunTier(t, newTestTier)
+}
+
+// TestLRUOrder: the least recently used chunk goes first, across shards.
+func TestLRUOrder(t *testing.T) {
+	const size = 1000
+	ids := make([]store.ChunkID, 5)
+	for i := range ids {
+		ids[i] = store.ChunkID{Bucket: "b", Key: fmt.Sprintf("key-%d", i), ETag: "e"}
+	}
+	per := charge(ids[0], make([]byte, size))
+	tier := New(Options{Capacity: 3 * per})
+	defer tier.Close()
+	put := func(i int) {
+		t.Helper()
+		if err := tier.Put(ids[i], make([]byte, size)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(0)
+	put(1)
+	put(2)
+	if _, err := tier.Get(ids[0]); err != nil { // 0 becomes the most recent
+		t.Fatal(err)
+	}
+	put(3) // evicts 1
+	put(4) // evicts 2
+	for i, want := range []bool{true, false, false, true, true} {
+		_, err := tier.Get(ids[i])
+		if got := err == nil; got != want {
+			t.Errorf("chunk %d present = %v, want %v (err %v)", i, got, want, err)
+		}
+	}
+	if s := tier.Stats(); s.Evictions != 2 || s.UsedBytes != 3*per || s.Chunks != 3 {
+		t.Fatalf("Stats = %+v", s)
+	}
+}
+
+// TestChargeIncludesOverhead: an empty chunk still costs its entry.
+func TestChargeIncludesOverhead(t *testing.T) {
+	tier := New(Options{Capacity: 1 << 20})
+	defer tier.Close()
+	id := store.ChunkID{Bucket: "bucket", Key: "key", ETag: "etag", Index: 1}
+	if err := tier.Put(id, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := tier.Stats().UsedBytes, int64(EntryOverhead+len("bucketkeyetag")); got != want {
+		t.Fatalf("UsedBytes = %d, want %d", got, want)
+	}
+	got, err := tier.Get(id)
+	if err != nil || got == nil || len(got) != 0 {
+		t.Fatalf("Get of an empty chunk = %v, %v; want a non-nil empty slice", got, err)
+	}
+}
+
+// TestZeroCapacity: a tier without budget refuses everything cleanly.
+func TestZeroCapacity(t *testing.T) {
+	tier := New(Options{})
+	defer tier.Close()
+	id := store.ChunkID{Bucket: "b", Key: "k"}
+	if err := tier.Put(id, []byte("x")); !errors.Is(err, store.ErrTooLarge) {
+		t.Fatalf("Put = %v, want ErrTooLarge", err)
+	}
+	if _, err := tier.Get(id); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Get = %v, want ErrNotFound", err)
+	}
+}
+
+// TestClosedError: operations after Close report ErrClosed.
+func TestClosedError(t *testing.T) {
+	tier := New(Options{Capacity: 1 << 20})
+	id := store.ChunkID{Bucket: "b", Key: "k"}
+	if err := tier.Put(id, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := tier.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tier.Get(id); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Get after Close = %v", err)
+	}
+	if err := tier.Put(id, []byte("x")); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Put after Close = %v", err)
+	}
+	if err := tier.DeleteObject("b", "k"); !errors.Is(err, ErrClosed) {
+		t.Fatalf("DeleteObject after Close = %v", err)
+	}
+}
+
+// benchIDs returns n chunk IDs of a dataset of small objects.
+func benchIDs(n int) []store.ChunkID {
+	ids := make([]store.ChunkID, n)
+	for i := range ids {
+		ids[i] = store.ChunkID{Bucket: "train", Key: fmt.Sprintf("shard-%05d/img-%07d.jpg", i%97, i), ETag: "0123456789abcdef0123456789abcdef"}
+	}
+	return ids
+}
+
+// BenchmarkGetSmall: warm-path hits on 4 KiB chunks, in random order.
+func BenchmarkGetSmall(b *testing.B) {
+	const n = 1 << 14
+	ids := benchIDs(n)
+	tier := New(Options{Capacity: 1 << 30})
+	defer tier.Close()
+	data := make([]byte, 4<<10)
+	for _, id := range ids {
+		if err := tier.Put(id, data); err != nil {
+			b.Fatal(err)
+		}
+	}
+	order := rand.Perm(n)
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if _, err := tier.Get(ids[order[i&(n-1)]]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGetSmallParallel: the same hits from GOMAXPROCS goroutines.
+func BenchmarkGetSmallParallel(b *testing.B) {
+	const n = 1 << 14
+	ids := benchIDs(n)
+	tier := New(Options{Capacity: 1 << 30})
+	defer tier.Close()
+	data := make([]byte, 4<<10)
+	for _, id := range ids {
+		if err := tier.Put(id, data); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		r := rand.New(rand.NewPCG(rand.Uint64(), 1))
+		for pb.Next() {
+			if _, err := tier.Get(ids[r.IntN(n)]); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkPutSmall: 4 KiB puts into a full tier, so each one evicts.
+func BenchmarkPutSmall(b *testing.B) {
+	const n = 1 << 16
+	ids := benchIDs(n)
+	data := make([]byte, 4<<10)
+	tier := New(Options{Capacity: int64(n/4) * charge(ids[0], data)})
+	defer tier.Close()
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if err := tier.Put(ids[i&(n-1)], data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
