@@ -1,0 +1,16 @@
+// DeleteBucket (DELETE /bucket): only an empty bucket can go.
+package api
+
+import (
+	"net/http"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+func (s *Server) deleteBucket(c *fiber.Ctx, r *request) error {
+	if err := s.engine.DeleteBucket(s.baseCtx, r.bucket); err != nil {
+		return err
+	}
+	c.Response().SetStatusCode(http.StatusNoContent)
+	return nil
+}

@@ -1,0 +1,130 @@
+// The one error writer: every failure of a request, whatever layer it came
+// from, is translated here into an S3 error response (or, for a client
+// that is gone, into none).
+package api
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/granary-dev/granary/api/s3err"
+	"github.com/granary-dev/granary/gateway"
+	"github.com/granary-dev/granary/store"
+)
+
+// statusClientClosed is what a request whose client went away is counted
+// as (nginx's convention); nothing is sent, the connection is closed.
+const statusClientClosed = 499
+
+// sentinels maps the store and gateway errors to S3 codes.
+var sentinels = []struct {
+	err  error
+	code s3err.Code
+}{
+	{store.ErrNoSuchBucket, s3err.NoSuchBucket},
+	{store.ErrNoSuchKey, s3err.NoSuchKey},
+	{store.ErrBucketExists, s3err.BucketAlreadyOwnedByYou},
+	{store.ErrBucketNotEmpty, s3err.BucketNotEmpty},
+	{store.ErrInvalidBucketName, s3err.InvalidBucketName},
+	{store.ErrInvalidKey, s3err.InvalidArgument},
+	{store.ErrAccessDenied, s3err.AccessDenied},
+	{store.ErrUnavailable, s3err.ServiceUnavailable},
+	// The object changed at the origin while it was read: the read is
+	// abandoned rather than mixing versions, and the client may retry.
+	{store.ErrPreconditionFailed, s3err.ServiceUnavailable},
+	{store.ErrIncompleteBody, s3err.IncompleteBody},
+	{gateway.ErrInvalidRange, s3err.InvalidRange},
+}
+
+// toS3 translates err. It returns nil for a request whose client is gone
+// (context cancelled), and known=false for an error no layer translated.
+func toS3(err error) (e *s3err.Error, known bool) {
+	if se, ok := s3err.As(err); ok {
+		return se, true
+	}
+	for _, s := range sentinels {
+		if errors.Is(err, s.err) {
+			return s3err.New(s.code, ""), true
+		}
+	}
+	if errors.Is(err, context.Canceled) {
+		return nil, true
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return s3err.New(s3err.ServiceUnavailable, "the origin did not answer in time"), true
+	}
+	return s3err.New(s3err.InternalError, ""), false
+}
+
+// writeError answers the request with err. HEAD responses and 304s carry
+// no body; every other error carries the S3 XML document with the request
+// id. Errors no layer translated are logged and become InternalError.
+func (s *Server) writeError(c *fiber.Ctx, err error) {
+	r := requestOf(c)
+	if r == nil { // cannot happen for requests that passed entry
+		r = &request{id: string(c.Response().Header.Peek("X-Amz-Request-Id"))}
+	}
+	e, known := toS3(err)
+	if !known {
+		s.reqLog(r).Error().Err(err).Str("op", r.op.String()).
+			Str("bucket", r.bucket).Str("key", r.key).Msg("internal error")
+	}
+	resp := c.Response()
+	resp.ResetBody()
+	if e == nil {
+		r.errCode = "ClientClosed"
+		resp.SetStatusCode(statusClientClosed)
+		resp.SetConnectionClose()
+		return
+	}
+	r.errCode = e.Code
+	resp.SetStatusCode(e.Status())
+	if r.method == mHEAD || e.Code == s3err.NotModified {
+		return
+	}
+	resp.Header.SetContentType(contentTypeXML)
+	resp.SetBodyRaw(s3err.Marshal(e, r.bucket, r.key, resourceOf(r), r.id))
+}
+
+// resourceOf is the Resource element of an error: the addressed path.
+func resourceOf(r *request) string {
+	switch {
+	case r.bucket == "":
+		return "/"
+	case r.key == "":
+		return "/" + r.bucket
+	}
+	return "/" + r.bucket + "/" + r.key
+}
+
+// protocolError is fiber's error handler: it answers requests fasthttp
+// could not parse (headers too large, timeouts, bad framing), which never
+// reach entry.
+func (s *Server) protocolError(c *fiber.Ctx, err error) error {
+	code := s3err.InvalidRequest
+	var fe *fiber.Error
+	if errors.As(err, &fe) {
+		switch fe.Code {
+		case fiber.StatusRequestHeaderFieldsTooLarge:
+			code = s3err.RequestHeaderSectionTooLarge
+		case fiber.StatusRequestTimeout:
+			code = s3err.RequestTimeout
+		case fiber.StatusRequestEntityTooLarge:
+			code = s3err.EntityTooLarge
+		case fiber.StatusMethodNotAllowed:
+			code = s3err.MethodNotAllowed
+		}
+	}
+	r := &request{start: time.Now(), id: newRequestID(), method: methodString(c.Request().Header.Method())}
+	c.Locals(requestKey{}, r)
+	c.Response().Header.Set("X-Amz-Request-Id", r.id)
+	c.Response().Header.Set("X-Amz-Id-2", r.id)
+	c.Response().SetConnectionClose()
+	s.writeError(c, s3err.New(code, ""))
+	r.status = c.Response().StatusCode()
+	s.report(r, int64(len(c.Response().Body())), nil)
+	return nil
+}

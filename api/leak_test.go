@@ -1,0 +1,91 @@
+// A client that disconnects mid-GET leaves nothing running behind it: the
+// engine's reader is closed, its context cancelled, the goroutines gone.
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+)
+
+func TestNoLeakOnClientDisconnect(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			e := newEnv(t, b)
+			bucket := e.makeBucket(t, "leak")
+			const size = 40 << 20
+			e.put(t, bucket, "big", randomBytes(size), minio.PutObjectOptions{DisableMultipart: true})
+			// One full read first, so pools and origin connections exist
+			// before the baseline is taken.
+			if got, err := e.get(t, bucket, "big", minio.GetObjectOptions{}); err != nil || len(got) != size {
+				t.Fatalf("warm-up get: %d bytes, %v", len(got), err)
+			}
+			base := settledGoroutines(0, 2*time.Second)
+			for range 4 {
+				e.abandonGet(t, bucket, "big", 300<<10)
+			}
+			// Read-ahead fetches already started finish on their own
+			// (bounded by the fetch timeout); everything else must end.
+			if n := settledGoroutines(base+2, 15*time.Second); n > base+2 {
+				buf := make([]byte, 1<<20)
+				t.Fatalf("%d goroutines after disconnects, %d before:\n%s", n, base, buf[:runtime.Stack(buf, true)])
+			}
+			// The server still serves.
+			if got, err := e.get(t, bucket, "big", minio.GetObjectOptions{}); err != nil || len(got) != size {
+				t.Fatalf("get after disconnects: %d bytes, %v", len(got), err)
+			}
+		})
+	}
+}
+
+// settledGoroutines polls until the goroutine count is at most want (or,
+// with want 0, stops changing), or limit passes, and returns it.
+func settledGoroutines(want int, limit time.Duration) int {
+	deadline := time.Now().Add(limit)
+	prev := -1
+	for {
+		n := runtime.NumGoroutine()
+		if (want > 0 && n <= want) || (want == 0 && n == prev) || time.Now().After(deadline) {
+			return n
+		}
+		prev = n
+		time.Sleep(50 * time.Millisecond) // polling interval
+	}
+}
+
+// abandonGet starts a signed GET on a bare connection, reads n bytes of the
+// response and closes the connection.
+func (e *env) abandonGet(t *testing.T, bucket, key string, n int64) {
+	t.Helper()
+	req := e.buildRequest(t, rawRequest{method: http.MethodGet, path: "/" + bucket + "/" + key})
+	conn, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(20 * time.Second))
+	var wire bytes.Buffer
+	if err := req.Write(&wire); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Write(wire.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET: %d", resp.StatusCode)
+	}
+	if _, err := io.CopyN(io.Discard, resp.Body, n); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,138 @@
+// Request metrics: a counter by operation and status, and a latency
+// histogram by operation, with the per-operation children resolved once.
+package api
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// op names an S3 operation (or an admin route) for metrics and logs.
+type op uint8
+
+const (
+	opUnknown op = iota // failed before routing (bad request line, ...)
+	opHealthz
+	opMetrics
+	opListBuckets
+	opCreateBucket
+	opHeadBucket
+	opDeleteBucket
+	opGetBucketLocation
+	opGetBucketVersioning
+	opListObjects
+	opListObjectsV2
+	opHeadObject
+	opGetObject
+	opPutObject
+	opCopyObject
+	opDeleteObject
+	opDeleteObjects
+	opNotImplemented // a sub-resource or method Granary does not serve
+	numOps
+)
+
+var opNames = [numOps]string{
+	opUnknown:             "Unknown",
+	opHealthz:             "Healthz",
+	opMetrics:             "Metrics",
+	opListBuckets:         "ListBuckets",
+	opCreateBucket:        "CreateBucket",
+	opHeadBucket:          "HeadBucket",
+	opDeleteBucket:        "DeleteBucket",
+	opGetBucketLocation:   "GetBucketLocation",
+	opGetBucketVersioning: "GetBucketVersioning",
+	opListObjects:         "ListObjects",
+	opListObjectsV2:       "ListObjectsV2",
+	opHeadObject:          "HeadObject",
+	opGetObject:           "GetObject",
+	opPutObject:           "PutObject",
+	opCopyObject:          "CopyObject",
+	opDeleteObject:        "DeleteObject",
+	opDeleteObjects:       "DeleteObjects",
+	opNotImplemented:      "NotImplemented",
+}
+
+func (o op) String() string {
+	if o < numOps {
+		return opNames[o]
+	}
+	return opNames[opUnknown]
+}
+
+// statusLabels holds the label text of every HTTP status, so counting a
+// request does not format a number.
+var statusLabels = func() (l [600]string) {
+	for i := range l {
+		l[i] = strconv.Itoa(i)
+	}
+	return l
+}()
+
+func statusLabel(code int) string {
+	if code >= 0 && code < len(statusLabels) {
+		return statusLabels[code]
+	}
+	return strconv.Itoa(code)
+}
+
+// metrics are the request collectors. The vectors are safe for concurrent
+// use; duration is filled once in newMetrics and only read afterwards.
+type metrics struct {
+	requests *prometheus.CounterVec
+	duration [numOps]prometheus.Observer
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "granary_requests_total",
+		Help: "S3 and admin requests answered, by operation and HTTP status.",
+	}, []string{"op", "code"})
+	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "granary_request_duration_seconds",
+		Help:    "Time from a request's arrival to its last response byte, by operation.",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+	}, []string{"op"})
+	if reg != nil {
+		var err error
+		if requests, err = registerOrReuse(reg, requests); err != nil {
+			return nil, err
+		}
+		if duration, err = registerOrReuse(reg, duration); err != nil {
+			return nil, err
+		}
+	}
+	m := &metrics{requests: requests}
+	for o := op(0); o < numOps; o++ {
+		m.duration[o] = duration.WithLabelValues(o.String())
+	}
+	return m, nil
+}
+
+// registerOrReuse registers c, or returns the equal collector registered
+// before (a second Server on the same registry shares the series).
+func registerOrReuse[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	err := reg.Register(c)
+	if err == nil {
+		return c, nil
+	}
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if prev, ok := are.ExistingCollector.(C); ok {
+			return prev, nil
+		}
+	}
+	return c, fmt.Errorf("api: metrics: %w", err)
+}
+
+// observe records one finished request.
+func (m *metrics) observe(o op, status int, seconds float64) {
+	if o >= numOps {
+		o = opUnknown
+	}
+	m.requests.WithLabelValues(opNames[o], statusLabel(status)).Inc()
+	m.duration[o].Observe(seconds)
+}

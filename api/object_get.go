@@ -1,0 +1,196 @@
+// GetObject and HeadObject: ranges, conditional headers (evaluated by the
+// engine before any body byte is read), response header overrides, and the
+// body: sent from memory when the engine holds it whole, read whole when
+// small, streamed otherwise.
+package api
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/granary-dev/granary/api/s3err"
+	"github.com/granary-dev/granary/gateway"
+	"github.com/granary-dev/granary/store"
+)
+
+// smallObject is the largest body read whole before the response starts,
+// so a failure while reading it is still an S3 error, not a cut stream.
+const smallObject = 64 << 10
+
+// smallBufs holds smallObject-sized scratch buffers.
+var smallBufs = sync.Pool{New: func() any { b := make([]byte, smallObject); return &b }}
+
+// unsatisfiable is a range no object satisfies ("bytes=-0").
+var unsatisfiable = gateway.Range{Start: math.MaxInt64, End: -1}
+
+func (s *Server) getObject(c *fiber.Ctx, r *request) error {
+	if err := checkOverrides(c); err != nil {
+		return err
+	}
+	h := &c.Request().Header
+	rng, kind := parseRange(h.Peek("Range"))
+	cond, hasCond := parseConditions(h, getConditions)
+	ctx, cancel := context.WithCancel(s.baseCtx)
+	var obj *gateway.Object
+	var err error
+	if kind == rangeNone && !hasCond {
+		obj, err = s.engine.Get(ctx, r.bucket, r.key, gateway.GetOptions{})
+	} else {
+		obj, err = s.getChecked(ctx, c, r, rng, kind, cond, hasCond)
+	}
+	if err != nil {
+		cancel()
+		return err
+	}
+	small, err := readSmall(obj)
+	if err != nil {
+		obj.Close()
+		cancel()
+		return err
+	}
+	setObjectHeaders(c, obj.Info)
+	setOverrides(c)
+	resp := c.Response()
+	if kind != rangeNone {
+		setContentRange(c, obj.Offset, obj.Length, obj.Info.Size)
+		resp.SetStatusCode(http.StatusPartialContent)
+	} else {
+		resp.SetStatusCode(http.StatusOK)
+	}
+	s.attachBody(c, r, obj, small, cancel)
+	return nil
+}
+
+// getChecked is a Get with a range and/or conditions. On failure it sets
+// the headers S3 sends with it: Content-Range "*/size" with a 416, the
+// validators with a 304.
+func (s *Server) getChecked(ctx context.Context, c *fiber.Ctx, r *request, rng gateway.Range,
+	kind rangeKind, cond conditions, hasCond bool) (*gateway.Object, error) {
+	var seen *store.ObjectInfo // the info Check ran on: Check runs inside Get
+	opts := gateway.GetOptions{Check: func(info store.ObjectInfo) error {
+		seen = &info
+		if hasCond {
+			return cond.check(info)
+		}
+		return nil
+	}}
+	switch kind {
+	case rangeValid:
+		opts.Range = &rng
+	case rangeUnsatisfiable:
+		opts.Range = &unsatisfiable
+	}
+	obj, err := s.engine.Get(ctx, r.bucket, r.key, opts)
+	if err == nil {
+		return obj, nil
+	}
+	switch {
+	case errors.Is(err, gateway.ErrInvalidRange):
+		if seen == nil {
+			info, herr := s.engine.Head(ctx, r.bucket, r.key)
+			if herr != nil {
+				return nil, err
+			}
+			seen = &info
+		}
+		c.Response().Header.Set("Content-Range", "bytes */"+strconv.FormatInt(seen.Size, 10))
+	case errors.Is(err, errNotModified) && seen != nil:
+		setValidators(c, *seen)
+	}
+	return nil, err
+}
+
+// readSmall reads a small body whole into a pooled buffer, returned for
+// the caller to copy; nil when the engine holds the body in memory or it
+// is too large (attachBody sends those).
+func readSmall(obj *gateway.Object) (*[]byte, error) {
+	if b, ok := obj.Bytes(); (ok && int64(len(b)) == obj.Length) || obj.Length > smallObject {
+		return nil, nil
+	}
+	bp := smallBufs.Get().(*[]byte)
+	if _, err := io.ReadFull(obj, (*bp)[:obj.Length]); err != nil {
+		smallBufs.Put(bp)
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return nil, s3err.New(s3err.ServiceUnavailable, "the origin ended the object early")
+		}
+		return nil, err
+	}
+	return bp, nil
+}
+
+// attachBody sets the response body: the engine's in-memory bytes as they
+// are, a small body read whole, or a stream that fasthttp closes once sent
+// (or once the client is gone).
+func (s *Server) attachBody(c *fiber.Ctx, r *request, obj *gateway.Object, small *[]byte, cancel context.CancelFunc) {
+	resp := c.Response()
+	if small != nil {
+		resp.SetBody((*small)[:obj.Length]) // copies
+		smallBufs.Put(small)
+		obj.Close()
+		cancel()
+		return
+	}
+	if b, ok := obj.Bytes(); ok && int64(len(b)) == obj.Length {
+		resp.SetBodyRaw(b) // immutable: the engine never modifies it
+		obj.Close()
+		cancel()
+		return
+	}
+	r.streaming = true
+	resp.SetBodyStream(newObjectStream(s, r, obj, cancel, c.Context().Conn()), int(obj.Length))
+}
+
+func (s *Server) headObject(c *fiber.Ctx, r *request) error {
+	if err := checkOverrides(c); err != nil {
+		return err
+	}
+	h := &c.Request().Header
+	info, err := s.engine.Head(s.baseCtx, r.bucket, r.key)
+	if err != nil {
+		return err
+	}
+	if cond, ok := parseConditions(h, getConditions); ok {
+		if err := cond.check(info); err != nil {
+			if errors.Is(err, errNotModified) {
+				setValidators(c, info)
+			}
+			return err
+		}
+	}
+	off, n, status := int64(0), info.Size, http.StatusOK
+	rng, kind := parseRange(h.Peek("Range"))
+	if kind == rangeUnsatisfiable {
+		rng = unsatisfiable
+	}
+	if kind != rangeNone {
+		if off, n, err = rng.Resolve(info.Size); err != nil {
+			c.Response().Header.Set("Content-Range", "bytes */"+strconv.FormatInt(info.Size, 10))
+			return err
+		}
+		setContentRange(c, off, n, info.Size)
+		status = http.StatusPartialContent
+	}
+	setObjectHeaders(c, info)
+	setOverrides(c)
+	c.Response().Header.SetContentLength(int(n))
+	c.Response().SetStatusCode(status)
+	return nil
+}
+
+func setContentRange(c *fiber.Ctx, off, n, size int64) {
+	var buf [80]byte
+	b := append(buf[:0], "bytes "...)
+	b = strconv.AppendInt(b, off, 10)
+	b = append(b, '-')
+	b = strconv.AppendInt(b, off+n-1, 10)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, size, 10)
+	c.Response().Header.SetBytesV("Content-Range", b)
+}

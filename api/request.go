@@ -1,0 +1,198 @@
+// The life of one request: the entry handler gives it an id, serves the
+// admin routes or routes, authenticates and validates an S3 request, runs
+// its handler, and reports it (metrics and the access log) once the
+// response is complete.
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/rs/xid"
+	"github.com/rs/zerolog"
+
+	"github.com/granary-dev/granary/api/s3err"
+	"github.com/granary-dev/granary/api/sigv4"
+)
+
+// request is the state of one request. It holds only copies, never slices
+// of the fasthttp request, so a streamed response may report it after the
+// handler returned. It is used by one goroutine at a time: the connection's,
+// which runs the handler and then writes the response.
+type request struct {
+	id     string
+	start  time.Time
+	op     op
+	method string
+	bucket string
+	key    string
+	auth   *sigv4.Result
+	body   *bodyReader // the wire body; nil when the request has none
+
+	status    int
+	errCode   s3err.Code // the S3 error answered, if any
+	streaming bool       // the body is streamed: objectStream reports it
+	logger    *zerolog.Logger
+}
+
+// newRequestID returns a unique, sortable request id (xid: time, host,
+// process and a counter; no lock, no syscall).
+func newRequestID() string { return xid.New().String() }
+
+// requestKey is the fiber Locals key of the *request.
+type requestKey struct{}
+
+func requestOf(c *fiber.Ctx) *request {
+	r, _ := c.Locals(requestKey{}).(*request)
+	return r
+}
+
+// log returns the request's logger, which carries its id. It is built on
+// first use, so a request that logs nothing costs no logger.
+func (s *Server) reqLog(r *request) *zerolog.Logger {
+	if r.logger == nil {
+		l := s.log.With().Str("request_id", r.id).Logger()
+		r.logger = &l
+	}
+	return r.logger
+}
+
+// entry is the only fiber handler: every request passes through it.
+func (s *Server) entry(c *fiber.Ctx) error {
+	r := &request{
+		id:     newRequestID(),
+		start:  time.Now(),
+		method: methodString(c.Request().Header.Method()),
+	}
+	h := &c.Response().Header
+	h.Set("X-Amz-Request-Id", r.id)
+	h.Set("X-Amz-Id-2", r.id)
+	c.Locals(requestKey{}, r)
+	defer s.recoverPanic(c, r)
+
+	if s.serveAdmin(c, r) {
+		s.finish(c, r)
+		return nil
+	}
+	if err := s.serveS3(c, r); err != nil {
+		s.writeError(c, err)
+	}
+	s.finish(c, r)
+	return nil
+}
+
+// serveS3 routes, authenticates and validates r, then runs its handler.
+// Authentication comes before validation, so an unsigned request learns
+// nothing about names.
+func (s *Server) serveS3(c *fiber.Ctx, r *request) error {
+	bucket, key, targetErr := splitTarget(string(c.Request().Header.Host()), c.Request().URI().PathOriginal(), s.domainSuffixes)
+	r.bucket, r.key = bucket, key
+	res := resService
+	switch {
+	case bucket == "" && key == "":
+	case key == "":
+		res = resBucket
+	default:
+		res = resObject
+	}
+	rt := s.routes.resolve(c, res)
+	r.op = rt.op
+	if targetErr != nil {
+		r.op = opUnknown
+	}
+
+	auth, err := s.authenticate(c, r)
+	if err != nil {
+		return err
+	}
+	r.auth = auth
+	if targetErr != nil {
+		return targetErr
+	}
+	if res != resService {
+		if err := checkBucket(bucket); err != nil {
+			return err
+		}
+	}
+	if res == resObject {
+		if err := checkKey(key); err != nil {
+			return err
+		}
+	}
+	return rt.h(s, c, r)
+}
+
+// recoverPanic turns a handler panic into an InternalError, so one bad
+// request never takes the node down.
+func (s *Server) recoverPanic(c *fiber.Ctx, r *request) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	s.reqLog(r).Error().Str("panic", fmt.Sprint(p)).Str("op", r.op.String()).Msg("handler panic")
+	c.Response().ResetBody()
+	r.streaming = false
+	s.writeError(c, s3err.New(s3err.InternalError, ""))
+	s.finish(c, r)
+}
+
+// finish ends the handler's part of r: a request whose body was not read
+// to its end closes its connection (the unread bytes would be taken for
+// the next request), and r is reported unless a stream will report it.
+func (s *Server) finish(c *fiber.Ctx, r *request) {
+	r.status = c.Response().StatusCode()
+	if r.body != nil && !r.body.drained() {
+		c.Response().SetConnectionClose()
+	}
+	if r.streaming {
+		return
+	}
+	s.report(r, int64(len(c.Response().Body())), nil)
+}
+
+// report records a finished request in the metrics and the access log.
+// Routine outcomes log at debug, client mistakes at warn, server failures
+// (and responses cut short) at error.
+func (s *Server) report(r *request, bytes int64, streamErr error) {
+	elapsed := time.Since(r.start)
+	s.metrics.observe(r.op, r.status, elapsed.Seconds())
+	var ev *zerolog.Event
+	switch {
+	case r.status >= 500 || (streamErr != nil && !errors.Is(streamErr, errClientGone)):
+		ev = s.log.Error()
+	case (r.status >= 400 && !routineStatus(r.status)) || streamErr != nil:
+		ev = s.log.Warn()
+	default:
+		ev = s.log.Debug()
+	}
+	if ev == nil { // level disabled
+		return
+	}
+	ev = ev.Str("request_id", r.id).Str("op", r.op.String()).Str("method", r.method).
+		Str("bucket", r.bucket).Str("key", r.key).Int("status", r.status).
+		Int64("bytes", bytes).Dur("duration", elapsed)
+	if r.auth != nil {
+		ev = ev.Str("access_key", r.auth.AccessKey)
+	}
+	if r.errCode != "" {
+		ev = ev.Str("error_code", string(r.errCode))
+	}
+	if streamErr != nil {
+		ev = ev.AnErr("stream_error", streamErr)
+	}
+	ev.Msg("request")
+}
+
+// routineStatus reports 4xx answers that are part of normal operation
+// (existence checks, conditional and ranged reads).
+func routineStatus(code int) bool {
+	switch code {
+	case http.StatusNotFound, http.StatusNotModified, http.StatusPreconditionFailed,
+		http.StatusRequestedRangeNotSatisfiable:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,184 @@
+// Dispatch: a request's resource (service, bucket, object), method and
+// sub-resource query select one handler from a table filled once by small
+// per-resource registration functions. fiber's own router is not used: it
+// would decode and clean the path, and S3 keys must arrive byte-exact.
+package api
+
+import (
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/granary-dev/granary/api/s3err"
+)
+
+// handlerFunc serves one routed, authenticated, validated request.
+type handlerFunc func(s *Server, c *fiber.Ctx, r *request) error
+
+// resource is what a request path addresses.
+type resource uint8
+
+const (
+	resService resource = iota // "/"
+	resBucket                  // "/bucket"
+	resObject                  // "/bucket/key"
+)
+
+// HTTP methods as routing keys. Methods outside this set are never routed.
+const (
+	mGET    = "GET"
+	mHEAD   = "HEAD"
+	mPUT    = "PUT"
+	mPOST   = "POST"
+	mDELETE = "DELETE"
+)
+
+// methodName returns the constant for a request method, "" if it is not
+// one S3 uses (so no string is built per request).
+func methodName(m []byte) string {
+	switch string(m) {
+	case mGET:
+		return mGET
+	case mHEAD:
+		return mHEAD
+	case mPUT:
+		return mPUT
+	case mPOST:
+		return mPOST
+	case mDELETE:
+		return mDELETE
+	}
+	return ""
+}
+
+// methodString is methodName, or a copy of m for the methods S3 does not
+// use (which are still signed, and logged, as sent).
+func methodString(m []byte) string {
+	if name := methodName(m); name != "" {
+		return name
+	}
+	return string(m)
+}
+
+// subCopy is the pseudo sub-resource of a PUT object carrying
+// x-amz-copy-source (CopyObject rather than PutObject).
+const subCopy = "x-amz-copy-source"
+
+// subResources are the query parameters that select an operation other
+// than the plain one, by precedence (lower wins when several are present).
+// Any other query parameter is an argument, not a selector.
+var subResourceNames = []string{
+	"uploadId", "uploads", "partNumber", "delete", "location", "versioning",
+	"versions", "acl", "tagging", "policy", "policyStatus", "lifecycle", "cors",
+	"website", "logging", "notification", "replication", "encryption",
+	"object-lock", "retention", "legal-hold", "accelerate", "requestPayment",
+	"analytics", "inventory", "metrics", "intelligent-tiering",
+	"ownershipControls", "publicAccessBlock", "torrent", "restore", "select",
+	"attributes", "renameObject", "session", "list-type",
+}
+
+// subResources maps each of subResourceNames to its rank.
+var subResources = func() map[string]int {
+	m := make(map[string]int, len(subResourceNames))
+	for i, n := range subResourceNames {
+		m[n] = i
+	}
+	return m
+}()
+
+type routeKey struct {
+	res    resource
+	method string
+	sub    string
+}
+
+// route is a resolved operation.
+type route struct {
+	op op
+	h  handlerFunc
+}
+
+// routeTable is filled by New and only read afterwards.
+type routeTable struct {
+	routes map[routeKey]route
+}
+
+func newRouteTable() *routeTable {
+	t := &routeTable{routes: make(map[routeKey]route)}
+	registerServiceRoutes(t)
+	registerBucketRoutes(t)
+	registerObjectRoutes(t)
+	return t
+}
+
+func (t *routeTable) add(res resource, method, sub string, o op, h handlerFunc) {
+	t.routes[routeKey{res, method, sub}] = route{op: o, h: h}
+}
+
+func registerServiceRoutes(t *routeTable) {
+	t.add(resService, mGET, "", opListBuckets, (*Server).listBuckets)
+}
+
+func registerBucketRoutes(t *routeTable) {
+	t.add(resBucket, mPUT, "", opCreateBucket, (*Server).createBucket)
+	t.add(resBucket, mHEAD, "", opHeadBucket, (*Server).headBucket)
+	t.add(resBucket, mDELETE, "", opDeleteBucket, (*Server).deleteBucket)
+	t.add(resBucket, mGET, "", opListObjects, (*Server).listObjectsV1)
+	t.add(resBucket, mGET, "list-type", opListObjectsV2, (*Server).listObjectsV2)
+	t.add(resBucket, mGET, "location", opGetBucketLocation, (*Server).getBucketLocation)
+	t.add(resBucket, mGET, "versioning", opGetBucketVersioning, (*Server).getBucketVersioning)
+	t.add(resBucket, mPOST, "delete", opDeleteObjects, (*Server).deleteObjects)
+	// A POST to a bucket with no sub-resource is a browser-form upload.
+	t.add(resBucket, mPOST, "", opNotImplemented, notImplemented)
+}
+
+func registerObjectRoutes(t *routeTable) {
+	t.add(resObject, mGET, "", opGetObject, (*Server).getObject)
+	t.add(resObject, mHEAD, "", opHeadObject, (*Server).headObject)
+	t.add(resObject, mPUT, "", opPutObject, (*Server).putObject)
+	t.add(resObject, mPUT, subCopy, opCopyObject, (*Server).copyObject)
+	t.add(resObject, mDELETE, "", opDeleteObject, (*Server).deleteObject)
+}
+
+// resolve picks the route of a request for res. A known sub-resource with
+// no route is NotImplemented (501); a method the resource does not take is
+// MethodNotAllowed.
+func (t *routeTable) resolve(c *fiber.Ctx, res resource) route {
+	req := c.Request()
+	method := methodName(req.Header.Method())
+	sub := subResourceOf(c)
+	if sub == "" && res == resObject && method == mPUT && len(req.Header.Peek("X-Amz-Copy-Source")) > 0 {
+		sub = subCopy
+	}
+	if rt, ok := t.routes[routeKey{res, method, sub}]; ok {
+		return rt
+	}
+	if sub != "" && method != "" {
+		return route{op: opNotImplemented, h: notImplemented}
+	}
+	return route{op: opUnknown, h: methodNotAllowed}
+}
+
+// subResourceOf returns the selecting sub-resource of the query, if any.
+func subResourceOf(c *fiber.Ctx) string {
+	args := c.Request().URI().QueryArgs()
+	if args.Len() == 0 {
+		return ""
+	}
+	bestRank := len(subResourceNames)
+	args.VisitAll(func(k, _ []byte) {
+		if rank, ok := subResources[string(k)]; ok && rank < bestRank {
+			bestRank = rank
+		}
+	})
+	if bestRank == len(subResourceNames) {
+		return ""
+	}
+	return subResourceNames[bestRank]
+}
+
+func notImplemented(_ *Server, _ *fiber.Ctx, _ *request) error {
+	return s3err.New(s3err.NotImplemented, "")
+}
+
+func methodNotAllowed(_ *Server, _ *fiber.Ctx, _ *request) error {
+	return s3err.New(s3err.MethodNotAllowed, "")
+}

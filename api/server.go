@@ -1,0 +1,194 @@
+// Package api serves the S3 protocol (and the node's admin routes) over
+// fiber, translating requests into gateway.Engine calls.
+package api
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/granary-dev/granary/api/sigv4"
+	"github.com/granary-dev/granary/gateway"
+)
+
+// Options configure a Server. Engine and Credentials are required.
+type Options struct {
+	Engine      *gateway.Engine
+	Credentials sigv4.Credentials
+	// Region is reported by GetBucketLocation; "" means us-east-1.
+	Region string
+	// Domains enable virtual-host style: a Host of "BUCKET.DOMAIN[:port]"
+	// addresses BUCKET. Path style always works.
+	Domains []string
+	// Registerer receives the request metrics; Gatherer serves /metrics.
+	// Either may be nil.
+	Registerer prometheus.Registerer
+	Gatherer   prometheus.Gatherer
+	Logger     zerolog.Logger
+	// IOTimeout bounds how long a request may make no progress: reading
+	// its headers, reading its body, or the client taking the response.
+	// It is renewed as bytes move, so it never limits a large transfer
+	// that keeps moving. 0 means DefaultIOTimeout.
+	IOTimeout time.Duration
+	// IdleTimeout bounds how long a keep-alive connection may wait for its
+	// next request. 0 means DefaultIdleTimeout.
+	IdleTimeout time.Duration
+}
+
+// Defaults of the zero Options values.
+const (
+	DefaultRegion      = "us-east-1"
+	DefaultIOTimeout   = 2 * time.Minute
+	DefaultIdleTimeout = 2 * time.Minute
+)
+
+const (
+	// maxObjectSize is the largest single PUT S3 accepts.
+	maxObjectSize = 5 << 30
+	// chunkFraming is the allowance for aws-chunked framing on top of
+	// maxObjectSize in the wire body limit.
+	chunkFraming = 256 << 20
+	// headerBufferSize bounds the request line plus headers (fasthttp
+	// keeps one such buffer per connection): a 1,024-byte key fully
+	// percent-encoded in both the path and x-amz-copy-source, 2 KiB of
+	// metadata and the signature headers fit.
+	headerBufferSize = 16 << 10
+)
+
+func (o Options) normalize() (Options, error) {
+	if o.Engine == nil || o.Credentials == nil {
+		return o, errors.New("api: Engine and Credentials are required")
+	}
+	if o.Region == "" {
+		o.Region = DefaultRegion
+	}
+	if o.IOTimeout <= 0 {
+		o.IOTimeout = DefaultIOTimeout
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	domains := make([]string, 0, len(o.Domains))
+	for _, d := range o.Domains {
+		d = strings.ToLower(strings.Trim(strings.TrimSpace(d), "."))
+		if d != "" {
+			domains = append(domains, d)
+		}
+	}
+	o.Domains = domains
+	return o, nil
+}
+
+// Server is an S3 endpoint. It is safe for concurrent use.
+type Server struct {
+	opts     Options
+	engine   *gateway.Engine
+	verifier *sigv4.Verifier
+	log      zerolog.Logger
+	metrics  *metrics
+	routes   *routeTable
+	app      *fiber.App
+	// domainSuffixes are "." + each domain, for virtual-host matching.
+	domainSuffixes []string
+
+	// baseCtx parents every request's context; cancelBase ends it when a
+	// Shutdown runs out of time, so stuck origin calls give up.
+	baseCtx    context.Context
+	cancelBase context.CancelFunc
+	shutdown   sync.Once
+	// ln is the listener Serve runs on, nil before Serve.
+	ln atomic.Pointer[trackingListener]
+}
+
+// New returns a Server for opts.
+func New(opts Options) (*Server, error) {
+	opts, err := opts.normalize()
+	if err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		opts:     opts,
+		engine:   opts.Engine,
+		verifier: &sigv4.Verifier{Creds: opts.Credentials},
+		log:      opts.Logger,
+		metrics:  m,
+		routes:   newRouteTable(),
+	}
+	for _, d := range opts.Domains {
+		s.domainSuffixes = append(s.domainSuffixes, "."+d)
+	}
+	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
+	s.app = fiber.New(s.fiberConfig())
+	s.app.Use(s.entry)
+	return s, nil
+}
+
+// fiberConfig is the fasthttp setup: bodies are streamed, never buffered,
+// and no default content type or startup banner is emitted.
+func (s *Server) fiberConfig() fiber.Config {
+	return fiber.Config{
+		StreamRequestBody:            true,
+		DisablePreParseMultipartForm: true, // an object may be multipart/form-data
+		BodyLimit:                    int(min(int64(math.MaxInt), maxObjectSize+chunkFraming)),
+		ReadBufferSize:               headerBufferSize,
+		DisableStartupMessage:        true,
+		DisableDefaultContentType:    true,
+		// ReadTimeout covers a request's headers (and fasthttp's first body
+		// bytes); body reads renew the deadline as they go (see bodyReader).
+		// WriteTimeout is set before each response is written, and
+		// streamed bodies renew it per chunk (see objectStream).
+		ReadTimeout:  s.opts.IOTimeout,
+		WriteTimeout: s.opts.IOTimeout,
+		IdleTimeout:  s.opts.IdleTimeout,
+		ErrorHandler: s.protocolError,
+	}
+}
+
+// Serve answers requests on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	tl := newTrackingListener(ln)
+	s.ln.Store(tl)
+	return s.app.Listener(tl)
+}
+
+// Shutdown stops accepting connections, closes idle ones and waits for
+// open requests until ctx ends; then the requests still running are
+// cancelled.
+func (s *Server) Shutdown(ctx context.Context) error {
+	done := make(chan struct{})
+	go s.expireUnusedUntil(done)
+	err := s.app.ShutdownWithContext(ctx)
+	close(done)
+	s.shutdown.Do(s.cancelBase)
+	return err
+}
+
+// expireUnusedUntil ends never-used connections (see trackingListener)
+// while a shutdown runs: fasthttp closes only the idle keep-alive ones.
+func (s *Server) expireUnusedUntil(done <-chan struct{}) {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if tl := s.ln.Load(); tl != nil {
+			tl.expireUnused()
+		}
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+		}
+	}
+}

@@ -1,0 +1,167 @@
+// Graceful shutdown: an open request finishes, a connection that never
+// sent a byte does not hold the shutdown up, and nothing is served after.
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/granary-dev/granary/gateway"
+)
+
+func TestShutdown(t *testing.T) {
+	e, served := serveUnmanaged(t)
+	srv, eng := e.srv, e.eng
+	bucket := e.makeBucket(t, "shutdown")
+
+	// A connection that never sends a byte.
+	idle, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	// A PUT whose body is half sent when the shutdown starts.
+	const size = 64 << 10
+	conn, head := e.startRawPut(t, bucket, "late", size)
+	defer conn.Close()
+	if _, err := conn.Write(append(head, make([]byte, size/2)...)); err != nil {
+		t.Fatal(err)
+	}
+	// Start the shutdown only once the server is reading the PUT (a
+	// request whose first bytes are still in flight may be cut short).
+	awaitUnused(t, srv, 1)
+	shut := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		shut <- srv.Shutdown(ctx)
+	}()
+	// The listener closes; then the rest of the body arrives.
+	awaitRefused(t, e.addr)
+	if _, err := conn.Write(make([]byte, size-size/2)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("in-flight PUT: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("in-flight PUT during shutdown: %d", resp.StatusCode)
+	}
+	if err := <-shut; err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Shutdown took %v: the unused connection held it", d)
+	}
+	if err := <-served; err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+	if _, err := eng.Head(context.Background(), bucket, "late"); err != nil {
+		t.Errorf("the PUT finished during shutdown is not stored: %v", err)
+	}
+}
+
+// serveUnmanaged starts a Server over a directory origin that the test
+// itself shuts down; served yields Serve's result.
+func serveUnmanaged(t *testing.T) (*env, <-chan error) {
+	origin, root := openFS(t)
+	eng, err := gateway.New(gateway.Options{Origin: origin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	srv, err := New(Options{Engine: eng, Credentials: credentialsForTest()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() { // a no-op once the test shut the server down
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	})
+	e := &env{srv: srv, eng: eng, addr: ln.Addr().String(), root: root}
+	e.client = e.newClient(t, nil)
+	awaitReady(t, "http://"+e.addr+"/healthz")
+	return e, served
+}
+
+// startRawPut returns a connection and the signed header block of an
+// UNSIGNED-PAYLOAD PUT of size bytes.
+func (e *env) startRawPut(t *testing.T, bucket, key string, size int64) (net.Conn, []byte) {
+	t.Helper()
+	req := e.buildRequest(t, rawRequest{method: http.MethodPut, path: "/" + bucket + "/" + key, unsigned: true,
+		header: http.Header{"X-Amz-Content-Sha256": {"UNSIGNED-PAYLOAD"}}})
+	req.ContentLength = size
+	req = signV4(req)
+	conn, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.SetDeadline(time.Now().Add(20 * time.Second))
+	var head bytes.Buffer
+	fmt.Fprintf(&head, "PUT %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n", req.URL.RequestURI(), e.addr, size)
+	for k, vs := range req.Header {
+		for _, v := range vs {
+			fmt.Fprintf(&head, "%s: %s\r\n", k, v)
+		}
+	}
+	head.WriteString("\r\n")
+	return conn, head.Bytes()
+}
+
+// awaitUnused polls until exactly n of srv's connections have not read a
+// byte.
+func awaitUnused(t *testing.T, srv *Server, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		tl := srv.ln.Load()
+		tl.mu.Lock()
+		unused := 0
+		for c := range tl.conns {
+			if !c.used.Load() {
+				unused++
+			}
+		}
+		tl.mu.Unlock()
+		if unused == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d unused connections, want %d", unused, n)
+		}
+		time.Sleep(5 * time.Millisecond) // polling interval
+	}
+}
+
+// awaitRefused polls until addr refuses connections.
+func awaitRefused(t *testing.T, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			return
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still accepts connections", addr)
+		}
+		time.Sleep(5 * time.Millisecond) // polling interval
+	}
+}
