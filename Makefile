@@ -31,8 +31,13 @@ lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
+# fuzz runs each fuzz target for FUZZTIME (the seed corpora run in `unit`).
+FUZZTIME ?= 30s
 fuzz:
-	$(GO) test ./api/... -run '^$$' -fuzz FuzzParseRange -fuzztime 30s ./api
+	$(GO) test ./api -run '^$$' -fuzz '^FuzzParseRange$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./api/sigv4 -run '^$$' -fuzz '^FuzzParseAuthorization$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./api/sigv4 -run '^$$' -fuzz '^FuzzChunkedReader$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./store/index -run '^$$' -fuzz '^FuzzChunkKey$$' -fuzztime $(FUZZTIME)
 
 bench: deps build
 	$(GO) run ./loadtest -granary bin/granary

@@ -49,11 +49,15 @@ func setObjectHeaders(c *fiber.Ctx, info store.ObjectInfo) {
 	setIfSafe(h, "Content-Disposition", info.ContentDisposition)
 	setIfSafe(h, "Content-Language", info.ContentLanguage)
 	setIfSafe(h, "Cache-Control", info.CacheControl)
+	// User metadata names go out lower-case, as S3 and MinIO send them
+	// (SDKs expose the names as sent); fasthttp would capitalise them.
+	h.DisableNormalizing()
 	for k, v := range info.User {
 		if safeHeaderValue(k) {
-			setIfSafe(h, "X-Amz-Meta-"+k, v)
+			setIfSafe(h, "x-amz-meta-"+k, v)
 		}
 	}
+	h.EnableNormalizing()
 }
 
 // setIfSafe sets a non-empty value that cannot break the header block

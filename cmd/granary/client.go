@@ -1,0 +1,107 @@
+// The pattern every client subcommand (version, warm, status, flush, mount)
+// shares: --endpoint URL plus credentials from GRANARY_ACCESS_KEY and
+// GRANARY_SECRET_KEY, turned into a minio-go client.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/spf13/pflag"
+)
+
+// defaultEndpoint is where `granary serve` listens with no configuration.
+const defaultEndpoint = "http://127.0.0.1:9000"
+
+// clientFlags are the flags of a client subcommand.
+type clientFlags struct {
+	endpoint string
+}
+
+// register adds --endpoint to fs.
+func (c *clientFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&c.endpoint, "endpoint", "",
+		"`URL` of a Granary node, http://HOST:PORT or https://HOST:PORT (default "+defaultEndpoint+") [env GRANARY_ENDPOINT]; "+
+			"credentials come from GRANARY_ACCESS_KEY and GRANARY_SECRET_KEY (or their _FILE variants)")
+}
+
+// Endpoint returns the endpoint URL: the flag, else GRANARY_ENDPOINT, else
+// the default, checked and without a trailing slash.
+func (c *clientFlags) Endpoint(getenv Getenv) (string, error) {
+	raw := c.endpoint
+	if raw == "" {
+		raw, _ = getenv("GRANARY_ENDPOINT")
+	}
+	if raw == "" {
+		raw = defaultEndpoint
+	}
+	if _, _, err := parseEndpoint(raw); err != nil {
+		return "", err
+	}
+	return strings.TrimRight(raw, "/"), nil
+}
+
+// parseEndpoint splits an http(s) base URL into host[:port] and whether it
+// uses TLS. Paths, queries and user info are refused: the S3 API lives at
+// the root of a node.
+func parseEndpoint(raw string) (host string, secure bool, err error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", false, fmt.Errorf("endpoint %q: %w", raw, err)
+	}
+	switch u.Scheme {
+	case "http":
+	case "https":
+		secure = true
+	default:
+		return "", false, fmt.Errorf("endpoint %q: want http://HOST:PORT or https://HOST:PORT", raw)
+	}
+	if u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return "", false, fmt.Errorf("endpoint %q: want a bare http(s)://HOST:PORT", raw)
+	}
+	return u.Host, secure, nil
+}
+
+// Client returns a minio-go client for the endpoint, signed with the
+// credentials in the environment (region GRANARY_REGION, else us-east-1).
+func (c *clientFlags) Client(getenv Getenv) (*minio.Client, error) {
+	endpoint, err := c.Endpoint(getenv)
+	if err != nil {
+		return nil, err
+	}
+	return newS3Client(endpoint, getenv)
+}
+
+// newS3Client builds a minio-go client for endpoint from the environment's
+// GRANARY_ACCESS_KEY / GRANARY_SECRET_KEY.
+func newS3Client(endpoint string, getenv Getenv) (*minio.Client, error) {
+	host, secure, err := parseEndpoint(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	ak, err := secretFromEnv(getenv, "GRANARY_ACCESS_KEY")
+	if err != nil {
+		return nil, err
+	}
+	sk, err := secretFromEnv(getenv, "GRANARY_SECRET_KEY")
+	if err != nil {
+		return nil, err
+	}
+	if ak == "" || sk == "" {
+		return nil, errors.New("set GRANARY_ACCESS_KEY and GRANARY_SECRET_KEY (granary serve prints them at start; " +
+			"generated ones are in <data-dir>/credentials)")
+	}
+	region, _ := getenv("GRANARY_REGION")
+	if region == "" {
+		region = "us-east-1"
+	}
+	return minio.New(host, &minio.Options{
+		Creds:  credentials.NewStaticV4(ak, sk, ""),
+		Secure: secure,
+		Region: region,
+	})
+}

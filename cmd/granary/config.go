@@ -1,0 +1,243 @@
+// Configuration of `granary serve`: one plain Config struct filled from
+// defaults, then the YAML file, then GRANARY_* environment variables, then
+// flags (each later source wins), and normalised once before use.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/granary-dev/granary/gateway"
+)
+
+// Config holds every non-secret setting of a node. The YAML keys are the
+// flag names. Secrets (credentials) never live here: see credentials.go.
+type Config struct {
+	Listen    string                  `yaml:"listen"`
+	DataDir   string                  `yaml:"data-dir"`
+	RAM       Size                    `yaml:"ram"`
+	Disk      Size                    `yaml:"disk"`
+	Origin    string                  `yaml:"origin"`
+	ChunkSize Size                    `yaml:"chunk-size"`
+	Freshness string                  `yaml:"freshness"`
+	TTL       Duration                `yaml:"ttl"`
+	Region    string                  `yaml:"region"`
+	Domains   StringList              `yaml:"domain"`
+	LogLevel  string                  `yaml:"log-level"`
+	Buckets   map[string]BucketConfig `yaml:"buckets"`
+}
+
+// BucketConfig overrides the metadata freshness of one bucket. A bucket
+// that sets only TTL uses mode "ttl"; one that sets neither inherits the
+// node's rule.
+type BucketConfig struct {
+	Freshness string   `yaml:"freshness"`
+	TTL       Duration `yaml:"ttl"`
+}
+
+// Defaults returns the configuration of a node started with nothing set.
+// Origin stays empty: it defaults to file://<data-dir>/origin, which is
+// only known once the data directory is.
+func Defaults() Config {
+	return Config{
+		Listen:    "127.0.0.1:9000",
+		DataDir:   "./granary-data",
+		RAM:       1 << 30,
+		Disk:      10 << 30,
+		ChunkSize: gateway.DefaultChunkSize,
+		Freshness: string(gateway.TTL),
+		TTL:       Duration(time.Minute),
+		Region:    "us-east-1",
+		Domains:   StringList{"localhost"},
+		LogLevel:  "info",
+	}
+}
+
+// Limits on the chunk size: the engine's floor, and a ceiling above which a
+// single chunk would be a large share of any sensible RAM budget.
+const (
+	minChunkSize = 4 << 10
+	maxChunkSize = 1 << 30
+)
+
+// Normalize validates c and fills what derives from other fields: an
+// absolute data directory, the default origin, a lower-cased domain list.
+// It is called once, after every source has been applied.
+func (c Config) Normalize() (Config, error) {
+	if err := checkListen(c.Listen); err != nil {
+		return c, err
+	}
+	if strings.TrimSpace(c.DataDir) == "" {
+		return c, errors.New("data-dir: must not be empty")
+	}
+	dir, err := filepath.Abs(c.DataDir)
+	if err != nil {
+		return c, fmt.Errorf("data-dir: %w", err)
+	}
+	c.DataDir = dir
+	if c.Origin == "" {
+		c.Origin = "file://" + filepath.ToSlash(filepath.Join(dir, "origin"))
+	}
+	if _, err := parseOrigin(c.Origin); err != nil {
+		return c, err
+	}
+	if err := c.checkSizes(); err != nil {
+		return c, err
+	}
+	if _, err := zerolog.ParseLevel(strings.ToLower(c.LogLevel)); err != nil || c.LogLevel == "" {
+		return c, fmt.Errorf("log-level: unknown level %q (want trace, debug, info, warn, error)", c.LogLevel)
+	}
+	c.LogLevel = strings.ToLower(c.LogLevel)
+	if c.Region == "" {
+		c.Region = "us-east-1"
+	}
+	if c.Domains, err = normalizeDomains(c.Domains); err != nil {
+		return c, err
+	}
+	if _, _, err := c.Freshnesses(); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+func checkListen(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("listen: %q is not HOST:PORT: %w", addr, err)
+	}
+	if p, err := strconv.ParseUint(port, 10, 16); err != nil || (p == 0 && port != "0") {
+		return fmt.Errorf("listen: bad port %q in %q", port, addr)
+	}
+	return nil
+}
+
+// checkSizes enforces what the tiers need: at least one tier, and a chunk
+// that fits in every enabled tier (a larger chunk could never be cached).
+func (c Config) checkSizes() error {
+	if c.ChunkSize < minChunkSize || c.ChunkSize > maxChunkSize {
+		return fmt.Errorf("chunk-size: %s is outside %s..%s", c.ChunkSize, Size(minChunkSize), Size(maxChunkSize))
+	}
+	if c.RAM == 0 && c.Disk == 0 {
+		return errors.New("ram and disk are both 0: at least one cache tier is needed")
+	}
+	if c.RAM > 0 && c.RAM < c.ChunkSize {
+		return fmt.Errorf("ram: budget %s is smaller than one chunk (%s); raise --ram or lower --chunk-size, or set --ram 0 to disable the RAM tier", c.RAM, c.ChunkSize)
+	}
+	if c.Disk > 0 && c.Disk < c.ChunkSize {
+		return fmt.Errorf("disk: budget %s is smaller than one chunk (%s); raise --disk or set --disk 0 to disable the disk tier", c.Disk, c.ChunkSize)
+	}
+	return nil
+}
+
+func normalizeDomains(in StringList) (StringList, error) {
+	out := make(StringList, 0, len(in))
+	for _, d := range in {
+		d = strings.ToLower(strings.TrimSpace(d))
+		if d == "" {
+			continue
+		}
+		if strings.ContainsAny(d, ":/ ") {
+			return nil, fmt.Errorf("domain: %q must be a bare host name (no scheme, port or path)", d)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// Freshnesses returns the node's metadata rule and the per-bucket ones in
+// the gateway's terms.
+func (c Config) Freshnesses() (gateway.Freshness, map[string]gateway.Freshness, error) {
+	def, err := freshness("", c.Freshness, c.TTL)
+	if err != nil {
+		return def, nil, err
+	}
+	buckets := make(map[string]gateway.Freshness, len(c.Buckets))
+	for name, b := range c.Buckets {
+		if name == "" {
+			return def, nil, errors.New("buckets: empty bucket name")
+		}
+		mode, ttl := b.Freshness, b.TTL
+		if mode == "" && ttl > 0 {
+			mode = string(gateway.TTL)
+		} else if mode == "" {
+			mode = c.Freshness
+		}
+		if ttl == 0 {
+			ttl = c.TTL
+		}
+		if buckets[name], err = freshness("buckets."+name+".", mode, ttl); err != nil {
+			return def, nil, err
+		}
+	}
+	return def, buckets, nil
+}
+
+func freshness(prefix, mode string, ttl Duration) (gateway.Freshness, error) {
+	f := gateway.Freshness{Mode: gateway.FreshMode(strings.ToLower(mode)), TTL: time.Duration(ttl)}
+	switch f.Mode {
+	case gateway.Immutable, gateway.Always:
+	case gateway.TTL:
+		if f.TTL <= 0 {
+			return f, fmt.Errorf("%sttl: must be positive with freshness ttl", prefix)
+		}
+	default:
+		return f, fmt.Errorf("%sfreshness: unknown mode %q (want immutable, ttl or always)", prefix, mode)
+	}
+	return f, nil
+}
+
+// Duration is a time.Duration that YAML gives as a string ("90s", "5m").
+type Duration time.Duration
+
+// ParseDuration parses a non-negative Go duration ("1m", "90s", "1h30m").
+func ParseDuration(s string) (Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return 0, fmt.Errorf("invalid duration %q: want a number with a unit, e.g. 90s, 5m, 1h", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("invalid duration %q: negative", s)
+	}
+	return Duration(d), nil
+}
+
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// UnmarshalYAML accepts a duration string; a bare number is refused
+// because its unit would be a guess.
+func (d *Duration) UnmarshalYAML(node *yaml.Node) error {
+	if node.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: a duration must be a string like 90s", node.Line)
+	}
+	v, err := ParseDuration(node.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", node.Line, err)
+	}
+	*d = v
+	return nil
+}
+
+// StringList is a list that YAML may give as one string or a sequence.
+type StringList []string
+
+// UnmarshalYAML accepts a scalar (one element) or a sequence of scalars.
+func (l *StringList) UnmarshalYAML(node *yaml.Node) error {
+	if node.Kind == yaml.ScalarNode {
+		*l = StringList{node.Value}
+		return nil
+	}
+	var v []string
+	if err := node.Decode(&v); err != nil {
+		return err
+	}
+	*l = v
+	return nil
+}

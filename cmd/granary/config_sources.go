@@ -1,0 +1,238 @@
+// The sources a Config is filled from, in order of precedence: the YAML
+// file, GRANARY_* environment variables and command-line flags. One table
+// of settings drives the environment and the flags, so their names, help
+// and parsing cannot drift apart.
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"go.yaml.in/yaml/v3"
+)
+
+// Getenv looks up an environment variable; tests pass a map instead of
+// the process environment.
+type Getenv func(name string) (string, bool)
+
+// setting is one configurable value. Its flag name is its YAML key, and
+// its environment variable is GRANARY_ followed by the name in upper case
+// with '-' turned into '_'.
+type setting struct {
+	name  string
+	usage string
+	list  bool // a repeatable flag; comma-separated in the environment
+	get   func(Config) string
+	set   func(*Config, string) error
+}
+
+func (s setting) env() string {
+	return "GRANARY_" + strings.ToUpper(strings.ReplaceAll(s.name, "-", "_"))
+}
+
+func sizeSetting(name, usage string, field func(*Config) *Size) setting {
+	return setting{
+		name: name, usage: usage,
+		get: func(c Config) string { return field(&c).String() },
+		set: func(c *Config, v string) error {
+			n, err := ParseSize(v)
+			*field(c) = n
+			return err
+		},
+	}
+}
+
+func stringSetting(name, usage string, field func(*Config) *string) setting {
+	return setting{
+		name: name, usage: usage,
+		get: func(c Config) string { return *field(&c) },
+		set: func(c *Config, v string) error { *field(c) = v; return nil },
+	}
+}
+
+// serveSettings lists every setting of `granary serve`.
+var serveSettings = []setting{
+	stringSetting("listen", "`host:port` the S3 endpoint listens on",
+		func(c *Config) *string { return &c.Listen }),
+	stringSetting("data-dir", "`directory` for the disk cache (<data-dir>/cache), generated credentials and the default origin",
+		func(c *Config) *string { return &c.DataDir }),
+	sizeSetting("ram", "RAM cache budget, a `size` in bytes; units B, KB, MB, GB (x1000) or KiB, MiB, GiB (x1024), e.g. 512MiB, 1.5GB; 0 disables the RAM tier",
+		func(c *Config) *Size { return &c.RAM }),
+	sizeSetting("disk", "disk cache budget, a `size` (units as --ram); 0 disables the disk tier",
+		func(c *Config) *Size { return &c.Disk }),
+	stringSetting("origin", "`URL` of the data: file:///ABS/DIR (each sub-directory a bucket) or s3://HOST:PORT?secure=false&region=us-east-1; "+
+		"origin credentials come from GRANARY_ORIGIN_ACCESS_KEY and GRANARY_ORIGIN_SECRET_KEY, or from the files named by GRANARY_ORIGIN_ACCESS_KEY_FILE and GRANARY_ORIGIN_SECRET_KEY_FILE "+
+		"(default file://<data-dir>/origin)",
+		func(c *Config) *string { return &c.Origin }),
+	sizeSetting("chunk-size", "unit of caching, a `size` (units as --ram), 4KiB..1GiB",
+		func(c *Config) *Size { return &c.ChunkSize }),
+	stringSetting("freshness", "`mode` of trusting cached HEAD/LIST answers: immutable (never revalidated), ttl (revalidated after --ttl) or always (revalidated on every request); object data is keyed by ETag and never stale",
+		func(c *Config) *string { return &c.Freshness }),
+	{
+		name: "ttl", usage: "metadata time-to-live with --freshness ttl, a Go `duration` like 90s, 5m, 1h",
+		get: func(c Config) string { return c.TTL.String() },
+		set: func(c *Config, v string) error { d, err := ParseDuration(v); c.TTL = d; return err },
+	},
+	stringSetting("region", "`region` reported to clients (GetBucketLocation) and expected in signatures",
+		func(c *Config) *string { return &c.Region }),
+	{
+		name: "domain", list: true,
+		usage: "`domain` for virtual-host style requests (BUCKET.DOMAIN); repeat the flag for several, comma-separate them in the environment; path style always works",
+		get:   func(c Config) string { return strings.Join(c.Domains, ",") },
+		set: func(c *Config, v string) error {
+			c.Domains = strings.Split(v, ",")
+			return nil
+		},
+	},
+	stringSetting("log-level", "log `level`: trace, debug, info, warn or error (JSON logs on stderr)",
+		func(c *Config) *string { return &c.LogLevel }),
+}
+
+// registerFlags adds one flag per setting to fs, with the default taken
+// from def and the environment variable named in the help.
+func registerFlags(fs *pflag.FlagSet, settings []setting, def Config) {
+	for _, s := range settings {
+		usage := fmt.Sprintf("%s [env %s]", s.usage, s.env())
+		if s.list {
+			fs.StringArray(s.name, strings.Split(s.get(def), ","), usage)
+			continue
+		}
+		fs.String(s.name, s.get(def), usage)
+	}
+}
+
+// applyFlags sets c from the flags of fs that were given on the command
+// line; flags left at their default do not override earlier sources.
+func applyFlags(c *Config, fs *pflag.FlagSet, settings []setting) error {
+	for _, s := range settings {
+		f := fs.Lookup(s.name)
+		if f == nil || !f.Changed {
+			continue
+		}
+		v := f.Value.String()
+		if s.list {
+			vals, err := fs.GetStringArray(s.name)
+			if err != nil {
+				return err
+			}
+			v = strings.Join(vals, ",")
+		}
+		if err := s.set(c, v); err != nil {
+			return fmt.Errorf("flag --%s: %w", s.name, err)
+		}
+	}
+	return nil
+}
+
+// applyEnv sets c from the GRANARY_* variables that are set and not empty.
+func applyEnv(c *Config, getenv Getenv, settings []setting) error {
+	for _, s := range settings {
+		v, ok := getenv(s.env())
+		if !ok || v == "" {
+			continue
+		}
+		if err := s.set(c, v); err != nil {
+			return fmt.Errorf("%s: %w", s.env(), err)
+		}
+	}
+	return nil
+}
+
+// loadFile decodes the YAML file at path over c. Unknown keys are errors,
+// and so is any key that looks like a secret: secrets belong in the
+// environment or in files, never in a configuration file that gets copied,
+// committed and pasted into issues.
+func loadFile(c *Config, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	if key := findSecretKey(&root, ""); key != "" {
+		return fmt.Errorf("config %s: key %q looks like a secret; secrets are never read from the config file: "+
+			"set GRANARY_ACCESS_KEY/GRANARY_SECRET_KEY and GRANARY_ORIGIN_ACCESS_KEY/GRANARY_ORIGIN_SECRET_KEY "+
+			"(or the *_FILE variants naming files that hold them) in the environment", path, key)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	return nil
+}
+
+// secretWords mark a YAML key as a secret, compared after dropping '-'
+// and '_' and lower-casing.
+var secretWords = []string{"secret", "password", "accesskey", "credential", "token", "passphrase"}
+
+// findSecretKey returns the dotted path of the first mapping key under n
+// that names a secret, or "". Keys are visited in sorted order so the
+// answer does not depend on the file's order.
+func findSecretKey(n *yaml.Node, prefix string) string {
+	switch n.Kind {
+	case yaml.DocumentNode, yaml.SequenceNode:
+		for _, c := range n.Content {
+			if k := findSecretKey(c, prefix); k != "" {
+				return k
+			}
+		}
+	case yaml.MappingNode:
+		var found []string
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key := n.Content[i].Value
+			path := strings.TrimPrefix(prefix+"."+key, ".")
+			if isSecretKey(key) {
+				found = append(found, path)
+			} else if k := findSecretKey(n.Content[i+1], path); k != "" {
+				found = append(found, k)
+			}
+		}
+		sort.Strings(found)
+		if len(found) > 0 {
+			return found[0]
+		}
+	}
+	return ""
+}
+
+func isSecretKey(key string) bool {
+	k := strings.ToLower(strings.NewReplacer("-", "", "_", "").Replace(key))
+	for _, w := range secretWords {
+		if strings.Contains(k, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// LoadConfig builds the configuration of `granary serve`: defaults, then
+// the file (path from --config, else GRANARY_CONFIG), then the
+// environment, then the flags given, then Normalize.
+func LoadConfig(fs *pflag.FlagSet, getenv Getenv) (Config, error) {
+	c := Defaults()
+	path, _ := fs.GetString("config")
+	if f := fs.Lookup("config"); f == nil || !f.Changed {
+		path, _ = getenv("GRANARY_CONFIG")
+	}
+	if path != "" {
+		if err := loadFile(&c, path); err != nil {
+			return c, err
+		}
+	}
+	if err := applyEnv(&c, getenv, serveSettings); err != nil {
+		return c, err
+	}
+	if err := applyFlags(&c, fs, serveSettings); err != nil {
+		return c, err
+	}
+	return c.Normalize()
+}

@@ -1,0 +1,155 @@
+// Wiring of a node: the Config turned into the origin, the cache tiers,
+// the engine and the API server, and their orderly close.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/rs/zerolog"
+
+	"github.com/granary-dev/granary/api"
+	"github.com/granary-dev/granary/api/sigv4"
+	"github.com/granary-dev/granary/gateway"
+	"github.com/granary-dev/granary/store"
+	"github.com/granary-dev/granary/store/disk"
+	"github.com/granary-dev/granary/store/origin/fs"
+	"github.com/granary-dev/granary/store/origin/s3"
+	"github.com/granary-dev/granary/store/ram"
+)
+
+// node is a built, not yet serving, Granary node. closers are closed in
+// order after the server stopped: the engine before the tiers it writes
+// to, the tiers before the origin (buildNode prepends each as it opens
+// it, so the order is the reverse of opening).
+type node struct {
+	server  *api.Server
+	closers []namedCloser
+}
+
+type namedCloser struct {
+	name string
+	io.Closer
+}
+
+func (n *node) close(log zerolog.Logger) {
+	for _, c := range n.closers {
+		if err := c.Close(); err != nil {
+			log.Error().Err(err).Str("component", c.name).Msg("close failed")
+		}
+	}
+}
+
+// buildNode creates the data directories, the origin, the tiers, the
+// engine and the API server. On error, whatever was opened is closed.
+func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, log zerolog.Logger) (n *node, err error) {
+	n = &node{}
+	defer func() {
+		if err != nil {
+			n.close(log)
+		}
+	}()
+	origin, err := openOrigin(spec, oak, osk)
+	if err != nil {
+		return n, err
+	}
+	if c, ok := origin.(io.Closer); ok {
+		n.closers = append(n.closers, namedCloser{"origin", c})
+	}
+	ramTier, diskTier, err := openTiers(cfg, n, log)
+	if err != nil {
+		return n, err
+	}
+	reg, err := newRegistry()
+	if err != nil {
+		return n, err
+	}
+	fresh, buckets, err := cfg.Freshnesses()
+	if err != nil {
+		return n, usageError{err}
+	}
+	eng, err := gateway.New(gateway.Options{
+		Origin: origin, RAM: ramTier, Disk: diskTier, ChunkSize: int64(cfg.ChunkSize),
+		Freshness: fresh, Buckets: buckets, Registerer: reg, Logger: log, // the engine names itself
+	})
+	if err != nil {
+		return n, fmt.Errorf("gateway: %w", err)
+	}
+	n.closers = append([]namedCloser{{"gateway", eng}}, n.closers...)
+	n.server, err = api.New(api.Options{
+		Engine: eng, Credentials: sigv4.StaticCredentials{creds.AccessKey: creds.SecretKey},
+		Region: cfg.Region, Domains: cfg.Domains, Registerer: reg, Gatherer: reg,
+		Logger: log.With().Str("component", "api").Logger(),
+	})
+	return n, err
+}
+
+// openOrigin opens the origin spec names (a file origin creates its root).
+// Each constructor's result is checked before it becomes an interface, so
+// a failed open never yields a non-nil store.Origin holding a nil pointer.
+// An s3 origin's region is the one in its URL (the origin package's
+// default when absent), independent of the region this node reports.
+func openOrigin(spec originSpec, access, secret string) (store.Origin, error) {
+	switch spec.Scheme {
+	case "file":
+		o, err := fs.New(fs.Options{Root: spec.Dir})
+		if err != nil {
+			return nil, fmt.Errorf("origin: %w", err)
+		}
+		return o, nil
+	case "s3":
+		o, err := s3.New(s3.Options{
+			Endpoint: spec.endpointHostPort(), Secure: spec.Secure, Region: spec.Region,
+			AccessKey: access, SecretKey: secret,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("origin: %w", err)
+		}
+		return o, nil
+	}
+	return nil, usageError{fmt.Errorf("origin: unknown scheme %q", spec.Scheme)}
+}
+
+// openTiers opens the RAM tier and the disk tier under <data-dir>/cache,
+// registering each with n for closing as soon as it is open; a zero budget
+// leaves that tier nil (the engine then skips it).
+func openTiers(cfg Config, n *node, log zerolog.Logger) (ramTier, diskTier store.Tier, err error) {
+	if cfg.RAM > 0 {
+		r := ram.New(ram.Options{Capacity: int64(cfg.RAM)})
+		n.closers = append([]namedCloser{{"ram", r}}, n.closers...)
+		ramTier = r
+	}
+	if cfg.Disk > 0 {
+		dir := filepath.Join(cfg.DataDir, "cache")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, nil, fmt.Errorf("disk tier: %w", err)
+		}
+		d, err := disk.Open(disk.Options{Dir: dir, Capacity: int64(cfg.Disk),
+			Logger: log.With().Str("component", "disk").Logger()})
+		if err != nil {
+			return nil, nil, fmt.Errorf("disk tier: %w", err)
+		}
+		n.closers = append([]namedCloser{{"disk", d}}, n.closers...)
+		diskTier = d
+	}
+	return ramTier, diskTier, nil
+}
+
+// newRegistry returns a metrics registry with the Go runtime and process
+// collectors, shared by the engine and the API.
+func newRegistry() (*prometheus.Registry, error) {
+	reg := prometheus.NewRegistry()
+	for _, c := range []prometheus.Collector{
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return reg, nil
+}

@@ -1,0 +1,140 @@
+// Parsing of the --origin URL and of the origin's credentials.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// originSpec is a parsed --origin value.
+type originSpec struct {
+	Scheme string // "file" or "s3"
+	// Dir is the root directory of a file origin (absolute, clean).
+	Dir string
+	// Endpoint (host or host:port), Secure and Region address an s3 origin.
+	Endpoint string
+	Secure   bool
+	Region   string
+}
+
+// parseOrigin parses file:///ABS/DIR or s3://HOST[:PORT][?secure=BOOL&region=R].
+// An s3 origin is secure (HTTPS) unless secure=false is given.
+func parseOrigin(raw string) (originSpec, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return originSpec{}, fmt.Errorf("origin: %q is not a URL: %w", raw, err)
+	}
+	switch u.Scheme {
+	case "file":
+		return parseFileOrigin(raw, u)
+	case "s3":
+		return parseS3Origin(raw, u)
+	case "":
+		return originSpec{}, fmt.Errorf("origin: %q has no scheme; want file:///ABS/DIR or s3://HOST:PORT", raw)
+	default:
+		return originSpec{}, fmt.Errorf("origin: unknown scheme %q in %q; want file or s3", u.Scheme, raw)
+	}
+}
+
+func parseFileOrigin(raw string, u *url.URL) (originSpec, error) {
+	if u.Host != "" && u.Host != "localhost" {
+		return originSpec{}, fmt.Errorf("origin: %q names host %q; a file origin is file:///ABS/DIR (three slashes)", raw, u.Host)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return originSpec{}, fmt.Errorf("origin: %q: a file origin takes no query or fragment", raw)
+	}
+	p := filepath.FromSlash(u.Path)
+	if !filepath.IsAbs(p) {
+		return originSpec{}, fmt.Errorf("origin: %q needs an absolute path (file:///ABS/DIR)", raw)
+	}
+	return originSpec{Scheme: "file", Dir: filepath.Clean(p)}, nil
+}
+
+func parseS3Origin(raw string, u *url.URL) (originSpec, error) {
+	if u.User != nil {
+		return originSpec{}, errors.New("origin: credentials do not belong in the origin URL; set GRANARY_ORIGIN_ACCESS_KEY and GRANARY_ORIGIN_SECRET_KEY")
+	}
+	if u.Host == "" || u.Hostname() == "" {
+		return originSpec{}, fmt.Errorf("origin: %q has no host; want s3://HOST:PORT", raw)
+	}
+	if port := u.Port(); port != "" {
+		if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
+			return originSpec{}, fmt.Errorf("origin: bad port %q in %q", port, raw)
+		}
+	} else if strings.HasSuffix(u.Host, ":") {
+		return originSpec{}, fmt.Errorf("origin: empty port in %q", raw)
+	}
+	if (u.Path != "" && u.Path != "/") || u.Fragment != "" {
+		return originSpec{}, fmt.Errorf("origin: %q: an s3 origin is s3://HOST:PORT with no path (buckets map one to one)", raw)
+	}
+	spec := originSpec{Scheme: "s3", Endpoint: u.Host, Secure: true}
+	for name, vals := range u.Query() {
+		v := vals[len(vals)-1]
+		switch name {
+		case "secure":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return originSpec{}, fmt.Errorf("origin: secure=%q in %q is not true or false", v, raw)
+			}
+			spec.Secure = b
+		case "region":
+			spec.Region = v
+		default:
+			return originSpec{}, fmt.Errorf("origin: unknown parameter %q in %q (known: secure, region)", name, raw)
+		}
+	}
+	return spec, nil
+}
+
+// endpointHostPort is the origin endpoint with its port made explicit.
+func (s originSpec) endpointHostPort() string {
+	if _, _, err := net.SplitHostPort(s.Endpoint); err == nil {
+		return s.Endpoint
+	}
+	if s.Secure {
+		return net.JoinHostPort(s.Endpoint, "443")
+	}
+	return net.JoinHostPort(s.Endpoint, "80")
+}
+
+// originCredentials reads the origin's access and secret key from
+// GRANARY_ORIGIN_ACCESS_KEY / GRANARY_ORIGIN_SECRET_KEY, or from the files
+// named by the same names with _FILE appended. Both empty means anonymous
+// access. Values are never logged.
+func originCredentials(getenv Getenv) (access, secret string, err error) {
+	if access, err = secretFromEnv(getenv, "GRANARY_ORIGIN_ACCESS_KEY"); err != nil {
+		return "", "", err
+	}
+	if secret, err = secretFromEnv(getenv, "GRANARY_ORIGIN_SECRET_KEY"); err != nil {
+		return "", "", err
+	}
+	if (access == "") != (secret == "") {
+		return "", "", errors.New("origin credentials: set both the access key and the secret key (GRANARY_ORIGIN_ACCESS_KEY[_FILE] and GRANARY_ORIGIN_SECRET_KEY[_FILE]) or neither")
+	}
+	return access, secret, nil
+}
+
+// secretFromEnv returns the value of name, or the content of the file
+// named by name_FILE (trailing whitespace trimmed). Setting both is an
+// error, since one of them would be silently ignored.
+func secretFromEnv(getenv Getenv, name string) (string, error) {
+	v, _ := getenv(name)
+	file, _ := getenv(name + "_FILE")
+	switch {
+	case v != "" && file != "":
+		return "", fmt.Errorf("%s and %s_FILE are both set; set one", name, name)
+	case file != "":
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("%s_FILE: %w", name, err)
+		}
+		return strings.TrimRight(string(data), " \t\r\n"), nil
+	}
+	return v, nil
+}

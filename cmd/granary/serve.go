@@ -1,0 +1,144 @@
+// `granary serve`: turns the Config into the packages' Options, runs the
+// S3 endpoint until SIGINT/SIGTERM and shuts it down gracefully.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/granary-dev/granary/api"
+)
+
+// shutdownGrace bounds how long open requests may run after a signal.
+const shutdownGrace = 30 * time.Second
+
+func newServeCmd(getenv Getenv) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run a Granary node (S3 endpoint with a RAM and a disk cache)",
+		Long: `Run a Granary node: an S3 endpoint that caches an origin in RAM and on disk.
+
+With no configuration it listens on 127.0.0.1:9000, caches in ./granary-data
+(1GiB RAM, 10GiB disk), serves the directories under ./granary-data/origin as
+buckets, and prints the credentials it generated (kept in
+./granary-data/credentials, mode 0600, and reused on later starts).
+
+Precedence: defaults < YAML file (--config) < GRANARY_* environment < flags.
+The YAML keys are the flag names; the file may also hold a 'buckets:' map of
+per-bucket 'freshness' and 'ttl'. Secrets are never read from the file:
+  GRANARY_ACCESS_KEY, GRANARY_SECRET_KEY          the node's S3 credentials
+  GRANARY_ORIGIN_ACCESS_KEY, GRANARY_ORIGIN_SECRET_KEY  the s3 origin's
+Each may instead be given as a file path in the same name + _FILE.
+
+Metrics are served at /metrics, health at /healthz; logs are JSON on stderr.`,
+		Example: `  granary serve
+  granary serve --ram 4GiB --disk 200GiB --data-dir /nvme/granary
+  GRANARY_ORIGIN_ACCESS_KEY=... GRANARY_ORIGIN_SECRET_KEY=... \
+    granary serve --origin 's3://minio.internal:9000?secure=false'`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runServe(cmd.Context(), cmd.Flags(), getenv, cmd.ErrOrStderr())
+		},
+	}
+	fl := cmd.Flags()
+	fl.SortFlags = false
+	fl.String("config", "", "YAML configuration `file` [env GRANARY_CONFIG]")
+	registerFlags(fl, serveSettings, Defaults())
+	return cmd
+}
+
+// runServe loads the configuration, builds the node and serves until ctx
+// ends. Configuration errors are usageErrors.
+func runServe(ctx context.Context, flags *pflag.FlagSet, getenv Getenv, stderr io.Writer) error {
+	cfg, err := LoadConfig(flags, getenv)
+	if err != nil {
+		return usageError{err}
+	}
+	spec, err := parseOrigin(cfg.Origin)
+	if err != nil {
+		return usageError{err}
+	}
+	oak, osk, err := originCredentials(getenv)
+	if err != nil {
+		return usageError{err}
+	}
+	level, _ := zerolog.ParseLevel(cfg.LogLevel) // checked by Normalize
+	log := zerolog.New(stderr).Level(level).With().Timestamp().Logger()
+	creds, err := LoadCredentials(getenv, cfg.DataDir)
+	if err != nil {
+		return fmt.Errorf("credentials: %w", err)
+	}
+	n, err := buildNode(cfg, spec, oak, osk, creds, log)
+	if err != nil {
+		return err
+	}
+	defer n.close(log)
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	printBanner(stderr, "http://"+ln.Addr().String(), cfg, creds)
+	log.Info().Str("addr", ln.Addr().String()).Str("origin", cfg.Origin).
+		Stringer("ram", cfg.RAM).Stringer("disk", cfg.Disk).Str("data_dir", cfg.DataDir).
+		Str("version", Version()).Msg("granary serving")
+	return serveUntilDone(ctx, n.server, ln, log)
+}
+
+// serveUntilDone serves on ln until ctx ends or serving fails, then shuts
+// the server down, giving open requests shutdownGrace to finish.
+func serveUntilDone(ctx context.Context, srv *api.Server, ln net.Listener, log zerolog.Logger) error {
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		if err == nil {
+			err = errors.New("server stopped by itself")
+		}
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info().Msg("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if serr := <-served; serr != nil && err == nil && !errors.Is(serr, net.ErrClosed) {
+		err = serr
+	}
+	if err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	log.Info().Msg("stopped")
+	return nil
+}
+
+// printBanner tells a person where the node listens and how to use it.
+// A generated secret is printed (to stderr, never to the log) because
+// nobody else knows it; a secret from the environment is not repeated.
+func printBanner(w io.Writer, url string, cfg Config, c Credentials) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nGranary is serving S3 at %s (region %s)\n", url, cfg.Region)
+	fmt.Fprintf(&b, "  origin: %s\n  cache:  %s RAM, %s disk in %s\n", cfg.Origin, cfg.RAM, cfg.Disk, filepath.Join(cfg.DataDir, "cache"))
+	switch c.Source {
+	case "environment":
+		fmt.Fprintf(&b, "  credentials: access key %s (from GRANARY_ACCESS_KEY)\n", c.AccessKey)
+	default:
+		what := "generated and stored in"
+		if c.Source == "file" {
+			what = "from"
+		}
+		fmt.Fprintf(&b, "  credentials (%s %s):\n", what, c.Path)
+		fmt.Fprintf(&b, "    export AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s AWS_DEFAULT_REGION=%s\n", c.AccessKey, c.SecretKey, cfg.Region)
+	}
+	fmt.Fprintf(&b, "  try:    aws --endpoint-url %s s3 ls\n\n", url)
+	io.WriteString(w, b.String())
+}

@@ -1,0 +1,103 @@
+// `granary version`: the binary's version and, with --endpoint, the health
+// of a running node.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at link time (-ldflags "-X main.version=v1.2.3"); when it
+// is not, the module version or VCS revision recorded in the binary is
+// used.
+var version = ""
+
+// Version returns the binary's version string.
+func Version() string {
+	if version != "" {
+		return version
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	rev, dirty := "", false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return "devel"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if dirty {
+		rev += "-dirty"
+	}
+	return "devel-" + rev
+}
+
+func newVersionCmd(getenv Getenv) *cobra.Command {
+	var cf clientFlags
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print the version (and, with --endpoint, a node's health)",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "granary %s (%s, %s/%s)\n", Version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			if env, _ := getenv("GRANARY_ENDPOINT"); !cmd.Flags().Changed("endpoint") && env == "" {
+				return nil // no node named: the binary's version only
+			}
+			endpoint, err := cf.Endpoint(getenv)
+			if err != nil {
+				return usageError{err}
+			}
+			status, err := health(cmd.Context(), endpoint)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "server %s: %s\n", endpoint, status)
+			return nil
+		},
+	}
+	cf.register(cmd.Flags())
+	return cmd
+}
+
+// health asks a node's /healthz and returns its answer.
+func health(ctx context.Context, endpoint string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+"/healthz", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("health check: %w", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	status := strings.TrimSpace(resp.Status + " " + strings.TrimSpace(string(body)))
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("health check: %s", status)
+	}
+	return status, nil
+}

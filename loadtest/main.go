@@ -1,0 +1,188 @@
+// Command loadtest measures a granary binary against MinIO direct and a
+// trivial in-memory Go HTTP server, in one run on this machine, and writes
+// a markdown report (absolute numbers and ratios).
+//
+//	go run ./loadtest -granary bin/granary [-quick] [-out FILE]
+//
+// Everything runs on loopback and stops at the end; every loop is bounded
+// by its object count and the whole run by -timeout.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/granary-dev/granary/internal/miniotest"
+)
+
+// options are the command line.
+type options struct {
+	granary string // binary; "" measures MinIO and the trivial server only
+	quick   bool
+	out     string
+	timeout time.Duration
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.granary, "granary", "", "granary binary to measure (empty: MinIO and the trivial server only)")
+	flag.BoolVar(&o.quick, "quick", false, "small sizes for a smoke run (300 objects per set, 64MiB large object)")
+	flag.StringVar(&o.out, "out", "", "markdown report file (default loadtest/results/latest.md; none with -quick)")
+	flag.DurationVar(&o.timeout, "timeout", 45*time.Minute, "bound on the whole run")
+	flag.Parse()
+	if o.out == "" && !o.quick {
+		o.out = filepath.Join("loadtest", "results", "latest.md")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	rep, err := run(ctx, o, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadtest:", err)
+		os.Exit(1)
+	}
+	md := rep.markdown()
+	fmt.Print(md)
+	if o.out != "" {
+		if err := os.MkdirAll(filepath.Dir(o.out), 0o755); err == nil {
+			err = os.WriteFile(o.out, []byte(md), 0o644)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "loadtest:", err)
+			os.Exit(1)
+		}
+		fmt.Fprintln(os.Stderr, "loadtest: wrote", o.out)
+	}
+}
+
+// granaryBudget is the RAM and disk budget of the granary node: the RAM
+// holds the warm set of any one scenario (1 GiB of 100 KiB objects, or one
+// 1 GiB object).
+func granaryBudget(quick bool) (ram, disk int64) {
+	if quick {
+		return 512 << 20, 2 << 30
+	}
+	return 3 << 30, 8 << 30
+}
+
+// run starts the targets, seeds the data and measures every scenario.
+func run(ctx context.Context, o options, logw io.Writer) (*report, error) {
+	p := fullPlan()
+	if o.quick {
+		p = quickPlan()
+	}
+	logf := func(format string, args ...any) { fmt.Fprintf(logw, "loadtest: "+format+"\n", args...) }
+	d := newDataset(p)
+	mio, err := miniotest.Start()
+	if err != nil {
+		return nil, err
+	}
+	defer mio.Stop()
+	if err := seedMinio(ctx, d, mio, logf); err != nil {
+		return nil, err
+	}
+	triv, err := startTrivial(d)
+	if err != nil {
+		return nil, err
+	}
+	defer triv.close()
+	rep := &report{plan: p, quick: o.quick, started: time.Now()}
+	targets := []target{
+		{name: "minio", endpoint: mio.URL(), access: mio.AccessKey, secret: mio.SecretKey},
+		{name: "trivial", endpoint: triv.endpoint(), access: "x", secret: "x"},
+	}
+	var g *granaryProc
+	if o.granary != "" {
+		ram, disk := granaryBudget(o.quick)
+		if g, err = startGranary(o.granary, mio.Endpoint, mio.AccessKey, mio.SecretKey, ram, disk); err != nil {
+			return nil, err
+		}
+		defer g.stop()
+		rep.granaryRAM = ram
+		targets = append(targets, target{name: "granary", endpoint: g.endpoint(), access: granaryAccess, secret: granarySecret})
+	}
+	rep.loadStart = loadAverage()
+	if err := measure(ctx, d, targets, rep, logf); err != nil {
+		if g != nil {
+			logf("granary log tail:\n%s", g.tail())
+		}
+		return nil, err
+	}
+	rep.loadEnd = loadAverage()
+	if g != nil {
+		if rep.granaryPeakRSS, err = g.peakRSS(); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
+}
+
+func seedMinio(ctx context.Context, d *dataset, mio *miniotest.Server, logf func(string, ...any)) error {
+	cl, err := minio.New(mio.Endpoint, &minio.Options{
+		Creds: credentials.NewStaticV4(mio.AccessKey, mio.SecretKey, ""), Region: "us-east-1",
+	})
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	if err := d.seed(ctx, cl, 16); err != nil {
+		return err
+	}
+	logf("seeded %d objects into MinIO in %v", len(d.all()), time.Since(t0).Round(time.Millisecond))
+	return nil
+}
+
+// passes returns the labelled passes a scenario makes over one target:
+// granary gets a cold pass and then a warm one.
+func passes(t target) []string {
+	if t.name == "granary" {
+		return []string{"granary cold", "granary warm"}
+	}
+	return []string{t.name}
+}
+
+// measure runs every scenario against every target, in the same order.
+func measure(ctx context.Context, d *dataset, targets []target, rep *report, logf func(string, ...any)) error {
+	clients := make([]*client, len(targets))
+	for i, t := range targets {
+		clients[i] = newClient(t, d.bucket, 64)
+		defer clients[i].close()
+	}
+	for _, set := range d.sets {
+		for i, t := range targets {
+			for _, label := range passes(t) {
+				r, err := runSmall(ctx, clients[i], set, label)
+				if err != nil {
+					return err
+				}
+				logf("%d x %s c%d %-13s %8.0f ops/s  p50 %v  p99 %v", r.n, r.set, r.conc, label, r.opsPerSec(), r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond))
+				rep.small = append(rep.small, r)
+			}
+		}
+	}
+	parts := []int{1, rep.plan.ranges}
+	for k, obj := range d.large {
+		for i, t := range targets {
+			for _, label := range passes(t) {
+				r, err := runLarge(ctx, clients[i], obj, parts[k], label)
+				if err != nil {
+					return err
+				}
+				logf("%s %-13s %-13s %8.0f MB/s", sizeName(r.bytes), r.mode, label, r.mbPerSec())
+				rep.large = append(rep.large, r)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,214 @@
+// The servers a load test measures: MinIO (internal/miniotest), a trivial
+// in-memory Go HTTP server (the ceiling of a Go server on this machine) and
+// a `granary serve` process in front of MinIO. All on loopback.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// target is one server under measurement.
+type target struct {
+	name     string // "minio", "trivial", "granary"
+	endpoint string // http://host:port
+	access   string
+	secret   string
+}
+
+// trivialServer serves objects from memory by path (/bucket/key), whole or
+// one "bytes=a-b" range. It ignores authentication and does nothing else,
+// which makes it the upper bound of a Go HTTP server here.
+type trivialServer struct {
+	objects map[string][]byte // "/bucket/key" -> bytes; read-only once serving
+	srv     *http.Server
+	ln      net.Listener
+}
+
+func startTrivial(d *dataset) (*trivialServer, error) {
+	t := &trivialServer{objects: make(map[string][]byte)}
+	for _, o := range d.all() {
+		t.objects["/"+d.bucket+"/"+o.key] = o.data
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	t.ln = ln
+	t.srv = &http.Server{Handler: t, ReadHeaderTimeout: 10 * time.Second}
+	go t.srv.Serve(ln)
+	return t, nil
+}
+
+func (t *trivialServer) endpoint() string { return "http://" + t.ln.Addr().String() }
+
+func (t *trivialServer) close() { t.srv.Close() }
+
+func (t *trivialServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	data, ok := t.objects[r.URL.Path]
+	if !ok || r.Method != http.MethodGet {
+		http.NotFound(w, r)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/octet-stream")
+	rng := r.Header.Get("Range")
+	if rng == "" {
+		h.Set("Content-Length", strconv.Itoa(len(data)))
+		w.Write(data)
+		return
+	}
+	start, end, ok := parseRange(rng, int64(len(data)))
+	if !ok {
+		w.WriteHeader(http.StatusRequestedRangeNotSatisfiable)
+		return
+	}
+	h.Set("Content-Length", strconv.FormatInt(end-start+1, 10))
+	h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, end, len(data)))
+	w.WriteHeader(http.StatusPartialContent)
+	w.Write(data[start : end+1])
+}
+
+// parseRange parses the one form the load client sends, "bytes=a-b".
+func parseRange(s string, size int64) (start, end int64, ok bool) {
+	a, b, found := strings.Cut(strings.TrimPrefix(s, "bytes="), "-")
+	start, err1 := strconv.ParseInt(a, 10, 64)
+	end, err2 := strconv.ParseInt(b, 10, 64)
+	if !found || err1 != nil || err2 != nil || start < 0 || start > end || start >= size {
+		return 0, 0, false
+	}
+	return start, min(end, size-1), true
+}
+
+// granaryProc is a running `granary serve`.
+type granaryProc struct {
+	cmd    *exec.Cmd
+	dir    string
+	addr   string
+	exited chan struct{}
+	log    *os.File
+}
+
+// Credentials the load test gives the granary node.
+const (
+	granaryAccess = "loadtest-access"
+	granarySecret = "loadtest-secret-0123456789"
+)
+
+// startGranary starts bin in front of the MinIO at minioEndpoint (host:port)
+// with ram as its RAM budget and a disk tier in a temporary directory, and
+// waits until its /healthz answers.
+func startGranary(bin, minioEndpoint, minioAccess, minioSecret string, ram, disk int64) (*granaryProc, error) {
+	dir, err := os.MkdirTemp("", "granary-loadtest-")
+	if err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	g := &granaryProc{dir: dir, addr: fmt.Sprintf("127.0.0.1:%d", port), exited: make(chan struct{})}
+	g.cmd = exec.Command(bin, "serve", "--listen", g.addr, "--data-dir", filepath.Join(dir, "data"),
+		"--origin", "s3://"+minioEndpoint+"?secure=false&region=us-east-1",
+		"--ram", strconv.FormatInt(ram, 10), "--disk", strconv.FormatInt(disk, 10), "--log-level", "warn")
+	g.cmd.Env = append(os.Environ(),
+		"GRANARY_ACCESS_KEY="+granaryAccess, "GRANARY_SECRET_KEY="+granarySecret,
+		"GRANARY_ORIGIN_ACCESS_KEY="+minioAccess, "GRANARY_ORIGIN_SECRET_KEY="+minioSecret)
+	if g.log, err = os.Create(filepath.Join(dir, "granary.log")); err != nil {
+		return nil, err
+	}
+	g.cmd.Stdout, g.cmd.Stderr = g.log, g.log
+	if err := g.cmd.Start(); err != nil {
+		g.log.Close()
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	go func() { g.cmd.Wait(); close(g.exited) }()
+	if err := g.awaitReady(60 * time.Second); err != nil {
+		g.stop()
+		return nil, err
+	}
+	return g, nil
+}
+
+func (g *granaryProc) endpoint() string { return "http://" + g.addr }
+
+// awaitReady polls /healthz until it answers 200, the process exits, or
+// limit passes.
+func (g *granaryProc) awaitReady(limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, g.endpoint()+"/healthz", nil)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-g.exited:
+			return fmt.Errorf("granary exited during start:\n%s", g.tail())
+		case <-ctx.Done():
+			return fmt.Errorf("granary not ready after %v:\n%s", limit, g.tail())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// tail returns the end of the node's log.
+func (g *granaryProc) tail() string {
+	b, _ := os.ReadFile(g.log.Name())
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
+
+// peakRSS returns the process's peak resident set (VmHWM) in bytes.
+func (g *granaryProc) peakRSS() (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", g.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("no VmHWM in /proc status")
+}
+
+// stop asks the node to shut down (SIGTERM), kills it after 20 s, and
+// removes its directory.
+func (g *granaryProc) stop() {
+	g.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-g.exited:
+	case <-time.After(20 * time.Second):
+		g.cmd.Process.Kill()
+		<-g.exited
+	}
+	g.log.Close()
+	os.RemoveAll(g.dir)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
