@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 
 // rig is an engine over MinIO with its own bucket and metrics registry.
 type rig struct {
-	t      *testing.T
+	t      testing.TB
 	e      *Engine
 	origin store.Origin
 	reg    *prometheus.Registry
@@ -55,7 +55,7 @@ type rigOptions struct {
 	noPutFill bool
 }
 
-func newRig(t *testing.T, ro rigOptions) *rig {
+func newRig(t testing.TB, ro rigOptions) *rig {
 	t.Helper()
 	o, err := s3.New(s3.Options{Endpoint: minio.Endpoint, AccessKey: minio.AccessKey, SecretKey: minio.SecretKey})
 	if err != nil {

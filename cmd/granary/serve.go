@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -83,6 +84,7 @@ func runServe(ctx context.Context, flags *pflag.FlagSet, getenv Getenv, stderr i
 		return err
 	}
 	defer n.close(log)
+	limitMemory(cfg, getenv, log)
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -141,4 +143,21 @@ func printBanner(w io.Writer, url string, cfg Config, c Credentials) {
 	}
 	fmt.Fprintf(&b, "  try:    aws --endpoint-url %s s3 ls\n\n", url)
 	io.WriteString(w, b.String())
+}
+
+// workingMemory is what a node may use beyond its RAM tier: buffers of
+// chunks in flight, metadata caches, connections, the runtime itself.
+const workingMemory = 224 << 20
+
+// limitMemory sets the Go runtime's soft memory limit to the RAM tier's
+// budget plus working memory (unless GOMEMLIMIT says otherwise). Without it
+// the garbage collector lets the heap grow to twice the live data, so a
+// full RAM tier of N bytes would cost up to 2N of RSS.
+func limitMemory(cfg Config, getenv Getenv, log zerolog.Logger) {
+	if v, _ := getenv("GOMEMLIMIT"); v != "" {
+		return
+	}
+	limit := int64(cfg.RAM) + workingMemory
+	debug.SetMemoryLimit(limit)
+	log.Debug().Int64("bytes", limit).Msg("go memory limit set")
 }
