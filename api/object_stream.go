@@ -9,16 +9,10 @@ import (
 	"errors"
 	"io"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/granary-dev/granary/gateway"
 )
-
-// streamChunk is the size of the writes of a streamed body.
-const streamChunk = 256 << 10
-
-var streamBufs = sync.Pool{New: func() any { b := make([]byte, streamChunk); return &b }}
 
 // errClientGone marks a stream the client stopped taking.
 var errClientGone = errors.New("api: client went away mid-response")
@@ -52,35 +46,41 @@ func (o *objectStream) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// WriteTo copies the body to w in large writes, renewing the write
-// deadline as it goes (a slow client is fine, a stalled one times out).
+// WriteTo writes the body to w straight from the engine's memory,
+// renewing the write deadline as it goes (a slow client is fine, a stalled
+// one times out).
 func (o *objectStream) WriteTo(w io.Writer) (int64, error) {
-	bp := streamBufs.Get().(*[]byte)
-	defer streamBufs.Put(bp)
-	buf := *bp
-	var written int64
-	for {
-		n, rerr := o.obj.Read(buf)
-		o.sent += int64(n)
-		if n > 0 {
-			o.renewDeadline()
-			m, werr := w.Write(buf[:n])
-			written += int64(m)
-			if werr != nil {
-				if o.err == nil {
-					o.err = errClientGone
-				}
-				return written, werr
-			}
+	dw := &deadlineWriter{w: w, o: o}
+	n, err := o.obj.WriteTo(dw)
+	o.sent += n
+	switch {
+	case dw.err != nil:
+		if o.err == nil {
+			o.err = errClientGone
 		}
-		if rerr != nil {
-			o.noteReadErr(rerr)
-			if errors.Is(rerr, io.EOF) {
-				return written, nil
-			}
-			return written, rerr
-		}
+	case err != nil:
+		o.noteReadErr(err)
+	default:
+		o.noteReadErr(io.EOF) // an early end is an error too
 	}
+	return n, err
+}
+
+// deadlineWriter renews the connection's write deadline before each write
+// and remembers a failed write (the client's side, not the engine's).
+type deadlineWriter struct {
+	w   io.Writer
+	o   *objectStream
+	err error
+}
+
+func (d *deadlineWriter) Write(p []byte) (int, error) {
+	d.o.renewDeadline()
+	n, err := d.w.Write(p)
+	if err != nil {
+		d.err = err
+	}
+	return n, err
 }
 
 // noteReadErr records an engine failure; an EOF before Length is one.

@@ -16,15 +16,17 @@ type chunkRef struct {
 	fl   *flight
 }
 
-// readAt copies bytes of the chunk at off into p; io.EOF at its end.
-func (r chunkRef) readAt(ctx context.Context, p []byte, off int) (int, error) {
+// bytesAt returns the chunk's bytes from off on that are in memory, waiting
+// for at least one; io.EOF at the chunk's end. The caller must not modify
+// them.
+func (r chunkRef) bytesAt(ctx context.Context, off int) ([]byte, error) {
 	if r.fl != nil {
-		return r.fl.readAt(ctx, p, off)
+		return r.fl.bytesAt(ctx, off)
 	}
 	if off >= len(r.data) {
-		return 0, io.EOF
+		return nil, io.EOF
 	}
-	return copy(p, r.data[off:]), nil
+	return r.data[off:], nil
 }
 
 func (e *Engine) chunkID(info store.ObjectInfo, idx int64) store.ChunkID {
@@ -149,15 +151,16 @@ func (e *Engine) flightFailed(id store.ChunkID, f *flight, err error) {
 		Int64("chunk", id.Index).Msg("chunk fetch failed")
 }
 
-// storeChunk puts a complete chunk into every tier. Tier errors only cost
-// a later miss, so they are logged, not returned.
+// storeChunk puts a complete chunk into RAM at once and queues it for the
+// disk. Tier errors only cost a later miss, so they are logged, not
+// returned.
 func (e *Engine) storeChunk(id store.ChunkID, data []byte) {
-	for _, t := range []store.Tier{e.opts.RAM, e.opts.Disk} {
-		if t == nil {
-			continue
+	if e.opts.RAM != nil {
+		if err := e.opts.RAM.Put(id, data); err != nil && !errors.Is(err, store.ErrTooLarge) {
+			e.log.Warn().Err(err).Str("bucket", id.Bucket).Str("key", id.Key).Msg("ram tier put failed")
 		}
-		if err := t.Put(id, data); err != nil && !errors.Is(err, store.ErrTooLarge) {
-			e.log.Warn().Err(err).Str("bucket", id.Bucket).Str("key", id.Key).Msg("tier put failed")
-		}
+	}
+	if e.filler != nil {
+		e.filler.enqueue(id, data)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/singleflight"
 
@@ -65,6 +66,15 @@ type Object struct {
 	whole []byte // the body as one slice, when it is already in memory
 }
 
+// WriteTo writes the body to w, straight from the cache's memory where the
+// body's reader allows it.
+func (o *Object) WriteTo(w io.Writer) (int64, error) {
+	if wt, ok := o.ReadCloser.(io.WriterTo); ok {
+		return wt.WriteTo(w)
+	}
+	return io.Copy(w, struct{ io.Reader }{o.ReadCloser})
+}
+
 // Bytes returns the whole body as one slice when it is already in memory
 // (a small object in the RAM tier), so a server can send it without a copy.
 // The slice must not be modified.
@@ -85,6 +95,9 @@ type Engine struct {
 	invalSeq atomic.Uint64
 	putBytes atomic.Int64 // bytes held by PUTs for the cache
 
+	filler  *diskFiller // nil without a disk tier
+	closing sync.Once
+
 	mu      sync.Mutex // guards flights
 	flights map[store.ChunkID]*flight
 }
@@ -96,12 +109,7 @@ func New(opts Options) (*Engine, error) {
 		return nil, err
 	}
 	m := newMetrics()
-	if opts.Registerer != nil {
-		if err := m.register(opts.Registerer, opts.RAM, opts.Disk); err != nil {
-			return nil, fmt.Errorf("gateway: metrics: %w", err)
-		}
-	}
-	return &Engine{
+	e := &Engine{
 		opts:    opts,
 		origin:  countingOrigin{Origin: opts.Origin, m: m},
 		m:       m,
@@ -109,11 +117,32 @@ func New(opts Options) (*Engine, error) {
 		meta:    newMetaCache(opts.MetaEntries),
 		lists:   newListCache(opts.ListPages),
 		flights: make(map[store.ChunkID]*flight),
-	}, nil
+	}
+	collectors := []prometheus.Collector{}
+	if opts.Disk != nil {
+		e.filler = newDiskFiller(e, opts.Disk, opts.DiskQueueBytes)
+		collectors = append(collectors, e.filler.dropped)
+	}
+	if opts.Registerer != nil {
+		if err := m.register(opts.Registerer, opts.RAM, opts.Disk, collectors...); err != nil {
+			e.Close()
+			return nil, fmt.Errorf("gateway: metrics: %w", err)
+		}
+	}
+	return e, nil
 }
 
-// Close releases the engine (not its origin or tiers, which the caller owns).
-func (e *Engine) Close() error { return nil }
+// Close writes the chunks still queued for the disk tier and stops the
+// engine's goroutines; the origin and tiers, which the caller owns, stay
+// open. Reads must have ended before Close.
+func (e *Engine) Close() error {
+	e.closing.Do(func() {
+		if e.filler != nil {
+			e.filler.close()
+		}
+	})
+	return nil
+}
 
 func (e *Engine) freshness(bucket string) Freshness {
 	if f, ok := e.opts.Buckets[bucket]; ok {

@@ -45,6 +45,7 @@ type rig struct {
 	bucket string
 	disk   *disk.Tier
 	ram    *ram.Tier
+	reads  int
 }
 
 type rigOptions struct {
@@ -86,6 +87,7 @@ func newRig(t testing.TB, ro rigOptions) *rig {
 	if r.e, err = New(opts); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { r.e.Close() })
 	return r
 }
 
@@ -106,7 +108,16 @@ func (r *rig) read(key string, rng *Range) []byte {
 		r.t.Fatalf("get %s: %v", key, err)
 	}
 	defer obj.Close()
-	b, err := io.ReadAll(obj)
+	// Alternate between the two ways a server takes a body.
+	r.reads++
+	var b []byte
+	if r.reads%2 == 0 {
+		b, err = io.ReadAll(obj)
+	} else {
+		var buf bytes.Buffer
+		_, err = obj.WriteTo(&buf)
+		b = buf.Bytes()
+	}
 	if err != nil {
 		r.t.Fatalf("read %s: %v", key, err)
 	}

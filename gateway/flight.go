@@ -64,26 +64,27 @@ func (f *flight) publish(m int, err error, done bool) {
 	f.mu.Unlock()
 }
 
-// readAt copies bytes at off into p, waiting for them to arrive. It returns
-// io.EOF at the end of a complete chunk, or the flight's error.
-func (f *flight) readAt(ctx context.Context, p []byte, off int) (int, error) {
+// bytesAt returns the filled bytes from off on, waiting for at least one
+// to arrive. It returns io.EOF at the end of a complete chunk, or the
+// flight's error. The bytes are immutable (see the flight invariants).
+func (f *flight) bytesAt(ctx context.Context, off int) ([]byte, error) {
 	for {
 		f.mu.Lock()
 		n, done, err, wake := f.n, f.done, f.err, f.wake
 		f.mu.Unlock()
 		if off < n {
-			return copy(p, f.buf[off:n]), nil
+			return f.buf[off:n], nil
 		}
 		if done {
 			if err != nil {
-				return 0, err
+				return nil, err
 			}
-			return 0, io.EOF
+			return nil, io.EOF
 		}
 		select {
 		case <-wake:
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
 }

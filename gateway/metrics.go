@@ -57,9 +57,9 @@ func newMetrics() *metrics {
 	}
 }
 
-func (m *metrics) register(reg prometheus.Registerer, ram, disk store.Tier) error {
-	cs := []prometheus.Collector{m.hits, m.misses, m.joins, m.metaHits, m.metaMisses,
-		m.staleServed, m.originReqs, m.originBytes, m.originLatency}
+func (m *metrics) register(reg prometheus.Registerer, ram, disk store.Tier, extra ...prometheus.Collector) error {
+	cs := append([]prometheus.Collector{m.hits, m.misses, m.joins, m.metaHits, m.metaMisses,
+		m.staleServed, m.originReqs, m.originBytes, m.originLatency}, extra...)
 	for name, t := range map[string]store.Tier{"ram": ram, "disk": disk} {
 		if t != nil {
 			cs = append(cs, tierCollectors(name, t)...)

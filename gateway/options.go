@@ -68,6 +68,9 @@ type Options struct {
 	// fill the cache with what they wrote (objects of one chunk at most);
 	// 0 means 256 MiB, < 0 means PUTs do not fill the cache.
 	PutCacheBytes int64
+	// DiskQueueBytes bounds the chunks waiting to be written to the disk
+	// tier; past it, disk writes are dropped. 0 means 128 MiB.
+	DiskQueueBytes int64
 	// Registerer receives the engine's metrics; nil means none.
 	Registerer prometheus.Registerer
 	Logger     zerolog.Logger
@@ -97,6 +100,9 @@ func (o Options) normalize() (Options, error) {
 	}
 	if o.FetchTimeout <= 0 {
 		o.FetchTimeout = 2 * time.Minute
+	}
+	if o.DiskQueueBytes <= 0 {
+		o.DiskQueueBytes = 128 << 20
 	}
 	if o.PutCacheBytes == 0 {
 		o.PutCacheBytes = 256 << 20

@@ -59,9 +59,16 @@ func (r *objectReader) fill() {
 	}
 }
 
-func (r *objectReader) Read(p []byte) (int, error) {
+// maxSpan bounds one write of WriteTo, so a writer that renews a deadline
+// per write renews it at least every MiB.
+const maxSpan = 1 << 20
+
+// span returns the next bytes of the range, as they sit in the cache's
+// memory: at least one, at most the rest of the current chunk (and
+// maxSpan), waiting for a flight to bring them. The caller advances off.
+func (r *objectReader) span() ([]byte, error) {
 	if r.off >= r.end {
-		return 0, io.EOF
+		return nil, io.EOF
 	}
 	cs := r.e.opts.ChunkSize
 	idx := r.off / cs
@@ -73,22 +80,50 @@ func (r *objectReader) Read(p []byte) (int, error) {
 	select {
 	case <-f.ready:
 	case <-r.ctx.Done():
-		return 0, r.ctx.Err()
+		return nil, r.ctx.Err()
 	}
 	within := r.off - idx*cs
-	want := min(int64(len(p)), r.end-r.off, cs-within)
-	n, err := f.ref.readAt(r.ctx, p[:want], int(within))
-	r.off += int64(n)
+	b, err := f.ref.bytesAt(r.ctx, int(within))
 	if err == io.EOF {
-		if n > 0 {
-			err = nil
-		} else {
-			// The chunk ended before the range did: the origin's object is
-			// shorter than its metadata said.
-			err = io.ErrUnexpectedEOF
+		// The chunk ended before the range did: the origin's object is
+		// shorter than its metadata said.
+		return nil, io.ErrUnexpectedEOF
+	}
+	if err != nil {
+		return nil, err
+	}
+	return b[:min(int64(len(b)), r.end-r.off, maxSpan)], nil
+}
+
+func (r *objectReader) Read(p []byte) (int, error) {
+	b, err := r.span()
+	if err != nil {
+		return 0, err
+	}
+	n := copy(p, b)
+	r.off += int64(n)
+	return n, nil
+}
+
+// WriteTo writes the rest of the range to w straight from the cache's
+// memory, without copying it through a buffer.
+func (r *objectReader) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	for {
+		b, err := r.span()
+		if err == io.EOF {
+			return total, nil
+		}
+		if err != nil {
+			return total, err
+		}
+		n, err := w.Write(b)
+		r.off += int64(n)
+		total += int64(n)
+		if err != nil {
+			return total, err
 		}
 	}
-	return n, err
 }
 
 // Close stops read-ahead lookups; flights already started run on, bounded
@@ -111,6 +146,16 @@ func (b *bytesReader) Read(p []byte) (int, error) {
 	n := copy(p, b.data[b.off:])
 	b.off += n
 	return n, nil
+}
+
+// WriteTo writes the rest of the slice to w in one write.
+func (b *bytesReader) WriteTo(w io.Writer) (int64, error) {
+	if b.off >= len(b.data) {
+		return 0, nil
+	}
+	n, err := w.Write(b.data[b.off:])
+	b.off += n
+	return int64(n), err
 }
 
 func (b *bytesReader) Close() error { return nil }

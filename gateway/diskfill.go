@@ -1,0 +1,91 @@
+// The disk filler: chunks reach the disk tier on a background goroutine, so
+// a cold read streams at the origin's pace rather than the disk's, and a
+// burst of misses queues at most DiskQueueBytes before further disk writes
+// are dropped (the chunk is still in RAM; it is only missing from disk).
+package gateway
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/granary-dev/granary/store"
+)
+
+type fillJob struct {
+	id   store.ChunkID
+	data []byte
+}
+
+// diskFiller owns one goroutine that writes queued chunks to tier.
+// queued counts the bytes of jobs in jobs; it is added before a send and
+// subtracted after the write, so it bounds the memory the queue pins.
+// Flights may finish after the engine closed, so enqueue may race close:
+// mu makes "closed, else send" atomic (the send never blocks).
+type diskFiller struct {
+	tier    store.Tier
+	e       *Engine
+	jobs    chan fillJob
+	queued  atomic.Int64
+	max     int64
+	dropped prometheus.Counter
+	done    chan struct{}
+
+	mu     sync.RWMutex // guards closed and closing jobs
+	closed bool
+}
+
+func newDiskFiller(e *Engine, tier store.Tier, max int64) *diskFiller {
+	f := &diskFiller{tier: tier, e: e, max: max, jobs: make(chan fillJob, 1024), done: make(chan struct{}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "granary_disk_fill_dropped_total",
+			Help: "Chunks not written to the disk tier because its write queue was full.",
+		})}
+	go f.run()
+	return f
+}
+
+// enqueue queues a chunk for the disk, or drops it when the queue is full
+// or closed.
+func (f *diskFiller) enqueue(id store.ChunkID, data []byte) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return
+	}
+	n := int64(len(data))
+	if f.queued.Add(n) > f.max {
+		f.queued.Add(-n)
+		f.dropped.Inc()
+		return
+	}
+	select {
+	case f.jobs <- fillJob{id: id, data: data}:
+	default:
+		f.queued.Add(-n)
+		f.dropped.Inc()
+	}
+}
+
+func (f *diskFiller) run() {
+	defer close(f.done)
+	for job := range f.jobs {
+		if err := f.tier.Put(job.id, job.data); err != nil && !errors.Is(err, store.ErrTooLarge) {
+			f.e.log.Warn().Err(err).Str("bucket", job.id.Bucket).Str("key", job.id.Key).Msg("disk tier put failed")
+		}
+		f.queued.Add(-int64(len(job.data)))
+	}
+}
+
+// close writes what is queued and stops the goroutine.
+func (f *diskFiller) close() {
+	f.mu.Lock()
+	if !f.closed {
+		f.closed = true
+		close(f.jobs)
+	}
+	f.mu.Unlock()
+	<-f.done
+}
