@@ -74,7 +74,8 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, 
 	}
 	eng, err := gateway.New(gateway.Options{
 		Origin: origin, RAM: ramTier, Disk: diskTier, ChunkSize: int64(cfg.ChunkSize),
-		Freshness: fresh, Buckets: buckets, Registerer: reg, Logger: log, // the engine names itself
+		DiskQueueBytes: diskQueueBytes,
+		Freshness:      fresh, Buckets: buckets, Registerer: reg, Logger: log, // the engine names itself
 	})
 	if err != nil {
 		return n, fmt.Errorf("gateway: %w", err)
@@ -119,7 +120,7 @@ func openOrigin(spec originSpec, access, secret string) (store.Origin, error) {
 // leaves that tier nil (the engine then skips it).
 func openTiers(cfg Config, n *node, log zerolog.Logger) (ramTier, diskTier store.Tier, err error) {
 	if cfg.RAM > 0 {
-		r := ram.New(ram.Options{Capacity: int64(cfg.RAM)})
+		r := ram.New(ram.Options{Capacity: ramTierBytes(int64(cfg.RAM))})
 		n.closers = append([]namedCloser{{"ram", r}}, n.closers...)
 		ramTier = r
 	}
@@ -137,6 +138,21 @@ func openTiers(cfg Config, n *node, log zerolog.Logger) (ramTier, diskTier store
 		diskTier = d
 	}
 	return ramTier, diskTier, nil
+}
+
+// The memory budget (--ram) covers the RAM tier and the node's working
+// memory: chunks being fetched (read-ahead: a few chunks per large read),
+// chunks queued for the disk tier (diskQueueBytes at most, of which only
+// those RAM already evicted cost extra), metadata caches and connection
+// buffers. The tier gets the budget less a reserve for the rest.
+const (
+	maxWorkingReserve = 256 << 20
+	diskQueueBytes    = 64 << 20
+)
+
+// ramTierBytes is the RAM tier's share of a memory budget.
+func ramTierBytes(budget int64) int64 {
+	return budget - min(budget/8, maxWorkingReserve)
 }
 
 // newRegistry returns a metrics registry with the Go runtime and process

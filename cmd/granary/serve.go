@@ -145,19 +145,20 @@ func printBanner(w io.Writer, url string, cfg Config, c Credentials) {
 	io.WriteString(w, b.String())
 }
 
-// workingMemory is what a node may use beyond its RAM tier: buffers of
-// chunks in flight, metadata caches, connections, the runtime itself.
-const workingMemory = 224 << 20
+// gcHeadroom is how far past the memory budget the Go heap may grow
+// before the garbage collector holds it back; it covers garbage awaiting
+// collection and the runtime's own memory.
+const gcHeadroom = 192 << 20
 
-// limitMemory sets the Go runtime's soft memory limit to the RAM tier's
-// budget plus working memory (unless GOMEMLIMIT says otherwise). Without it
-// the garbage collector lets the heap grow to twice the live data, so a
-// full RAM tier of N bytes would cost up to 2N of RSS.
+// limitMemory sets the Go runtime's soft memory limit to the memory budget
+// plus gcHeadroom (unless GOMEMLIMIT says otherwise). Without it the
+// garbage collector lets the heap grow to twice the live data, so a full
+// RAM tier of N bytes would cost up to 2N of RSS.
 func limitMemory(cfg Config, getenv Getenv, log zerolog.Logger) {
 	if v, _ := getenv("GOMEMLIMIT"); v != "" {
 		return
 	}
-	limit := int64(cfg.RAM) + workingMemory
+	limit := int64(cfg.RAM) + gcHeadroom
 	debug.SetMemoryLimit(limit)
 	log.Debug().Int64("bytes", limit).Msg("go memory limit set")
 }

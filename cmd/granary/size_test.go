@@ -76,3 +76,15 @@ func TestSizeYAML(t *testing.T) {
 		}
 	}
 }
+
+func TestRAMTierShareOfBudget(t *testing.T) {
+	for _, c := range []struct{ budget, tier int64 }{
+		{8 << 20, 7 << 20},                   // small budgets keep 7/8
+		{1 << 30, 1<<30 - 128<<20},           // 1 GiB: an eighth is reserved
+		{4 << 30, 4<<30 - maxWorkingReserve}, // large budgets: the reserve is capped
+	} {
+		if got := ramTierBytes(c.budget); got != c.tier {
+			t.Errorf("ramTierBytes(%d) = %d, want %d", c.budget, got, c.tier)
+		}
+	}
+}
