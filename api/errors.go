@@ -37,6 +37,7 @@ var sentinels = []struct {
 	{store.ErrPreconditionFailed, s3err.ServiceUnavailable},
 	{store.ErrIncompleteBody, s3err.IncompleteBody},
 	{gateway.ErrInvalidRange, s3err.InvalidRange},
+	{gateway.ErrCopyUnsupported, s3err.NotImplemented},
 }
 
 // toS3 translates err. It returns nil for a request whose client is gone

@@ -74,14 +74,22 @@ func (e *Engine) lookup(id store.ChunkID) ([]byte, bool) {
 	return e.lookupDisk(id)
 }
 
+// lookupLen is lookup for a chunk of known length. A hit of another length
+// (a tier filled under another chunk size) is a miss, never served.
+func (e *Engine) lookupLen(id store.ChunkID, n int64) ([]byte, bool) {
+	b, ok := e.lookup(id)
+	return b, ok && int64(len(b)) == n
+}
+
 // chunk returns chunk idx of the object version info names, from a tier or
 // from a flight (joined or started). It never blocks on the origin.
 func (e *Engine) chunk(info store.ObjectInfo, idx int64) chunkRef {
 	id := e.chunkID(info, idx)
-	if b, ok := e.lookup(id); ok {
+	n := e.chunkLen(info.Size, idx)
+	if b, ok := e.lookupLen(id, n); ok {
 		return chunkRef{data: b}
 	}
-	f, started := e.startFlight(id, e.chunkLen(info.Size, idx))
+	f, started := e.startFlight(id, n)
 	if started {
 		go e.runFlight(id, f, nil)
 	}
@@ -111,13 +119,9 @@ func (e *Engine) startFlight(id store.ChunkID, size int64) (f *flight, started b
 // flight for the same chunk, which is why a flight looks in the tiers again
 // before it reads the origin.
 func (e *Engine) runFlight(id store.ChunkID, f *flight, body io.ReadCloser) {
-	defer func() {
-		e.mu.Lock()
-		delete(e.flights, id)
-		e.mu.Unlock()
-	}()
+	defer e.retire(id, f)
 	if body == nil {
-		if b, ok := e.lookup(id); ok && len(b) == len(f.buf) {
+		if b, ok := e.lookupLen(id, int64(len(f.buf))); ok {
 			copy(f.buf, b)
 			f.publish(len(b), nil, true)
 			return
@@ -141,7 +145,19 @@ func (e *Engine) runFlight(id store.ChunkID, f *flight, body io.ReadCloser) {
 	e.storeChunk(id, data)
 }
 
+// retire unregisters f, unless another flight for id took its place.
+func (e *Engine) retire(id store.ChunkID, f *flight) {
+	e.mu.Lock()
+	if e.flights[id] == f {
+		delete(e.flights, id)
+	}
+	e.mu.Unlock()
+}
+
+// flightFailed retires f before failing it, so no request joins a flight
+// that is already lost: later ones start afresh.
 func (e *Engine) flightFailed(id store.ChunkID, f *flight, err error) {
+	e.retire(id, f)
 	f.fail(err)
 	if errors.Is(err, store.ErrPreconditionFailed) || errors.Is(err, store.ErrNoSuchKey) {
 		// The version we cached metadata for is gone from the origin.

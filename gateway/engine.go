@@ -82,18 +82,14 @@ func (o *Object) Bytes() ([]byte, bool) { return o.whole, o.whole != nil }
 
 // Engine is the caching engine. It is safe for concurrent use.
 type Engine struct {
-	opts   Options
-	origin store.Origin // opts.Origin, counted
-	m      *metrics
-	log    zerolog.Logger
-	meta   *metaCache
-	lists  *listCache
-	sf     singleflight.Group // metadata loads, keyed by metaKey
-	// invalSeq counts invalidations; a metadata load that saw an
-	// invalidation happen while it ran does not cache its (maybe stale)
-	// answer, so a write through this node is seen by the next read.
-	invalSeq atomic.Uint64
-	putBytes atomic.Int64 // bytes held by PUTs for the cache
+	opts     Options
+	origin   store.Origin // opts.Origin, counted
+	m        *metrics
+	log      zerolog.Logger
+	meta     *metaCache
+	lists    *listCache
+	sf       singleflight.Group // metadata loads, keyed by metaKey
+	putBytes atomic.Int64       // bytes held by PUTs for the cache
 
 	filler  *diskFiller // nil without a disk tier
 	closing sync.Once
@@ -159,9 +155,14 @@ func (e *Engine) detached(ctx context.Context) (context.Context, context.CancelF
 
 // forgetObject drops everything cached about bucket/key.
 func (e *Engine) forgetObject(bucket, key string) {
-	e.invalSeq.Add(1)
 	e.meta.drop(metaKey(bucket, key))
 	e.sf.Forget(metaKey(bucket, key))
+	e.forgetData(bucket, key)
+}
+
+// forgetData drops the chunks of every version of bucket/key and the
+// bucket's listings, but not its metadata.
+func (e *Engine) forgetData(bucket, key string) {
 	e.lists.dropBucket(bucket)
 	for _, t := range []store.Tier{e.opts.RAM, e.opts.Disk} {
 		if t != nil {

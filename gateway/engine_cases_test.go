@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/granary-dev/granary/store"
 )
 
@@ -23,6 +25,7 @@ type gatedOrigin struct {
 	store.Origin
 	gate chan struct{}
 	down atomic.Bool // when set, every call fails as an unreachable origin would
+	hang atomic.Bool // when set, Stat answers only when its context ends
 }
 
 func (g *gatedOrigin) Get(ctx context.Context, b, k string, r store.ReadRange) (io.ReadCloser, store.ObjectInfo, error) {
@@ -39,6 +42,10 @@ func (g *gatedOrigin) Get(ctx context.Context, b, k string, r store.ReadRange) (
 func (g *gatedOrigin) Stat(ctx context.Context, b, k string) (store.ObjectInfo, error) {
 	if g.down.Load() {
 		return store.ObjectInfo{}, store.ErrUnavailable
+	}
+	if g.hang.Load() {
+		<-ctx.Done()
+		return store.ObjectInfo{}, ctx.Err()
 	}
 	return g.Origin.Stat(ctx, b, k)
 }
@@ -160,6 +167,24 @@ func TestOriginDownServesHitsFailsMissesFast(t *testing.T) {
 	}
 	if _, err := r.e.Get(context.Background(), r.bucket, "cold", GetOptions{}); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("miss with origin down: %v, want ErrUnavailable", err)
+	}
+}
+
+func TestHungOriginServesStaleMetadata(t *testing.T) {
+	g := &gatedOrigin{gate: make(chan struct{})}
+	close(g.gate)
+	r := newRig(t, rigOptions{fresh: Freshness{Mode: TTL, TTL: time.Millisecond},
+		wrap: func(o store.Origin) store.Origin { g.Origin = o; return g }})
+	r.e.opts.FetchTimeout = 200 * time.Millisecond
+	r.seed("obj", []byte("cached"))
+	r.read("obj", nil)
+	g.hang.Store(true)
+	time.Sleep(5 * time.Millisecond) // the metadata is now stale
+	if got := r.read("obj", nil); string(got) != "cached" {
+		t.Fatalf("with the origin hanging: got %q", got)
+	}
+	if n := testutil.ToFloat64(r.e.m.staleServed); n != 1 {
+		t.Fatalf("stale served %v times, want 1", n)
 	}
 }
 

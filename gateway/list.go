@@ -15,13 +15,16 @@ type listEntry struct {
 	fetched time.Time
 }
 
-// listCache holds pages per bucket. mu guards buckets and n (the number of
-// pages held); past max pages it forgets everything (a listing is cheap to
-// ask again, and a bounded cache matters more than a clever one here).
+// listCache holds pages per bucket. mu guards buckets, n (the number of
+// pages held) and seq (drops, as in metaCache: a page the origin gave
+// before a write's drop is not stored after it); past max pages it forgets
+// everything (a listing is cheap to ask again, and a bounded cache matters
+// more than a clever one here).
 type listCache struct {
 	mu      sync.Mutex
 	max     int
 	n       int
+	seq     uint64
 	buckets map[string]map[store.ListOptions]listEntry
 }
 
@@ -36,9 +39,19 @@ func (c *listCache) get(bucket string, opts store.ListOptions) (listEntry, bool)
 	return ent, ok
 }
 
-func (c *listCache) put(bucket string, opts store.ListOptions, ent listEntry) {
+func (c *listCache) sequence() uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.seq
+}
+
+// putIf stores a page unless a drop happened since sequence returned seq.
+func (c *listCache) putIf(seq uint64, bucket string, opts store.ListOptions, ent listEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seq != seq {
+		return
+	}
 	if c.n >= c.max {
 		c.buckets, c.n = make(map[string]map[store.ListOptions]listEntry), 0
 	}
@@ -56,6 +69,7 @@ func (c *listCache) put(bucket string, opts store.ListOptions, ent listEntry) {
 func (c *listCache) dropBucket(bucket string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.seq++
 	c.n -= len(c.buckets[bucket])
 	delete(c.buckets, bucket)
 }
@@ -69,13 +83,13 @@ func (e *Engine) List(ctx context.Context, bucket string, opts store.ListOptions
 	if ent, ok := e.lists.get(bucket, opts); ok && fr.fresh(ent.fetched, time.Now()) {
 		return ent.page, nil
 	}
-	seq := e.invalSeq.Load()
+	seq := e.lists.sequence()
 	page, err := e.origin.List(ctx, bucket, opts)
 	if err != nil {
 		return page, err
 	}
-	if fr.Mode != Always && e.invalSeq.Load() == seq {
-		e.lists.put(bucket, opts, listEntry{page: page, fetched: time.Now()})
+	if fr.Mode != Always {
+		e.lists.putIf(seq, bucket, opts, listEntry{page: page, fetched: time.Now()})
 	}
 	return page, nil
 }
@@ -94,7 +108,6 @@ func (e *Engine) CreateBucket(ctx context.Context, bucket string) error {
 func (e *Engine) DeleteBucket(ctx context.Context, bucket string) error {
 	err := e.origin.RemoveBucket(ctx, bucket)
 	if err == nil {
-		e.invalSeq.Add(1)
 		e.lists.dropBucket(bucket)
 	}
 	return err

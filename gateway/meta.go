@@ -16,13 +16,19 @@ type metaEntry struct {
 	checked time.Time // when the origin last confirmed info
 }
 
-// metaCache is safe for concurrent use. mu guards m and lru; an element of
-// lru holds a *metaEntry, front = most recently used.
+// metaCache is safe for concurrent use. mu guards m, lru and seq; an
+// element of lru holds a *metaEntry, front = most recently used.
+//
+// seq counts drops. A load reads seq before it asks the origin and stores
+// its answer only if no drop happened since (putIf compares and inserts
+// under mu, drop bumps and deletes under mu), so an answer the origin gave
+// before a write through this node never outlives the write's drop.
 type metaCache struct {
 	mu  sync.Mutex
 	max int
 	m   map[string]*list.Element
 	lru *list.List
+	seq uint64
 }
 
 func newMetaCache(max int) *metaCache {
@@ -42,9 +48,25 @@ func (c *metaCache) get(k string) (metaEntry, bool) {
 	return *el.Value.(*metaEntry), true
 }
 
-func (c *metaCache) put(k string, info store.ObjectInfo, checked time.Time) {
+// sequence returns the drop count, to pass to putIf.
+func (c *metaCache) sequence() uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.seq
+}
+
+// putIf stores info unless a drop happened since sequence returned seq.
+func (c *metaCache) putIf(seq uint64, k string, info store.ObjectInfo, checked time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seq != seq {
+		return
+	}
+	c.put(k, info, checked)
+}
+
+// put stores info; c.mu must be held.
+func (c *metaCache) put(k string, info store.ObjectInfo, checked time.Time) {
 	if el, ok := c.m[k]; ok {
 		ent := el.Value.(*metaEntry)
 		ent.info, ent.checked = info, checked
@@ -62,6 +84,7 @@ func (c *metaCache) put(k string, info store.ObjectInfo, checked time.Time) {
 func (c *metaCache) drop(k string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.seq++
 	if el, ok := c.m[k]; ok {
 		c.lru.Remove(el)
 		delete(c.m, k)

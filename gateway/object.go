@@ -55,8 +55,9 @@ func (e *Engine) Get(ctx context.Context, bucket, key string, opts GetOptions) (
 
 // wantsFirstChunk reports whether a read of r needs the object's first
 // chunk, in which case a metadata miss fetches it in the same origin call.
+// A suffix range (a footer read) most likely does not: it gets a Stat.
 func wantsFirstChunk(r *Range, chunkSize int64) bool {
-	return r == nil || r.Suffix > 0 || r.Start < chunkSize
+	return r == nil || (r.Suffix == 0 && r.Start < chunkSize)
 }
 
 // objectInfo returns the info of bucket/key: cached while fresh, else loaded
@@ -88,7 +89,7 @@ func (e *Engine) objectInfo(ctx context.Context, bucket, key string, prefetch bo
 // stale entry exists, else a first fetch.
 func (e *Engine) loadInfo(ctx context.Context, bucket, key string, prefetch bool) (store.ObjectInfo, error) {
 	k := metaKey(bucket, key)
-	seq := e.invalSeq.Load()
+	seq := e.meta.sequence()
 	stale, had := e.meta.get(k)
 	var info store.ObjectInfo
 	var err error
@@ -98,10 +99,12 @@ func (e *Engine) loadInfo(ctx context.Context, bucket, key string, prefetch bool
 		info, err = e.origin.Stat(ctx, bucket, key)
 	}
 	switch {
-	case had && errors.Is(err, store.ErrUnavailable):
-		// Serve what we had rather than fail: stale-if-error.
+	case had && unavailable(err):
+		// Serve what we had rather than fail (stale-if-error), and trust
+		// it for another TTL so an outage costs one probe per TTL.
 		e.m.staleServed.Inc()
 		e.log.Warn().Err(err).Str("bucket", bucket).Str("key", key).Msg("origin unavailable; serving stale metadata")
+		e.meta.putIf(seq, k, stale.info, time.Now())
 		return stale.info, nil
 	case errors.Is(err, store.ErrNoSuchKey):
 		if had {
@@ -112,12 +115,17 @@ func (e *Engine) loadInfo(ctx context.Context, bucket, key string, prefetch bool
 		return info, err
 	}
 	if had && stale.info.ETag != info.ETag {
-		e.forgetObject(bucket, key) // the old version's chunks are dead
+		e.forgetData(bucket, key) // the old version's chunks are dead
 	}
-	if e.invalSeq.Load() == seq {
-		e.meta.put(k, info, time.Now())
-	}
+	e.meta.putIf(seq, k, info, time.Now())
 	return info, nil
+}
+
+// unavailable reports whether err means the origin could not answer in
+// time. The context of a load is the engine's own, so its deadline is the
+// origin's slowness, not a client's impatience.
+func unavailable(err error) bool {
+	return errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // holdsVersions reports whether a tier holds chunks of some version of the

@@ -47,7 +47,7 @@ func (r *objectReader) fill() {
 		f := &future{idx: r.next, ready: make(chan struct{})}
 		r.window = append(r.window, f)
 		r.next++
-		if b, ok := r.e.lookupRAM(r.e.chunkID(r.info, f.idx)); ok {
+		if b, ok := r.e.lookupRAM(r.e.chunkID(r.info, f.idx)); ok && int64(len(b)) == r.e.chunkLen(r.info.Size, f.idx) {
 			f.ref = chunkRef{data: b}
 			close(f.ready)
 			continue

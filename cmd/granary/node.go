@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -125,7 +126,10 @@ func openTiers(cfg Config, n *node, log zerolog.Logger) (ramTier, diskTier store
 		ramTier = r
 	}
 	if cfg.Disk > 0 {
-		dir := filepath.Join(cfg.DataDir, "cache")
+		// Chunk IDs do not carry the chunk size, so each size gets its own
+		// cache directory: a restart with another size never serves chunks
+		// cut under the old one (their directory can be deleted by hand).
+		dir := filepath.Join(cfg.DataDir, "cache", "chunk-"+strconv.FormatInt(int64(cfg.ChunkSize), 10))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, nil, fmt.Errorf("disk tier: %w", err)
 		}
