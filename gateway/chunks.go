@@ -82,14 +82,19 @@ func (e *Engine) lookupLen(id store.ChunkID, n int64) ([]byte, bool) {
 }
 
 // chunk returns chunk idx of the object version info names, from a tier or
-// from a flight (joined or started). It never blocks on the origin.
-func (e *Engine) chunk(info store.ObjectInfo, idx int64) chunkRef {
+// from a flight (joined or started). It never blocks on the origin. A
+// read-ahead (ahead) starts no flight past the FlightBytes budget: it
+// returns a zero chunkRef, and the reader asks again when it gets there.
+func (e *Engine) chunk(info store.ObjectInfo, idx int64, ahead bool) chunkRef {
 	id := e.chunkID(info, idx)
 	n := e.chunkLen(info.Size, idx)
 	if b, ok := e.lookupLen(id, n); ok {
 		return chunkRef{data: b}
 	}
-	f, started := e.startFlight(id, n)
+	f, started := e.startFlight(id, n, ahead)
+	if f == nil {
+		return chunkRef{}
+	}
 	if started {
 		go e.runFlight(id, f, nil)
 	}
@@ -97,14 +102,22 @@ func (e *Engine) chunk(info store.ObjectInfo, idx int64) chunkRef {
 }
 
 // startFlight registers a flight for id, or returns the one in the air.
-func (e *Engine) startFlight(id store.ChunkID, size int64) (f *flight, started bool) {
+// Flight buffers are counted in flightBytes until the flight retires; a
+// read-ahead (ahead) that would pass FlightBytes gets no flight (nil), so
+// concurrent cold reads cannot hold unbounded memory. A flight a reader
+// needs now is always started.
+func (e *Engine) startFlight(id store.ChunkID, size int64, ahead bool) (f *flight, started bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if f := e.flights[id]; f != nil {
 		e.m.joins.Inc()
 		return f, false
 	}
+	if ahead && e.flightBytes+size > e.opts.FlightBytes {
+		return nil, false
+	}
 	e.m.misses.Inc()
+	e.flightBytes += size
 	f = newFlight(size)
 	e.flights[id] = f
 	return f, true
@@ -145,13 +158,18 @@ func (e *Engine) runFlight(id store.ChunkID, f *flight, body io.ReadCloser) {
 	e.storeChunk(id, data)
 }
 
-// retire unregisters f, unless another flight for id took its place.
+// retire unregisters f, unless another flight for id took its place, and
+// returns its bytes to the flight budget (once: retired marks it).
 func (e *Engine) retire(id store.ChunkID, f *flight) {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	if e.flights[id] == f {
 		delete(e.flights, id)
 	}
-	e.mu.Unlock()
+	if !f.retired {
+		f.retired = true
+		e.flightBytes -= int64(len(f.buf))
+	}
 }
 
 // flightFailed retires f before failing it, so no request joins a flight

@@ -94,8 +94,9 @@ type Engine struct {
 	filler  *diskFiller // nil without a disk tier
 	closing sync.Once
 
-	mu      sync.Mutex // guards flights
-	flights map[store.ChunkID]*flight
+	mu          sync.Mutex // guards flights, flightBytes and flight.retired
+	flights     map[store.ChunkID]*flight
+	flightBytes int64 // buffer bytes of flights not yet retired
 }
 
 // New returns an Engine over opts.

@@ -54,6 +54,7 @@ type rigOptions struct {
 	wrap      func(store.Origin) store.Origin
 	diskDir   string
 	noPutFill bool
+	flightMax int64
 }
 
 func newRig(t testing.TB, ro rigOptions) *rig {
@@ -81,6 +82,7 @@ func newRig(t testing.TB, ro rigOptions) *rig {
 	t.Cleanup(func() { r.disk.Close() })
 	opts := Options{Origin: origin, RAM: r.ram, Disk: r.disk, ChunkSize: ro.chunk,
 		Freshness: ro.fresh, Registerer: r.reg, Logger: zerolog.Nop()}
+	opts.FlightBytes = ro.flightMax
 	if ro.noPutFill {
 		opts.PutCacheBytes = -1
 	}
@@ -204,5 +206,23 @@ func TestRangesAcrossChunks(t *testing.T) {
 		if _, err := r.e.Get(context.Background(), r.bucket, "obj", GetOptions{Range: &bad}); !errors.Is(err, ErrInvalidRange) {
 			t.Fatalf("range %+v: err %v, want ErrInvalidRange", bad, err)
 		}
+	}
+}
+
+func TestReadAheadBudgetLimitsButNeverStalls(t *testing.T) {
+	const chunk = 64 << 10
+	// Room for one read-ahead chunk in flight at a time.
+	r := newRig(t, rigOptions{chunk: chunk, flightMax: chunk, fresh: Freshness{Mode: Immutable}})
+	data := randBytes(t, 10*chunk+5)
+	r.seed("obj", data)
+	if got := r.read("obj", nil); !bytes.Equal(got, data) {
+		t.Fatal("wrong bytes with a tight read-ahead budget")
+	}
+	r.e.Close()
+	awaitGoroutines(t, func(string) bool { return true })
+	r.e.mu.Lock()
+	defer r.e.mu.Unlock()
+	if r.e.flightBytes != 0 || len(r.e.flights) != 0 {
+		t.Fatalf("after every flight ended: %d bytes, %d flights counted", r.e.flightBytes, len(r.e.flights))
 	}
 }

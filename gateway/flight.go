@@ -20,6 +20,9 @@ type flight struct {
 	err  error
 	// wake is closed (and replaced) whenever n or done changes.
 	wake chan struct{}
+	// retired is set once the engine stopped counting buf in its flight
+	// budget; guarded by Engine.mu, not mu.
+	retired bool
 }
 
 func newFlight(size int64) *flight {

@@ -165,7 +165,7 @@ func (e *Engine) fetchWithFirstChunk(ctx context.Context, bucket, key string) (s
 		return info, nil
 	}
 	id := e.chunkID(info, 0)
-	f, started := e.startFlight(id, e.chunkLen(info.Size, 0))
+	f, started := e.startFlight(id, e.chunkLen(info.Size, 0), false)
 	if !started {
 		rc.Close()
 		return info, nil

@@ -68,6 +68,10 @@ type Options struct {
 	// fill the cache with what they wrote (objects of one chunk at most);
 	// 0 means 256 MiB, < 0 means PUTs do not fill the cache.
 	PutCacheBytes int64
+	// FlightBytes bounds the buffers of chunks being fetched for
+	// read-ahead (a chunk a reader needs now is fetched regardless);
+	// 0 means 128 MiB.
+	FlightBytes int64
 	// DiskQueueBytes bounds the chunks waiting to be written to the disk
 	// tier; past it, disk writes are dropped. 0 means 128 MiB.
 	DiskQueueBytes int64
@@ -100,6 +104,9 @@ func (o Options) normalize() (Options, error) {
 	}
 	if o.FetchTimeout <= 0 {
 		o.FetchTimeout = 2 * time.Minute
+	}
+	if o.FlightBytes <= 0 {
+		o.FlightBytes = 128 << 20
 	}
 	if o.DiskQueueBytes <= 0 {
 		o.DiskQueueBytes = 128 << 20

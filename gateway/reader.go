@@ -52,8 +52,9 @@ func (r *objectReader) fill() {
 			close(f.ready)
 			continue
 		}
+		ahead := len(r.window) > 1 // the first future is the chunk read now
 		go func() {
-			f.ref = r.e.chunk(r.info, f.idx)
+			f.ref = r.e.chunk(r.info, f.idx, ahead)
 			close(f.ready)
 		}()
 	}
@@ -81,6 +82,11 @@ func (r *objectReader) span() ([]byte, error) {
 	case <-f.ready:
 	case <-r.ctx.Done():
 		return nil, r.ctx.Err()
+	}
+	if f.ref.data == nil && f.ref.fl == nil {
+		// A read-ahead found no room in the flight budget; this chunk is
+		// needed now, so it is fetched regardless.
+		f.ref = r.e.chunk(r.info, idx, false)
 	}
 	within := r.off - idx*cs
 	b, err := f.ref.bytesAt(r.ctx, int(within))

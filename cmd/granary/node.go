@@ -73,10 +73,11 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, 
 	if err != nil {
 		return n, usageError{err}
 	}
+	reserve := int64(cfg.RAM) - ramTierBytes(int64(cfg.RAM))
 	eng, err := gateway.New(gateway.Options{
 		Origin: origin, RAM: ramTier, Disk: diskTier, ChunkSize: int64(cfg.ChunkSize),
-		DiskQueueBytes: diskQueueBytes,
-		Freshness:      fresh, Buckets: buckets, Registerer: reg, Logger: log, // the engine names itself
+		FlightBytes: reserve / 2, DiskQueueBytes: reserve / 4, // 0: the engine's defaults
+		Freshness: fresh, Buckets: buckets, Registerer: reg, Logger: log, // the engine names itself
 	})
 	if err != nil {
 		return n, fmt.Errorf("gateway: %w", err)
@@ -145,14 +146,11 @@ func openTiers(cfg Config, n *node, log zerolog.Logger) (ramTier, diskTier store
 }
 
 // The memory budget (--ram) covers the RAM tier and the node's working
-// memory: chunks being fetched (read-ahead: a few chunks per large read),
-// chunks queued for the disk tier (diskQueueBytes at most, of which only
-// those RAM already evicted cost extra), metadata caches and connection
-// buffers. The tier gets the budget less a reserve for the rest.
-const (
-	maxWorkingReserve = 256 << 20
-	diskQueueBytes    = 64 << 20
-)
+// memory: chunks being fetched ahead of readers (half the reserve), chunks
+// queued for the disk tier (a quarter; only those RAM already evicted cost
+// extra), metadata caches and connection buffers. The tier gets the budget
+// less the reserve.
+const maxWorkingReserve = 256 << 20
 
 // ramTierBytes is the RAM tier's share of a memory budget.
 func ramTierBytes(budget int64) int64 {
