@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -51,6 +52,25 @@ type ObjectMeta struct {
 	ContentLanguage    string
 	CacheControl       string
 	User               map[string]string
+}
+
+// DefaultContentType is the content type of an object stored without one.
+const DefaultContentType = "application/octet-stream"
+
+// Normalized returns m as S3 stores it: DefaultContentType when none was
+// given, and user metadata names in lower case.
+func (m ObjectMeta) Normalized() ObjectMeta {
+	if m.ContentType == "" {
+		m.ContentType = DefaultContentType
+	}
+	if len(m.User) > 0 {
+		user := make(map[string]string, len(m.User))
+		for k, v := range m.User {
+			user[strings.ToLower(k)] = v
+		}
+		m.User = user
+	}
+	return m
 }
 
 // ObjectInfo describes one version of an object as the origin reports it.

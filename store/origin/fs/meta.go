@@ -16,13 +16,10 @@ import (
 	"mime"
 	"os"
 	"path"
-	"strings"
 	"time"
 
 	"github.com/granary-dev/granary/store"
 )
-
-const defaultContentType = "application/octet-stream"
 
 // emptyMD5 is the ETag of a zero-byte object (folder objects).
 const emptyMD5 = "d41d8cd98f00b204e9800998ecf8427e"
@@ -72,7 +69,7 @@ func (sc *sidecar) matches(fi fs.FileInfo) bool {
 
 // newSidecar records meta for a data file of the given size and mtime.
 func newSidecar(key string, size int64, mtime time.Time, etag string, meta store.ObjectMeta) *sidecar {
-	meta = normalizeMeta(meta)
+	meta = meta.Normalized()
 	return &sidecar{
 		Key: key, Size: size, MTime: mtime.UnixNano(), ETag: etag,
 		ContentType:        meta.ContentType,
@@ -82,22 +79,6 @@ func newSidecar(key string, size int64, mtime time.Time, etag string, meta store
 		CacheControl:       meta.CacheControl,
 		User:               meta.User,
 	}
-}
-
-// normalizeMeta applies what S3 does on the way in: a default content type
-// and lower-case user metadata names.
-func normalizeMeta(m store.ObjectMeta) store.ObjectMeta {
-	if m.ContentType == "" {
-		m.ContentType = defaultContentType
-	}
-	if len(m.User) > 0 {
-		user := make(map[string]string, len(m.User))
-		for k, v := range m.User {
-			user[strings.ToLower(k)] = v
-		}
-		m.User = user
-	}
-	return m
 }
 
 func (sc *sidecar) meta() store.ObjectMeta {
@@ -208,5 +189,5 @@ func typeByExtension(key string) string {
 	if t := mime.TypeByExtension(path.Ext(key)); t != "" {
 		return t
 	}
-	return defaultContentType
+	return store.DefaultContentType
 }

@@ -50,7 +50,7 @@ func (o *Origin) Put(ctx context.Context, bucket, key string, body io.Reader, si
 		Bucket: bucket, Key: key, Size: size, ETag: strings.Trim(etag, `"`),
 		// A PUT response carries no Last-Modified; Stat gives the origin's.
 		LastModified: time.Now().UTC(),
-		ObjectMeta:   normalizeMeta(meta),
+		ObjectMeta:   meta.Normalized(),
 	}, nil
 }
 
@@ -153,7 +153,7 @@ func (o *Origin) multipart(ctx context.Context, bucket, key string, opts minio.P
 // their x-amz-meta- prefix here, so minio-go never mistakes a name like
 // "x-amz-acl" for a header of its own.
 func putOptions(meta store.ObjectMeta) minio.PutObjectOptions {
-	meta = normalizeMeta(meta)
+	meta = meta.Normalized()
 	opts := minio.PutObjectOptions{
 		ContentType:        meta.ContentType,
 		ContentEncoding:    meta.ContentEncoding,
@@ -168,22 +168,6 @@ func putOptions(meta store.ObjectMeta) minio.PutObjectOptions {
 		}
 	}
 	return opts
-}
-
-// normalizeMeta is what the origin stores: a default content type and
-// lower-case user metadata names.
-func normalizeMeta(m store.ObjectMeta) store.ObjectMeta {
-	if m.ContentType == "" {
-		m.ContentType = "application/octet-stream"
-	}
-	if len(m.User) > 0 {
-		user := make(map[string]string, len(m.User))
-		for k, v := range m.User {
-			user[strings.ToLower(k)] = v
-		}
-		m.User = user
-	}
-	return m
 }
 
 // errShortBody makes the HTTP request fail when the body ends early, so
