@@ -139,15 +139,15 @@ func (e *Engine) runFlight(id store.ChunkID, f *flight, body io.ReadCloser) {
 			f.publish(len(b), nil, true)
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), e.opts.FetchTimeout)
-		defer cancel()
+		ctx, watch, cancel := watchStalls(context.Background(), e.opts.FetchTimeout)
 		off := id.Index * e.opts.ChunkSize
 		rc, _, err := e.origin.Get(ctx, id.Bucket, id.Key, store.ReadRange{Offset: off, Length: int64(len(f.buf)), ETag: id.ETag})
 		if err != nil {
+			cancel()
 			e.flightFailed(id, f, err)
 			return
 		}
-		body = rc
+		body = watch(rc)
 	}
 	defer body.Close()
 	data, err := f.fill(body)

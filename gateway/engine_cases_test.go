@@ -26,17 +26,27 @@ type gatedOrigin struct {
 	gate chan struct{}
 	down atomic.Bool // when set, every call fails as an unreachable origin would
 	hang atomic.Bool // when set, Stat answers only when its context ends
+	// failGets and stallGets count upcoming Gets that fail as an
+	// unreachable origin would, or whose body stops for good after 32 KiB.
+	failGets, stallGets atomic.Int32
 }
 
 func (g *gatedOrigin) Get(ctx context.Context, b, k string, r store.ReadRange) (io.ReadCloser, store.ObjectInfo, error) {
 	if g.down.Load() {
 		return nil, store.ObjectInfo{}, store.ErrUnavailable
 	}
+	if g.failGets.Add(-1) >= 0 {
+		return nil, store.ObjectInfo{}, store.ErrUnavailable
+	}
 	rc, info, err := g.Origin.Get(ctx, b, k, r)
 	if err != nil {
 		return nil, info, err
 	}
-	return &gatedBody{ReadCloser: rc, gate: g.gate, before: 32 << 10}, info, nil
+	gate := g.gate
+	if g.stallGets.Add(-1) >= 0 {
+		gate = ctxGate(ctx) // opens only when the fetch is given up
+	}
+	return &gatedBody{ReadCloser: rc, gate: gate, before: 32 << 10}, info, nil
 }
 
 func (g *gatedOrigin) Stat(ctx context.Context, b, k string) (store.ObjectInfo, error) {
@@ -48,6 +58,13 @@ func (g *gatedOrigin) Stat(ctx context.Context, b, k string) (store.ObjectInfo, 
 		return store.ObjectInfo{}, ctx.Err()
 	}
 	return g.Origin.Stat(ctx, b, k)
+}
+
+// ctxGate is a gate that opens when ctx ends.
+func ctxGate(ctx context.Context) chan struct{} {
+	c := make(chan struct{})
+	go func() { <-ctx.Done(); close(c) }()
+	return c
 }
 
 type gatedBody struct {
@@ -167,6 +184,38 @@ func TestOriginDownServesHitsFailsMissesFast(t *testing.T) {
 	}
 	if _, err := r.e.Get(context.Background(), r.bucket, "cold", GetOptions{}); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("miss with origin down: %v, want ErrUnavailable", err)
+	}
+}
+
+func TestTransientChunkFailuresAreRetried(t *testing.T) {
+	const chunk = 64 << 10
+	g := &gatedOrigin{gate: make(chan struct{})}
+	close(g.gate)
+	r := newRig(t, rigOptions{chunk: chunk, fresh: Freshness{Mode: Immutable},
+		wrap: func(o store.Origin) store.Origin { g.Origin = o; return g }})
+	r.e.opts.FetchTimeout = 300 * time.Millisecond
+	data := randBytes(t, 6*chunk)
+	r.seed("obj", data)
+	r.read("obj", &Range{Start: 0, End: 0}) // metadata and chunk 0 cached
+
+	g.failGets.Store(1) // one chunk fetch finds the origin unreachable
+	if got := r.read("obj", nil); !bytes.Equal(got, data) {
+		t.Fatal("wrong bytes after a failed fetch was retried")
+	}
+	r.e.forgetData(r.bucket, "obj")
+	g.stallGets.Store(1) // one chunk fetch stalls for good after 32 KiB
+	if got := r.read("obj", nil); !bytes.Equal(got, data) {
+		t.Fatal("wrong bytes after a stalled fetch was retried")
+	}
+	g.failGets.Store(100) // the origin stays down: the read fails, no hang
+	r.e.forgetData(r.bucket, "obj")
+	obj, err := r.e.Get(context.Background(), r.bucket, "obj", GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obj.Close()
+	if _, err := io.ReadAll(obj); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("read with the origin down: %v, want ErrUnavailable", err)
 	}
 }
 

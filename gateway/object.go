@@ -145,13 +145,13 @@ func (e *Engine) holdsVersions(bucket, key string) bool {
 // get a plain Stat instead.
 func (e *Engine) fetchWithFirstChunk(ctx context.Context, bucket, key string) (store.ObjectInfo, error) {
 	// The body outlives this call (a flight reads it), so it gets a context
-	// of its own, ended when the flight closes the body.
-	bodyCtx, cancel := e.detached(ctx)
+	// of its own, ended when the flight closes the body or the body stalls.
+	bodyCtx, watch, cancel := watchStalls(context.WithoutCancel(ctx), e.opts.FetchTimeout)
 	rc, info, err := e.origin.Get(bodyCtx, bucket, key, store.ReadRange{Offset: 0, Length: e.opts.ChunkSize})
 	if err != nil {
 		cancel()
 	} else {
-		rc = cancelOnClose{ReadCloser: rc, cancel: cancel}
+		rc = watch(rc)
 	}
 	switch {
 	case errors.Is(err, store.ErrNoSuchKey), errors.Is(err, store.ErrNoSuchBucket),
@@ -224,17 +224,5 @@ func (e *Engine) Copy(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey 
 func (e *Engine) Delete(ctx context.Context, bucket, key string) error {
 	err := e.origin.Delete(ctx, bucket, key)
 	e.forgetObject(bucket, key)
-	return err
-}
-
-// cancelOnClose ends a body's context when the body is closed.
-type cancelOnClose struct {
-	io.ReadCloser
-	cancel context.CancelFunc
-}
-
-func (c cancelOnClose) Close() error {
-	err := c.ReadCloser.Close()
-	c.cancel()
 	return err
 }

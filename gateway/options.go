@@ -61,8 +61,9 @@ type Options struct {
 	MetaEntries int
 	// ListPages bounds the cached LIST pages; 0 means 10,000.
 	ListPages int
-	// FetchTimeout bounds one origin read of a chunk or of metadata;
-	// 0 means 2 minutes.
+	// FetchTimeout bounds an origin metadata call, and how long a chunk
+	// fetch may go without receiving a byte (a slow fetch that makes
+	// progress runs as long as it needs); 0 means 2 minutes.
 	FetchTimeout time.Duration
 	// PutCacheBytes bounds the memory that write-through PUTs may hold to
 	// fill the cache with what they wrote (objects of one chunk at most);

@@ -4,6 +4,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"io"
 
 	"github.com/granary-dev/granary/store"
@@ -11,9 +12,10 @@ import (
 
 // future is a chunk being located: ready is closed once ref is set.
 type future struct {
-	idx   int64
-	ready chan struct{}
-	ref   chunkRef
+	idx     int64
+	ready   chan struct{}
+	ref     chunkRef
+	retried bool // a transient failure was retried; set by the reader only
 }
 
 // objectReader yields bytes [off, end) of one object version. Invariants:
@@ -60,6 +62,13 @@ func (r *objectReader) fill() {
 	}
 }
 
+// transient reports whether a chunk fetch failed in a way another attempt
+// may not: the origin unreachable or stalled, or its body cut short. (An
+// object that changed at the origin is not transient: its version is gone.)
+func transient(err error) bool {
+	return unavailable(err) || errors.Is(err, context.Canceled) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
 // maxSpan bounds one write of WriteTo, so a writer that renews a deadline
 // per write renews it at least every MiB.
 const maxSpan = 1 << 20
@@ -90,6 +99,13 @@ func (r *objectReader) span() ([]byte, error) {
 	}
 	within := r.off - idx*cs
 	b, err := f.ref.bytesAt(r.ctx, int(within))
+	if err != nil && !f.retried && transient(err) && r.ctx.Err() == nil {
+		// The fetch failed in a way that may pass (a dropped connection, a
+		// stalled origin): fetch the chunk once more before giving up.
+		f.retried = true
+		f.ref = r.e.chunk(r.info, idx, false)
+		b, err = f.ref.bytesAt(r.ctx, int(within))
+	}
 	if err == io.EOF {
 		// The chunk ended before the range did: the origin's object is
 		// shorter than its metadata said.
