@@ -39,7 +39,9 @@ func (s *Server) copyObject(c *fiber.Ctx, r *request) error {
 		return s3err.New(s3err.InvalidArgument, "Unknown metadata directive.")
 	}
 	if cond, ok := parseConditions(h, copyConditions); ok {
-		info, err := s.engine.Head(s.baseCtx, srcBucket, srcKey)
+		// The origin copies what it has now: check the conditions on that,
+		// not on cached metadata.
+		info, err := s.engine.HeadFresh(s.baseCtx, srcBucket, srcKey)
 		if err != nil {
 			return err
 		}

@@ -237,6 +237,25 @@ func TestHungOriginServesStaleMetadata(t *testing.T) {
 	}
 }
 
+func TestHeadFreshSeesTheOriginNow(t *testing.T) {
+	r := newRig(t, rigOptions{fresh: Freshness{Mode: Immutable}})
+	old := r.seed("obj", []byte("one"))
+	ctx := context.Background()
+	if info, err := r.e.Head(ctx, r.bucket, "obj"); err != nil || info.ETag != old.ETag {
+		t.Fatalf("head: %+v, %v", info, err)
+	}
+	now := r.seed("obj", []byte("two!"))
+	if info, _ := r.e.Head(ctx, r.bucket, "obj"); info.ETag != old.ETag {
+		t.Fatal("immutable bucket revalidated on a plain Head")
+	}
+	if info, err := r.e.HeadFresh(ctx, r.bucket, "obj"); err != nil || info.ETag != now.ETag {
+		t.Fatalf("HeadFresh: etag %q (%v), want the origin's %q", info.ETag, err, now.ETag)
+	}
+	if got := r.read("obj", nil); string(got) != "two!" {
+		t.Fatalf("after HeadFresh the cache still serves %q", got)
+	}
+}
+
 func TestWriteThroughIsHitAndDeleteInvalidates(t *testing.T) {
 	r := newRig(t, rigOptions{fresh: Freshness{Mode: Immutable}})
 	data := randBytes(t, 100<<10)

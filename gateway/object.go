@@ -17,6 +17,13 @@ func (e *Engine) Head(ctx context.Context, bucket, key string) (store.ObjectInfo
 	return e.objectInfo(ctx, bucket, key, false)
 }
 
+// HeadFresh returns an object's info as the origin has it now, whatever
+// the bucket's freshness rule, and refreshes the cache with it. It serves
+// conditions that must hold at the origin (those of a server-side copy).
+func (e *Engine) HeadFresh(ctx context.Context, bucket, key string) (store.ObjectInfo, error) {
+	return e.loadInfo(ctx, bucket, key, false)
+}
+
 // Get opens an object (or the range of it opts ask for).
 func (e *Engine) Get(ctx context.Context, bucket, key string, opts GetOptions) (*Object, error) {
 	info, err := e.objectInfo(ctx, bucket, key, wantsFirstChunk(opts.Range, e.opts.ChunkSize))
