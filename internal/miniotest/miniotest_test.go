@@ -1,3 +1,4 @@
+// The MinIO harness starts a server that answers its health check.
 package miniotest
 
 import (
