@@ -106,6 +106,9 @@ func (e *Engine) CreateBucket(ctx context.Context, bucket string) error {
 
 // DeleteBucket removes an empty bucket at the origin.
 func (e *Engine) DeleteBucket(ctx context.Context, bucket string) error {
+	if err := e.writable(bucket); err != nil {
+		return err
+	}
 	err := e.origin.RemoveBucket(ctx, bucket)
 	if err == nil {
 		e.lists.dropBucket(bucket)

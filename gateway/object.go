@@ -185,6 +185,9 @@ func (e *Engine) fetchWithFirstChunk(ctx context.Context, bucket, key string) (s
 // has accepted it. An object of one chunk or less is kept for the cache on
 // the way through (within PutCacheBytes), so the first read is a hit.
 func (e *Engine) Put(ctx context.Context, bucket, key string, body io.Reader, size int64, meta store.ObjectMeta) (store.ObjectInfo, error) {
+	if err := e.writable(bucket); err != nil {
+		return store.ObjectInfo{}, err
+	}
 	var keep *bytes.Buffer
 	if size > 0 && size <= e.opts.ChunkSize && e.reservePutBytes(size) {
 		defer e.putBytes.Add(-size)
@@ -219,6 +222,9 @@ var ErrCopyUnsupported = errors.New("gateway: origin cannot copy objects")
 
 // Copy copies an object at the origin. A nil meta keeps the source's.
 func (e *Engine) Copy(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey string, meta *store.ObjectMeta) (store.ObjectInfo, error) {
+	if err := e.writable(dstBucket); err != nil {
+		return store.ObjectInfo{}, err
+	}
 	if _, ok := e.opts.Origin.(store.Copier); !ok {
 		return store.ObjectInfo{}, ErrCopyUnsupported
 	}
@@ -229,6 +235,9 @@ func (e *Engine) Copy(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey 
 
 // Delete removes an object at the origin and from the cache.
 func (e *Engine) Delete(ctx context.Context, bucket, key string) error {
+	if err := e.writable(bucket); err != nil {
+		return err
+	}
 	err := e.origin.Delete(ctx, bucket, key)
 	e.forgetObject(bucket, key)
 	return err

@@ -45,6 +45,30 @@ func (f Freshness) normalize() (Freshness, error) {
 	return f, nil
 }
 
+// WriteMode says what a bucket does with writes.
+type WriteMode string
+
+const (
+	// ReadOnly refuses every write (PUT, copy, multipart, DELETE).
+	ReadOnly WriteMode = "read-only"
+	// WriteThrough acknowledges a write once the origin accepted it.
+	WriteThrough WriteMode = "write-through"
+	// WriteBack acknowledges a write once it is durable on local disk; the
+	// origin (a write-back log, see store/writeback) uploads it later.
+	WriteBack WriteMode = "write-back"
+)
+
+// ParseWriteMode returns the mode s names ("" is WriteThrough).
+func ParseWriteMode(s string) (WriteMode, error) {
+	switch m := WriteMode(s); m {
+	case "":
+		return WriteThrough, nil
+	case ReadOnly, WriteThrough, WriteBack:
+		return m, nil
+	}
+	return "", fmt.Errorf("gateway: unknown write mode %q (want read-only, write-through or write-back)", s)
+}
+
 // Options configure an Engine. Only Origin is required.
 type Options struct {
 	Origin store.Origin
@@ -57,6 +81,10 @@ type Options struct {
 	// Freshness is the rule for buckets not named in Buckets.
 	Freshness Freshness
 	Buckets   map[string]Freshness
+	// WriteMode is the write rule for buckets not named in WriteModes;
+	// "" means WriteThrough.
+	WriteMode  WriteMode
+	WriteModes map[string]WriteMode
 	// MetaEntries bounds the cached HEAD entries; 0 means 200,000.
 	MetaEntries int
 	// ListPages bounds the cached LIST pages; 0 means 10,000.
@@ -126,5 +154,15 @@ func (o Options) normalize() (Options, error) {
 		}
 	}
 	o.Buckets = buckets
+	if o.WriteMode, err = ParseWriteMode(string(o.WriteMode)); err != nil {
+		return o, err
+	}
+	modes := make(map[string]WriteMode, len(o.WriteModes))
+	for name, m := range o.WriteModes {
+		if modes[name], err = ParseWriteMode(string(m)); err != nil {
+			return o, fmt.Errorf("bucket %s: %w", name, err)
+		}
+	}
+	o.WriteModes = modes
 	return o, nil
 }

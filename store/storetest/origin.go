@@ -54,6 +54,7 @@ func RunOrigin(t *testing.T, newOrigin func(t *testing.T) store.Origin) {
 		{"KeyAndPrefix", testKeyAndPrefix},
 		{"Copy", testCopy},
 		{"Concurrent", testConcurrent},
+		{"Multipart", testMultipart},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, newOrigin(t)) })

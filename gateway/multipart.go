@@ -1,0 +1,161 @@
+// Multipart uploads and write modes: the engine checks a bucket's mode,
+// passes the upload to the origin's store.Multipart (the origin, or the
+// write-back log in front of it), and invalidates what it cached of the
+// key once the object is complete.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/granary-dev/granary/store"
+)
+
+// ErrReadOnly means a write to a bucket in read-only mode.
+var ErrReadOnly = errors.New("gateway: bucket is read-only")
+
+// ErrMultipartUnsupported means the origin takes no multipart uploads.
+var ErrMultipartUnsupported = errors.New("gateway: origin cannot take multipart uploads")
+
+// writeMode returns the bucket's write rule.
+func (e *Engine) writeMode(bucket string) WriteMode {
+	if m, ok := e.opts.WriteModes[bucket]; ok {
+		return m
+	}
+	return e.opts.WriteMode
+}
+
+// WriteMode returns the write rule of bucket.
+func (e *Engine) WriteMode(bucket string) WriteMode { return e.writeMode(bucket) }
+
+// writable fails with ErrReadOnly for a read-only bucket.
+func (e *Engine) writable(bucket string) error {
+	if e.writeMode(bucket) == ReadOnly {
+		return ErrReadOnly
+	}
+	return nil
+}
+
+// persister is an origin that can tell whether a write reached the true
+// origin (the write-back log).
+type persister interface {
+	Persisted(bucket, key string) bool
+}
+
+// Persisted reports whether bucket/key has no write waiting for the
+// origin. Without a write-back log every write is persisted when acked.
+func (e *Engine) Persisted(bucket, key string) bool {
+	if p, ok := e.opts.Origin.(persister); ok {
+		return p.Persisted(bucket, key)
+	}
+	return true
+}
+
+// multipart returns the origin's multipart ability.
+func (e *Engine) multipart() (store.Multipart, error) {
+	mp, ok := e.opts.Origin.(store.Multipart)
+	if !ok {
+		return nil, ErrMultipartUnsupported
+	}
+	return mp, nil
+}
+
+// observe counts and times one origin call made outside countingOrigin.
+func (e *Engine) observe(op string, start time.Time, err error) {
+	countingOrigin{m: e.m}.observe(op, start, err)
+}
+
+// CreateUpload starts a multipart upload of bucket/key.
+func (e *Engine) CreateUpload(ctx context.Context, bucket, key string, meta store.ObjectMeta) (string, error) {
+	if err := e.writable(bucket); err != nil {
+		return "", err
+	}
+	mp, err := e.multipart()
+	if err != nil {
+		return "", err
+	}
+	start := time.Now()
+	id, err := mp.NewUpload(ctx, bucket, key, meta)
+	e.observe("new_upload", start, err)
+	return id, err
+}
+
+// UploadPart stores one part of an upload from exactly size bytes of body.
+func (e *Engine) UploadPart(ctx context.Context, bucket, key, uploadID string, number int, body io.Reader, size int64) (store.PartInfo, error) {
+	if err := e.writable(bucket); err != nil {
+		return store.PartInfo{}, err
+	}
+	if number < 1 || number > store.MaxPartNumber {
+		return store.PartInfo{}, store.ErrInvalidPartNumber
+	}
+	mp, err := e.multipart()
+	if err != nil {
+		return store.PartInfo{}, err
+	}
+	start := time.Now()
+	p, err := mp.PutPart(ctx, bucket, key, uploadID, number, body, size)
+	e.observe("put_part", start, err)
+	return p, err
+}
+
+// CompleteUpload joins the listed parts into the object. Whatever was
+// cached of the key is dropped, whether or not the completion succeeded
+// (a failed one may have replaced the object at the origin all the same).
+func (e *Engine) CompleteUpload(ctx context.Context, bucket, key, uploadID string, parts []store.CompletePart) (store.ObjectInfo, error) {
+	if err := e.writable(bucket); err != nil {
+		return store.ObjectInfo{}, err
+	}
+	if err := store.CheckCompletion(parts); err != nil {
+		return store.ObjectInfo{}, err
+	}
+	mp, err := e.multipart()
+	if err != nil {
+		return store.ObjectInfo{}, err
+	}
+	start := time.Now()
+	info, err := mp.CompleteUpload(ctx, bucket, key, uploadID, parts)
+	e.observe("complete_upload", start, err)
+	e.forgetObject(bucket, key)
+	return info, err
+}
+
+// AbortUpload ends an upload and drops its parts.
+func (e *Engine) AbortUpload(ctx context.Context, bucket, key, uploadID string) error {
+	if err := e.writable(bucket); err != nil {
+		return err
+	}
+	mp, err := e.multipart()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	err = mp.AbortUpload(ctx, bucket, key, uploadID)
+	e.observe("abort_upload", start, err)
+	return err
+}
+
+// ListParts lists the parts of an upload.
+func (e *Engine) ListParts(ctx context.Context, bucket, key, uploadID string, opts store.PartListOptions) (store.PartPage, error) {
+	mp, err := e.multipart()
+	if err != nil {
+		return store.PartPage{}, err
+	}
+	start := time.Now()
+	page, err := mp.ListParts(ctx, bucket, key, uploadID, opts)
+	e.observe("list_parts", start, err)
+	return page, err
+}
+
+// ListUploads lists a bucket's uploads in progress.
+func (e *Engine) ListUploads(ctx context.Context, bucket string, opts store.UploadListOptions) (store.UploadPage, error) {
+	mp, err := e.multipart()
+	if err != nil {
+		return store.UploadPage{}, err
+	}
+	start := time.Now()
+	page, err := mp.ListUploads(ctx, bucket, opts)
+	e.observe("list_uploads", start, err)
+	return page, err
+}
