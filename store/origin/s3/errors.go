@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"strings"
 	"syscall"
 
 	"github.com/minio/minio-go/v7"
@@ -42,6 +43,10 @@ var codes = map[string]error{
 	"RequestTimeout":             store.ErrUnavailable,
 	"Throttling":                 store.ErrUnavailable,
 	"XMinioServerNotInitialized": store.ErrUnavailable,
+	"NoSuchUpload":               store.ErrNoSuchUpload,
+	"InvalidPart":                store.ErrInvalidPart,
+	"InvalidPartOrder":           store.ErrInvalidPartOrder,
+	"EntityTooSmall":             store.ErrEntityTooSmall,
 }
 
 // wrap translates err (nil stays nil) and names the operation. ctx is the
@@ -83,6 +88,11 @@ func fromResponse(er minio.ErrorResponse) error {
 	}
 	if s, ok := codes[er.Code]; ok {
 		return fmt.Errorf("%w (%s)", s, msg)
+	}
+	if er.Code == "InvalidArgument" && strings.Contains(strings.ToLower(er.Message), "part number") {
+		// S3 and MinIO: "Part number must be an integer between 1 and
+		// 10000, inclusive".
+		return fmt.Errorf("%w (%s)", store.ErrInvalidPartNumber, msg)
 	}
 	switch {
 	case er.StatusCode >= 500:

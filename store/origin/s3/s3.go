@@ -91,8 +91,9 @@ type Origin struct {
 }
 
 var (
-	_ store.Origin = (*Origin)(nil)
-	_ store.Copier = (*Origin)(nil)
+	_ store.Origin    = (*Origin)(nil)
+	_ store.Copier    = (*Origin)(nil)
+	_ store.Multipart = (*Origin)(nil)
 )
 
 // New returns an origin for opts. It does not contact the server.
