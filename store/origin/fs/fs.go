@@ -13,6 +13,10 @@
 //   - Per-key locks are in-process: run one Granary process per Root.
 //   - Every path is resolved through os.Root, so neither ".." nor a symlink
 //     can reach outside the bucket (reads) or Root (writes).
+//
+// Multipart uploads (multipart.go) keep their parts under
+// Root/.granary/uploads, so they survive a restart; a completion writes the
+// object through the same staged, atomic path as Put.
 package fs
 
 import (
@@ -21,6 +25,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -28,6 +33,7 @@ import (
 	"time"
 
 	"github.com/granary-dev/granary/store"
+	"github.com/granary-dev/granary/store/parts"
 )
 
 // Options configure a directory origin.
@@ -44,8 +50,9 @@ type Options struct {
 // name (it starts with '.'), so it can never collide with a bucket.
 const (
 	hiddenDir   = ".granary"
-	stagingDir  = hiddenDir + "/tmp"  // temp files, renamed into place
-	metaDir     = hiddenDir + "/meta" // sidecars: meta/<bucket>/<hh>/<sha256(key)>
+	stagingDir  = hiddenDir + "/tmp"     // temp files, renamed into place
+	metaDir     = hiddenDir + "/meta"    // sidecars: meta/<bucket>/<hh>/<sha256(key)>
+	uploadsDir  = hiddenDir + "/uploads" // multipart uploads, a parts.Store
 	dirPerm     = 0o755
 	filePerm    = 0o644
 	staleTmpAge = time.Hour // leftover temp files older than this are removed at start
@@ -57,6 +64,10 @@ type Origin struct {
 	dir    string
 	root   *os.Root // Root; every path below is resolved through it
 	noSync bool
+	// uploads holds multipart uploads in progress. It works on plain paths
+	// under Root/.granary/uploads, which only upload IDs it made itself
+	// name: no client string becomes a path there.
+	uploads *parts.Store
 
 	// bucketMu: RemoveBucket holds it exclusively; commits (the rename step
 	// of Put, Copy, Delete) hold it shared. So a bucket is never removed
@@ -95,11 +106,19 @@ func New(opts Options) (*Origin, error) {
 		}
 	}
 	o.removeStaleTemps()
+	o.uploads, err = parts.Open(parts.Options{Dir: filepath.Join(opts.Root, uploadsDir), NoSync: opts.NoSync})
+	if err != nil {
+		root.Close()
+		return nil, fmt.Errorf("fs: open uploads: %w", err)
+	}
 	return o, nil
 }
 
-// Close releases the root directory handle.
-func (o *Origin) Close() error { return o.root.Close() }
+// Close releases the root directory handle and the upload store.
+func (o *Origin) Close() error {
+	o.uploads.Close()
+	return o.root.Close()
+}
 
 // removeStaleTemps deletes temp files left by a crash. Only old ones: a
 // second process sharing Root may be writing young ones right now.
@@ -188,8 +207,18 @@ func (o *Origin) StatBucket(ctx context.Context, bucket string) error {
 }
 
 // RemoveBucket removes a bucket that holds no object (empty directories
-// left behind do not count) together with its sidecars.
+// left behind do not count) together with its sidecars, then aborts its
+// multipart uploads.
 func (o *Origin) RemoveBucket(ctx context.Context, bucket string) error {
+	if err := o.removeBucketDir(bucket); err != nil {
+		return err
+	}
+	return o.abortUploads(bucket)
+}
+
+// removeBucketDir removes the bucket's directory and sidecars, holding
+// bucketMu so no commit can land in it meanwhile.
+func (o *Origin) removeBucketDir(bucket string) error {
 	o.bucketMu.Lock()
 	defer o.bucketMu.Unlock()
 	br, err := o.openBucket(bucket)
