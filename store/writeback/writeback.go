@@ -9,17 +9,31 @@
 // Writes to other buckets pass straight through to the origin, after any
 // pending write-back of the same key (so an older write never overtakes a
 // newer one).
+//
+// Layout of Dir: journal.db (the bbolt journal of pending operations);
+// stage/, a parts.Store of the write-back multipart uploads, open ones and
+// completed ones waiting for the origin (sealed); puts/, a parts.Store of
+// single Puts, each a sealed one-part upload (an unsealed one is a Put cut
+// by a crash, removed at Open; keeping them apart from stage/ means such
+// leftovers are never listed as a client's multipart upload); and tmp/,
+// bodies of unknown size being spooled (emptied at Open).
 package writeback
 
 import (
 	"context"
-	"io"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+	"go.etcd.io/bbolt"
 
 	"github.com/granary-dev/granary/store"
+	"github.com/granary-dev/granary/store/parts"
 )
 
 // Options configure a Log.
@@ -48,9 +62,91 @@ type Options struct {
 	Logger      zerolog.Logger
 }
 
+const (
+	defaultDirtyLimit = 8 << 30
+	defaultWorkers    = 4
+	defaultRetryMin   = time.Second
+	defaultRetryMax   = time.Minute
+)
+
+func (o Options) normalize() (Options, error) {
+	if o.Origin == nil {
+		return o, errors.New("writeback: Options.Origin is required")
+	}
+	if o.Dir == "" {
+		return o, errors.New("writeback: Options.Dir is required")
+	}
+	if o.WriteBack == nil {
+		o.WriteBack = func(string) bool { return false }
+	}
+	if o.DirtyLimit <= 0 {
+		o.DirtyLimit = defaultDirtyLimit
+	}
+	if o.Workers <= 0 {
+		o.Workers = defaultWorkers
+	}
+	if o.RetryMin <= 0 {
+		o.RetryMin = defaultRetryMin
+	}
+	if o.RetryMax <= 0 {
+		o.RetryMax = defaultRetryMax
+	}
+	o.RetryMax = max(o.RetryMax, o.RetryMin)
+	return o, nil
+}
+
+// errClosed is returned by calls on a closed Log.
+var errClosed = errors.New("writeback: log closed")
+
 // Log is the write-back layer. It implements store.Origin,
 // store.Multipart and store.Copier, and is safe for concurrent use.
-type Log struct{}
+//
+// Lock order: closeMu (shared), then commitMu, then mu. No I/O (origin,
+// journal, stage) is done while holding mu.
+type Log struct {
+	opts   Options
+	origin store.Origin
+	mp     store.Multipart // the origin's, or nil if it has none
+	stage  *parts.Store    // multipart uploads and their completions
+	puts   *parts.Store    // single Puts
+	db     *bbolt.DB
+	tmpDir string
+	m      *metrics
+	log    zerolog.Logger
+
+	// ctx is cancelled by Close: uploads in flight stop (and stay
+	// journaled). Pass-through writes and flushes waiting for uploads
+	// end too, woken through changed and closed.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the workers
+
+	// closeMu is held shared by every call that uses the journal or the
+	// stage, exclusively by Close while it closes them.
+	closeMu sync.RWMutex
+
+	// commitMu serialises the commits of new operations, so they are
+	// journaled and installed in sequence order.
+	commitMu sync.Mutex
+	nextSeq  uint64 // guarded by commitMu: the seq of the next operation
+
+	mu       sync.Mutex // guards the fields below and the keyState/op fields
+	work     *sync.Cond // on mu: workers wait for the queue or Close
+	keys     map[objKey]*keyState
+	byBucket map[string]map[string]*keyState
+	queue    []*keyState // keys that may have an upload to start
+	timers   map[*time.Timer]struct{}
+	// changed is closed (and replaced) whenever pending state changes:
+	// an operation lands, fails, is superseded or is added.
+	changed  chan struct{}
+	uploads  map[string]*wbUpload // open write-back multipart uploads, by ID
+	known    map[string]bool      // buckets seen to exist at the origin
+	lastSeq  uint64               // the greatest seq installed
+	dirty    int64                // bytes staged or reserved, not yet at the origin
+	pending  int                  // operations not yet at the origin
+	attempts uint64               // upload attempts finished (a clock for failures)
+	closed   bool
+}
 
 var (
 	_ store.Origin    = (*Log)(nil)
@@ -60,27 +156,85 @@ var (
 
 // Open opens the log in opts.Dir, replays its journal (entries not yet at
 // the origin are queued again) and starts the uploader.
-func Open(opts Options) (*Log, error) { panic("writeback: not implemented") }
+func Open(opts Options) (*Log, error) {
+	opts, err := opts.normalize()
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{
+		opts: opts, origin: opts.Origin, log: opts.Logger,
+		tmpDir:   filepath.Join(opts.Dir, "tmp"),
+		keys:     make(map[objKey]*keyState),
+		byBucket: make(map[string]map[string]*keyState),
+		timers:   make(map[*time.Timer]struct{}),
+		changed:  make(chan struct{}),
+		uploads:  make(map[string]*wbUpload),
+		known:    make(map[string]bool),
+	}
+	l.mp, _ = opts.Origin.(store.Multipart)
+	l.work = sync.NewCond(&l.mu)
+	if err := l.openFiles(); err != nil {
+		return nil, err
+	}
+	if err := l.replay(); err != nil {
+		l.closeFiles()
+		return nil, err
+	}
+	l.m = newMetrics(l)
+	if err := l.m.register(opts.Registerer); err != nil {
+		l.closeFiles()
+		return nil, err
+	}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	for range opts.Workers {
+		l.wg.Add(1)
+		go l.worker()
+	}
+	return l, nil
+}
+
+// openFiles creates Dir and opens the stage and the journal.
+func (l *Log) openFiles() error {
+	if err := os.MkdirAll(l.opts.Dir, 0o755); err != nil {
+		return fmt.Errorf("writeback: %w", err)
+	}
+	// Spooled bodies of writes that never completed.
+	if err := os.RemoveAll(l.tmpDir); err != nil {
+		return fmt.Errorf("writeback: %w", err)
+	}
+	if err := os.MkdirAll(l.tmpDir, 0o755); err != nil {
+		return fmt.Errorf("writeback: %w", err)
+	}
+	st, err := parts.Open(parts.Options{Dir: filepath.Join(l.opts.Dir, "stage")})
+	if err != nil {
+		return fmt.Errorf("writeback: open stage: %w", err)
+	}
+	puts, err := parts.Open(parts.Options{Dir: filepath.Join(l.opts.Dir, "puts")})
+	if err != nil {
+		st.Close()
+		return fmt.Errorf("writeback: open stage: %w", err)
+	}
+	db, err := openJournal(filepath.Join(l.opts.Dir, "journal.db"))
+	if err != nil {
+		st.Close()
+		puts.Close()
+		return err
+	}
+	l.stage, l.puts, l.db = st, puts, db
+	return nil
+}
+
+func (l *Log) closeFiles() error {
+	return errors.Join(l.db.Close(), l.stage.Close(), l.puts.Close())
+}
 
 // Persisted reports whether bucket/key has no write waiting for the
 // origin (true for keys the log never saw).
-func (l *Log) Persisted(bucket, key string) bool { panic("writeback: not implemented") }
-
-// FlushStatus is a flush's progress: what is still waiting under its
-// prefix, and the last upload error seen there (empty if none).
-type FlushStatus struct {
-	Pending      int
-	PendingBytes int64
-	Uploaded     int
-	LastError    string
-}
-
-// Flush waits until every write under bucket/prefix accepted before the
-// call is at the origin, calling progress (if set) at least every second.
-// It fails when ctx ends, or when an upload under the prefix failed in a
-// way retries cannot fix (the entry stays journaled).
-func (l *Log) Flush(ctx context.Context, bucket, prefix string, progress func(FlushStatus)) error {
-	panic("writeback: not implemented")
+func (l *Log) Persisted(bucket, key string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ks := l.keys[objKey{bucket, key}]
+	return ks == nil || ks.cur == nil && ks.next == nil
 }
 
 // Stats is the log's state.
@@ -90,59 +244,52 @@ type Stats struct {
 }
 
 // Stats returns the log's state.
-func (l *Log) Stats() Stats { panic("writeback: not implemented") }
+func (l *Log) Stats() Stats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return Stats{DirtyBytes: l.dirty, DirtyObjects: l.pending}
+}
 
 // Close stops the uploader (waiting for uploads in progress to stop) and
 // closes the journal. Pending entries stay journaled for the next Open.
-func (l *Log) Close() error { panic("writeback: not implemented") }
+// Calls in progress that use the journal or the stage (a write-back Put
+// reading its body, say) are waited for; later calls fail.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	for t := range l.timers {
+		t.Stop()
+	}
+	clear(l.timers)
+	l.work.Broadcast()
+	l.notifyLocked()
+	l.mu.Unlock()
+	l.cancel()
+	l.wg.Wait()
+	l.closeMu.Lock()
+	defer l.closeMu.Unlock()
+	l.m.unregister(l.opts.Registerer)
+	return l.closeFiles()
+}
 
-// The store.Origin, store.Multipart and store.Copier methods.
+// enter marks the start of a call that uses the journal or the stage; the
+// caller calls the returned function when done. It fails once the Log is
+// closed.
+func (l *Log) enter() (func(), error) {
+	l.closeMu.RLock()
+	l.mu.Lock()
+	closed := l.closed
+	l.mu.Unlock()
+	if closed {
+		l.closeMu.RUnlock()
+		return nil, errClosed
+	}
+	return l.closeMu.RUnlock, nil
+}
 
-func (l *Log) ListBuckets(ctx context.Context) ([]store.BucketInfo, error) {
-	panic("writeback: not implemented")
-}
-func (l *Log) MakeBucket(ctx context.Context, bucket string) error {
-	panic("writeback: not implemented")
-}
-func (l *Log) RemoveBucket(ctx context.Context, bucket string) error {
-	panic("writeback: not implemented")
-}
-func (l *Log) StatBucket(ctx context.Context, bucket string) error {
-	panic("writeback: not implemented")
-}
-func (l *Log) Stat(ctx context.Context, bucket, key string) (store.ObjectInfo, error) {
-	panic("writeback: not implemented")
-}
-func (l *Log) Get(ctx context.Context, bucket, key string, r store.ReadRange) (io.ReadCloser, store.ObjectInfo, error) {
-	panic("writeback: not implemented")
-}
-func (l *Log) Put(ctx context.Context, bucket, key string, body io.Reader, size int64, meta store.ObjectMeta) (store.ObjectInfo, error) {
-	panic("writeback: not implemented")
-}
-func (l *Log) Delete(ctx context.Context, bucket, key string) error {
-	panic("writeback: not implemented")
-}
-func (l *Log) List(ctx context.Context, bucket string, opts store.ListOptions) (store.ListPage, error) {
-	panic("writeback: not implemented")
-}
-func (l *Log) Copy(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey string, meta *store.ObjectMeta) (store.ObjectInfo, error) {
-	panic("writeback: not implemented")
-}
-func (l *Log) NewUpload(ctx context.Context, bucket, key string, meta store.ObjectMeta) (string, error) {
-	panic("writeback: not implemented")
-}
-func (l *Log) PutPart(ctx context.Context, bucket, key, uploadID string, number int, body io.Reader, size int64) (store.PartInfo, error) {
-	panic("writeback: not implemented")
-}
-func (l *Log) CompleteUpload(ctx context.Context, bucket, key, uploadID string, parts []store.CompletePart) (store.ObjectInfo, error) {
-	panic("writeback: not implemented")
-}
-func (l *Log) AbortUpload(ctx context.Context, bucket, key, uploadID string) error {
-	panic("writeback: not implemented")
-}
-func (l *Log) ListParts(ctx context.Context, bucket, key, uploadID string, opts store.PartListOptions) (store.PartPage, error) {
-	panic("writeback: not implemented")
-}
-func (l *Log) ListUploads(ctx context.Context, bucket string, opts store.UploadListOptions) (store.UploadPage, error) {
-	panic("writeback: not implemented")
-}
+// writeBack reports whether writes to bucket are staged.
+func (l *Log) writeBack(bucket string) bool { return l.opts.WriteBack(bucket) }

@@ -1,0 +1,143 @@
+// The listing overlay against a reference model: pending puts listed,
+// pending deletes hidden (with prefixes they empty), in every combination
+// of prefix, delimiter and page size.
+package writeback
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/granary-dev/granary/store"
+)
+
+// listed is one entry of a listing: a key or a common prefix ("/p" suffix
+// in its string form).
+type listed struct {
+	name string
+	cp   bool
+}
+
+func (e listed) String() string {
+	if e.cp {
+		return e.name + "(prefix)"
+	}
+	return e.name
+}
+
+// model is the complete listing of keys under opts (MaxKeys ignored).
+func model(keys []string, opts store.ListOptions) []listed {
+	sorted := slices.Sorted(slices.Values(keys))
+	var out []listed
+	for _, k := range sorted {
+		if !strings.HasPrefix(k, opts.Prefix) {
+			continue
+		}
+		e := listed{name: k}
+		if name, cp := rollUp(k, opts); cp {
+			e = listed{name: name, cp: true}
+		}
+		if e.name <= opts.After || len(out) > 0 && out[len(out)-1] == e {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// listAll pages through a listing, checking the page invariants.
+func listAll(t *testing.T, o store.Origin, bucket string, opts store.ListOptions) []listed {
+	t.Helper()
+	var all []listed
+	for pages := 0; pages < 1000; pages++ {
+		p, err := o.List(testCtx(t), bucket, opts)
+		if err != nil {
+			t.Fatalf("List(%+v): %v", opts, err)
+		}
+		var got []listed
+		for _, obj := range p.Objects {
+			got = append(got, listed{name: obj.Key})
+		}
+		for _, cp := range p.CommonPrefixes {
+			got = append(got, listed{name: cp, cp: true})
+		}
+		slices.SortFunc(got, func(a, b listed) int { return strings.Compare(a.name, b.name) })
+		if opts.MaxKeys > 0 && len(got) > opts.MaxKeys {
+			t.Fatalf("List(%+v) returned %d entries", opts, len(got))
+		}
+		all = append(all, got...)
+		if !p.IsTruncated {
+			return all
+		}
+		if len(got) == 0 || p.NextAfter != got[len(got)-1].name {
+			t.Fatalf("List(%+v): truncated page %v with NextAfter %q", opts, got, p.NextAfter)
+		}
+		opts.After = p.NextAfter
+	}
+	t.Fatalf("List(%+v): no end after 1000 pages", opts)
+	return nil
+}
+
+func TestListOverlay(t *testing.T) {
+	raw := s3Origin(t)
+	b := newBucket(t, raw)
+	atOrigin := []string{"a-b", "a.txt", "a/b", "a/c/d", "a/c/e", "a0", "b.txt", "b/x/y/z", "b0", "c d", "d/1", "d/2/3", "e"}
+	for _, k := range atOrigin {
+		put(t, raw, b, k, []byte("origin "+k))
+	}
+	g := newGate(raw, false)
+	l := openLog(t, Options{Origin: g, WriteBack: always, Workers: 1})
+	puts := []string{"0first", "a.txt", "a/c/f", "aa", "b/x/new", "d/", "f/g/h", "é"}
+	deletes := []string{"a0", "d/1", "d/2/3", "b/x/y/z", "never-was", "e"}
+	infos := map[string]store.ObjectInfo{}
+	for _, k := range puts {
+		infos[k] = put(t, l, b, k, []byte("staged "+k))
+	}
+	for _, k := range deletes {
+		if err := l.Delete(testCtx(t), b, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var want []string
+	for _, k := range append(atOrigin, puts...) {
+		if !slices.Contains(deletes, k) && !slices.Contains(want, k) {
+			want = append(want, k)
+		}
+	}
+	check := func(t *testing.T) {
+		for _, prefix := range []string{"", "a", "a/", "b", "d", "d/", "zzz"} {
+			for _, delim := range []string{"", "/", "-", "c/"} {
+				for _, max := range []int{1, 2, 3, 0} {
+					for _, after := range []string{"", "a/b", "a/c/", "b0"} {
+						opts := store.ListOptions{Prefix: prefix, Delimiter: delim, MaxKeys: max, After: after}
+						got := listAll(t, l, b, opts)
+						if w := model(want, opts); !slices.Equal(got, w) {
+							t.Fatalf("List(%+v) = %v, want %v", opts, got, w)
+						}
+					}
+				}
+			}
+		}
+	}
+	check(t)
+	page, err := l.List(testCtx(t), b, store.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range page.Objects {
+		if in, ok := infos[obj.Key]; ok && (obj.ETag != in.ETag || obj.Size != in.Size || obj.LastModified.IsZero()) {
+			t.Errorf("listed %+v, staged as %+v", obj, in)
+		}
+	}
+	if l.Stats().DirtyObjects != len(puts)+len(deletes) {
+		t.Fatalf("Stats = %+v: the overlay was not all pending", l.Stats())
+	}
+
+	g.Open()
+	flush(t, l, b)
+	t.Run("Landed", func(t *testing.T) { check(t) })
+	if got, want := fmt.Sprint(listAll(t, raw, b, store.ListOptions{})), fmt.Sprint(model(want, store.ListOptions{})); got != want {
+		t.Fatalf("origin lists %s, want %s", got, want)
+	}
+}
