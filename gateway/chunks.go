@@ -139,6 +139,9 @@ func (e *Engine) runFlight(id store.ChunkID, f *flight, body io.ReadCloser) {
 			f.publish(len(b), nil, true)
 			return
 		}
+		body = e.teeReader(id, int64(len(f.buf)))
+	}
+	if body == nil {
 		ctx, watch, cancel := watchStalls(context.Background(), e.opts.FetchTimeout)
 		off := id.Index * e.opts.ChunkSize
 		rc, _, err := e.origin.Get(ctx, id.Bucket, id.Key, store.ReadRange{Offset: off, Length: int64(len(f.buf)), ETag: id.ETag})

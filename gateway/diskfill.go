@@ -5,9 +5,11 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -88,4 +90,17 @@ func (f *diskFiller) close() {
 	}
 	f.mu.Unlock()
 	<-f.done
+}
+
+// waitRoom waits until the queue has room for n more bytes (at most half
+// the budget in use), or ctx ends: a filler that must not lose chunks
+// paces itself on it rather than be dropped.
+func (f *diskFiller) waitRoom(ctx context.Context, n int64) {
+	for q := f.queued.Load(); q > 0 && q+n > f.max/2; q = f.queued.Load() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(fillPace):
+		}
+	}
 }

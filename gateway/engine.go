@@ -92,6 +92,7 @@ type Engine struct {
 	putBytes atomic.Int64       // bytes held by PUTs for the cache
 
 	filler  *diskFiller // nil without a disk tier
+	tees    *tees       // nil without Options.TeeDir
 	closing sync.Once
 
 	mu          sync.Mutex // guards flights, flightBytes and flight.retired
@@ -115,6 +116,11 @@ func New(opts Options) (*Engine, error) {
 		lists:   newListCache(opts.ListPages),
 		flights: make(map[store.ChunkID]*flight),
 	}
+	if opts.TeeDir != "" {
+		if e.tees, err = openTees(opts.TeeDir); err != nil {
+			return nil, fmt.Errorf("gateway: tee dir: %w", err)
+		}
+	}
 	collectors := []prometheus.Collector{}
 	if opts.Disk != nil {
 		e.filler = newDiskFiller(e, opts.Disk, opts.DiskQueueBytes)
@@ -134,6 +140,11 @@ func New(opts Options) (*Engine, error) {
 // open. Reads must have ended before Close.
 func (e *Engine) Close() error {
 	e.closing.Do(func() {
+		if e.tees != nil {
+			if err := e.tees.close(); err != nil {
+				e.log.Warn().Err(err).Msg("closing the tee store")
+			}
+		}
 		if e.filler != nil {
 			e.filler.close()
 		}

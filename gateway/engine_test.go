@@ -55,6 +55,8 @@ type rigOptions struct {
 	diskDir   string
 	noPutFill bool
 	flightMax int64
+	tee       bool                 // write-through multipart fills the cache
+	modes     map[string]WriteMode // by bucket; "rig" names the rig's bucket
 }
 
 func newRig(t testing.TB, ro rigOptions) *rig {
@@ -83,6 +85,12 @@ func newRig(t testing.TB, ro rigOptions) *rig {
 	opts := Options{Origin: origin, RAM: r.ram, Disk: r.disk, ChunkSize: ro.chunk,
 		Freshness: ro.fresh, Registerer: r.reg, Logger: zerolog.Nop()}
 	opts.FlightBytes = ro.flightMax
+	if ro.tee {
+		opts.TeeDir = t.TempDir()
+	}
+	if m, ok := ro.modes["rig"]; ok {
+		opts.WriteModes = map[string]WriteMode{r.bucket: m}
+	}
 	if ro.noPutFill {
 		opts.PutCacheBytes = -1
 	}

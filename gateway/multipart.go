@@ -79,6 +79,9 @@ func (e *Engine) CreateUpload(ctx context.Context, bucket, key string, meta stor
 	start := time.Now()
 	id, err := mp.NewUpload(ctx, bucket, key, meta)
 	e.observe("new_upload", start, err)
+	if t := e.teeing(bucket); t != nil && err == nil {
+		t.startTee(bucket, key, id, meta)
+	}
 	return id, err
 }
 
@@ -94,9 +97,14 @@ func (e *Engine) UploadPart(ctx context.Context, bucket, key, uploadID string, n
 	if err != nil {
 		return store.PartInfo{}, err
 	}
+	finish := func(error) {}
+	if t := e.teeing(bucket); t != nil {
+		body, finish = t.teePart(bucket, key, uploadID, number, body, size)
+	}
 	start := time.Now()
 	p, err := mp.PutPart(ctx, bucket, key, uploadID, number, body, size)
 	e.observe("put_part", start, err)
+	finish(err)
 	return p, err
 }
 
@@ -118,7 +126,18 @@ func (e *Engine) CompleteUpload(ctx context.Context, bucket, key, uploadID strin
 	info, err := mp.CompleteUpload(ctx, bucket, key, uploadID, parts)
 	e.observe("complete_upload", start, err)
 	e.forgetObject(bucket, key)
-	return info, err
+	if err != nil {
+		return info, err
+	}
+	// The origin's answer is the object's info: cache it, unless another
+	// write of the key dropped the entry meanwhile.
+	if seq := e.meta.sequence(); info.ETag != "" && !info.LastModified.IsZero() {
+		e.meta.putIf(seq, metaKey(bucket, key), info, time.Now())
+	}
+	if t := e.teeing(bucket); t != nil {
+		e.completed(t, uploadID, parts, info)
+	}
+	return info, nil
 }
 
 // AbortUpload ends an upload and drops its parts.
@@ -133,6 +152,11 @@ func (e *Engine) AbortUpload(ctx context.Context, bucket, key, uploadID string) 
 	start := time.Now()
 	err = mp.AbortUpload(ctx, bucket, key, uploadID)
 	e.observe("abort_upload", start, err)
+	if e.tees != nil && err == nil {
+		if id := e.tees.take(uploadID); id != "" {
+			e.tees.store.Remove(id)
+		}
+	}
 	return err
 }
 

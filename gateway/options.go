@@ -104,6 +104,10 @@ type Options struct {
 	// DiskQueueBytes bounds the chunks waiting to be written to the disk
 	// tier; past it, disk writes are dropped. 0 means 128 MiB.
 	DiskQueueBytes int64
+	// TeeDir, if set, is a directory (emptied at start) where write-through
+	// multipart uploads keep a local copy of their parts, so the completed
+	// object fills the cache without a download; "" means no such fill.
+	TeeDir string
 	// Registerer receives the engine's metrics; nil means none.
 	Registerer prometheus.Registerer
 	Logger     zerolog.Logger

@@ -1,0 +1,42 @@
+// Write-back hooks of the engine: flushing a prefix to the origin, and
+// keeping cached metadata true when an upload gives an object another ETag.
+package gateway
+
+import (
+	"context"
+
+	"github.com/granary-dev/granary/store"
+	"github.com/granary-dev/granary/store/writeback"
+)
+
+// FlushStatus is a flush's progress (see writeback.FlushStatus).
+type FlushStatus = writeback.FlushStatus
+
+// flusher is an origin with writes waiting for the true origin.
+type flusher interface {
+	Flush(ctx context.Context, bucket, prefix string, progress func(writeback.FlushStatus)) error
+}
+
+// Flush waits until every write under bucket/prefix accepted so far is at
+// the origin, reporting progress. Without a write-back log it returns at
+// once: every write already is.
+func (e *Engine) Flush(ctx context.Context, bucket, prefix string, progress func(FlushStatus)) error {
+	if f, ok := e.opts.Origin.(flusher); ok {
+		return f.Flush(ctx, bucket, prefix, progress)
+	}
+	return nil
+}
+
+// Uploaded is the write-back log's OnPersisted hook. An origin that named
+// the uploaded object with an ETag other than the one served while it was
+// staged (an origin that cut it into parts of its own) has made the cached
+// metadata and chunks of that ETag a dead version: they are dropped, and
+// the next read fetches the object under its new name.
+func (e *Engine) Uploaded(staged store.ObjectInfo, originETag string) {
+	if originETag != "" && originETag != staged.ETag {
+		e.log.Info().Str("bucket", staged.Bucket).Str("key", staged.Key).
+			Str("staged_etag", staged.ETag).Str("origin_etag", originETag).
+			Msg("origin renamed an uploaded object; dropping its cached copy")
+		e.forgetObject(staged.Bucket, staged.Key)
+	}
+}

@@ -1,0 +1,210 @@
+// Write-through multipart uploads fill the cache on the way: each part is
+// copied to a local tee (a parts.Store without fsync) while it streams to
+// the origin. Once the origin has completed the object, a filler cuts its
+// chunks from the tee into the tiers; until it is done, a chunk miss of
+// that object reads the tee rather than the origin. So the first restore
+// of a checkpoint written through Granary is a hit, not a download.
+package gateway
+
+import (
+	"context"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/granary-dev/granary/store"
+	"github.com/granary-dev/granary/store/parts"
+)
+
+// version names one version of an object.
+type version struct{ bucket, key, etag string }
+
+// tees holds the local copies of write-through uploads.
+type tees struct {
+	store *parts.Store
+	wg    sync.WaitGroup // fill goroutines
+	ctx   context.Context
+	stop  context.CancelFunc
+
+	mu      sync.Mutex                  // guards ids and sources
+	ids     map[string]string           // origin upload ID -> tee upload ID
+	sources map[version]*parts.Assembly // completed objects being filled
+}
+
+// openTees opens the tee store in dir, dropping tees of earlier runs (the
+// uploads they shadowed are unknown to this process).
+func openTees(dir string) (*tees, error) {
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	st, err := parts.Open(parts.Options{Dir: dir, NoSync: true})
+	if err != nil {
+		return nil, err
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	return &tees{store: st, ctx: ctx, stop: stop, ids: map[string]string{}, sources: map[version]*parts.Assembly{}}, nil
+}
+
+func (t *tees) close() error {
+	t.stop()
+	t.wg.Wait()
+	return t.store.Close()
+}
+
+// teeing returns the engine's tees if bucket's writes should fill the
+// cache through them (write-through buckets; write-back data is local
+// already).
+func (e *Engine) teeing(bucket string) *tees {
+	if e.tees == nil || e.writeMode(bucket) != WriteThrough {
+		return nil
+	}
+	return e.tees
+}
+
+// startTee starts a tee for a new origin upload; failures only cost the fill.
+func (t *tees) startTee(bucket, key, uploadID string, meta store.ObjectMeta) {
+	id, err := t.store.Create(bucket, key, meta)
+	if err != nil {
+		return
+	}
+	t.mu.Lock()
+	t.ids[uploadID] = id
+	t.mu.Unlock()
+}
+
+// take removes and returns the tee of an origin upload ("" if none).
+func (t *tees) take(uploadID string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	id := t.ids[uploadID]
+	delete(t.ids, uploadID)
+	return id
+}
+
+func (t *tees) lookup(uploadID string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ids[uploadID]
+}
+
+// teePart returns body copied into the tee's part number as it is read,
+// and a finish func to call with the origin's result once it is done with
+// the body. A failing tee never fails the origin's read.
+func (t *tees) teePart(bucket, key, uploadID string, number int, body io.Reader, size int64) (io.Reader, func(error)) {
+	id := t.lookup(uploadID)
+	if id == "" {
+		return body, func(error) {}
+	}
+	pr, pw := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, err := t.store.PutPart(t.ctx, bucket, key, id, number, pr, size)
+		pr.CloseWithError(err) // unblocks the tee's writes after a local failure
+	}()
+	finish := func(originErr error) {
+		if originErr != nil {
+			pw.CloseWithError(originErr) // the local part is dropped too
+		} else {
+			pw.Close()
+		}
+		<-done
+	}
+	return io.TeeReader(body, &softWriter{w: pw}), finish
+}
+
+// softWriter writes to w until a write fails, then drops the rest: the tee
+// must never fail the origin upload it copies.
+type softWriter struct {
+	w      io.Writer
+	failed bool
+}
+
+func (s *softWriter) Write(p []byte) (int, error) {
+	if !s.failed {
+		if _, err := s.w.Write(p); err != nil {
+			s.failed = true
+		}
+	}
+	return len(p), nil
+}
+
+// source returns the tee of a completed object being filled, if any.
+func (t *tees) source(id store.ChunkID) *parts.Assembly {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.sources[version{id.Bucket, id.Key, id.ETag}]
+}
+
+// completed fills the cache with the object info names from the tee of
+// uploadID, once the origin completed it with parts. The tee must hold the
+// same bytes: same parts, same ETags, same size, else it is dropped.
+func (e *Engine) completed(t *tees, uploadID string, parts []store.CompletePart, info store.ObjectInfo) {
+	id := t.take(uploadID)
+	if id == "" {
+		return
+	}
+	asm, err := t.store.Assemble(info.Bucket, info.Key, id, parts)
+	if err != nil {
+		t.store.Remove(id)
+		return
+	}
+	if asm.ETag != info.ETag || asm.Size != info.Size {
+		asm.Remove()
+		return
+	}
+	v := version{info.Bucket, info.Key, info.ETag}
+	t.mu.Lock()
+	t.sources[v] = asm
+	t.mu.Unlock()
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		e.fillFrom(t.ctx, info)
+		t.mu.Lock()
+		delete(t.sources, v)
+		t.mu.Unlock()
+		asm.Remove()
+	}()
+}
+
+// fillFrom brings every chunk of info into the tiers, one at a time, through
+// the flights (which read the tee: see runFlight), pacing itself on the
+// disk queue so the disk tier gets every chunk.
+func (e *Engine) fillFrom(ctx context.Context, info store.ObjectInfo) {
+	cs := e.opts.ChunkSize
+	for idx := int64(0); idx*cs < info.Size; idx++ {
+		if ctx.Err() != nil {
+			return
+		}
+		n := e.chunkLen(info.Size, idx)
+		ref := e.chunk(info, idx, false)
+		if _, err := ref.bytesAt(ctx, int(n-1)); err != nil && err != io.EOF {
+			return
+		}
+		if e.filler != nil {
+			e.filler.waitRoom(ctx, n)
+		}
+	}
+}
+
+// teeReader returns a reader of a chunk from the tee of its object, if the
+// object is being filled from one.
+func (e *Engine) teeReader(id store.ChunkID, n int64) io.ReadCloser {
+	if e.tees == nil {
+		return nil
+	}
+	asm := e.tees.source(id)
+	if asm == nil {
+		return nil
+	}
+	rc, err := asm.Open(id.Index*e.opts.ChunkSize, n)
+	if err != nil {
+		return nil
+	}
+	return rc
+}
+
+// fillPace is how often a paced filler looks at the disk queue again.
+const fillPace = 5 * time.Millisecond

@@ -1,0 +1,156 @@
+// Engine tests of multipart uploads and write modes, over MinIO.
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/granary-dev/granary/store"
+)
+
+// upload sends data as a multipart upload in parts of partSize through the
+// engine and returns the completed object's info.
+func (r *rig) upload(key string, data []byte, partSize int) store.ObjectInfo {
+	r.t.Helper()
+	ctx := context.Background()
+	id, err := r.e.CreateUpload(ctx, r.bucket, key, store.ObjectMeta{ContentType: "application/x-ckpt"})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var parts []store.CompletePart
+	var etags []string
+	for n, off := 1, 0; off < len(data); n, off = n+1, off+partSize {
+		b := data[off:min(off+partSize, len(data))]
+		p, err := r.e.UploadPart(ctx, r.bucket, key, id, n, bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			r.t.Fatalf("part %d: %v", n, err)
+		}
+		sum := md5.Sum(b)
+		if p.ETag != hex.EncodeToString(sum[:]) {
+			r.t.Fatalf("part %d ETag %s, want its MD5", n, p.ETag)
+		}
+		parts = append(parts, store.CompletePart{Number: n, ETag: p.ETag})
+		etags = append(etags, p.ETag)
+	}
+	info, err := r.e.CompleteUpload(ctx, r.bucket, key, id, parts)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if want, _ := store.MultipartETag(etags); info.ETag != want {
+		r.t.Fatalf("ETag %s, want %s", info.ETag, want)
+	}
+	return info
+}
+
+// waitFills waits for the cache fills of completed uploads to end.
+func (r *rig) waitFills() {
+	if r.e.tees != nil {
+		r.e.tees.wg.Wait()
+	}
+}
+
+func TestWriteThroughMultipartFillsCache(t *testing.T) {
+	r := newRig(t, rigOptions{chunk: 1 << 20, fresh: Freshness{Mode: Immutable}, tee: true})
+	data := randBytes(t, 12<<20+12345)
+	gets, stats := r.originGets(), r.originStats()
+	info := r.upload("ckpt/shard-0", data, 5<<20)
+	if info.Size != int64(len(data)) {
+		t.Fatalf("size %d, want %d", info.Size, len(data))
+	}
+	r.waitFills()
+	if got := r.read("ckpt/shard-0", nil); !bytes.Equal(got, data) {
+		t.Fatal("restored bytes differ")
+	}
+	if got := r.read("ckpt/shard-0", &Range{Start: 5<<20 - 10, End: 10<<20 + 10}); !bytes.Equal(got, data[5<<20-10:10<<20+11]) {
+		t.Fatal("range across parts differs")
+	}
+	if r.originGets() != gets || r.originStats() != stats {
+		t.Fatalf("fill or restore read the origin: %d gets, %d stats", r.originGets()-gets, r.originStats()-stats)
+	}
+	uploads, err := r.e.tees.store.ListUploads(r.bucket, store.UploadListOptions{})
+	if err != nil || len(uploads.Uploads) != 0 {
+		t.Fatalf("tees left behind: %+v %v", uploads, err)
+	}
+}
+
+func TestMultipartAbortDropsTee(t *testing.T) {
+	r := newRig(t, rigOptions{tee: true})
+	ctx := context.Background()
+	id, err := r.e.CreateUpload(ctx, r.bucket, "k", store.ObjectMeta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.e.UploadPart(ctx, r.bucket, "k", id, 1, strings.NewReader("abc"), 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.e.AbortUpload(ctx, r.bucket, "k", id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.e.UploadPart(ctx, r.bucket, "k", id, 2, strings.NewReader("abc"), 3); !errors.Is(err, store.ErrNoSuchUpload) {
+		t.Fatalf("part after abort: %v, want ErrNoSuchUpload", err)
+	}
+	uploads, err := r.e.tees.store.ListUploads(r.bucket, store.UploadListOptions{})
+	if err != nil || len(uploads.Uploads) != 0 {
+		t.Fatalf("tee left behind: %+v %v", uploads, err)
+	}
+}
+
+func TestMultipartBadCompletionKeepsCacheCold(t *testing.T) {
+	r := newRig(t, rigOptions{tee: true})
+	ctx := context.Background()
+	id, err := r.e.CreateUpload(ctx, r.bucket, "k", store.ObjectMeta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.e.UploadPart(ctx, r.bucket, "k", id, 1, strings.NewReader("abc"), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := []store.CompletePart{{Number: 2, ETag: p.ETag}, {Number: 1, ETag: p.ETag}}
+	if _, err := r.e.CompleteUpload(ctx, r.bucket, "k", id, bad); !errors.Is(err, store.ErrInvalidPartOrder) {
+		t.Fatalf("out of order: %v", err)
+	}
+	if _, err := r.e.UploadPart(ctx, r.bucket, "k", id, 0, strings.NewReader("abc"), 3); !errors.Is(err, store.ErrInvalidPartNumber) {
+		t.Fatalf("part 0: %v", err)
+	}
+	info, err := r.e.CompleteUpload(ctx, r.bucket, "k", id, []store.CompletePart{{Number: 1, ETag: p.ETag}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.waitFills()
+	if got := r.read("k", nil); string(got) != "abc" || info.Size != 3 {
+		t.Fatalf("got %q (size %d)", got, info.Size)
+	}
+}
+
+func TestReadOnlyBucket(t *testing.T) {
+	r := newRig(t, rigOptions{modes: map[string]WriteMode{"rig": ReadOnly}})
+	r.seed("k", []byte("data"))
+	ctx := context.Background()
+	if _, err := r.e.Put(ctx, r.bucket, "k2", strings.NewReader("x"), 1, store.ObjectMeta{}); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("put: %v", err)
+	}
+	if err := r.e.Delete(ctx, r.bucket, "k"); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("delete: %v", err)
+	}
+	if _, err := r.e.CreateUpload(ctx, r.bucket, "k3", store.ObjectMeta{}); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("create upload: %v", err)
+	}
+	if _, err := r.e.Copy(ctx, r.bucket, "k", r.bucket, "k4", nil); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("copy: %v", err)
+	}
+	if err := r.e.DeleteBucket(ctx, r.bucket); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("delete bucket: %v", err)
+	}
+	if got := r.read("k", nil); string(got) != "data" {
+		t.Fatalf("read %q", got)
+	}
+	if !r.e.Persisted(r.bucket, "k") {
+		t.Fatal("a read-only bucket's object reported unpersisted")
+	}
+}
