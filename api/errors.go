@@ -38,6 +38,16 @@ var sentinels = []struct {
 	{store.ErrIncompleteBody, s3err.IncompleteBody},
 	{gateway.ErrInvalidRange, s3err.InvalidRange},
 	{gateway.ErrCopyUnsupported, s3err.NotImplemented},
+	{store.ErrNoSuchUpload, s3err.NoSuchUpload},
+	{store.ErrInvalidPart, s3err.InvalidPart},
+	{store.ErrInvalidPartOrder, s3err.InvalidPartOrder},
+	{store.ErrEntityTooSmall, s3err.EntityTooSmall},
+	// S3's InvalidPartNumber is a GET of a part beyond the object's count
+	// (416); a part number out of 1..10000 in an upload is InvalidArgument.
+	{store.ErrInvalidPartNumber, s3err.InvalidArgument},
+	{store.ErrSlowDown, s3err.SlowDown},
+	{gateway.ErrReadOnly, s3err.AccessDenied},
+	{gateway.ErrMultipartUnsupported, s3err.NotImplemented},
 }
 
 // toS3 translates err. It returns nil for a request whose client is gone

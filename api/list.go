@@ -51,14 +51,20 @@ func parseListQuery(args *fasthttp.Args) (listQuery, error) {
 			return q, err
 		}
 	}
+	var err error
+	q.urlEncode, err = parseEncodingType(args)
+	return q, err
+}
+
+// parseEncodingType reads encoding-type: absent, or "url".
+func parseEncodingType(args *fasthttp.Args) (urlEncode bool, err error) {
 	switch enc := args.Peek("encoding-type"); {
 	case len(enc) == 0:
+		return false, nil
 	case strings.EqualFold(string(enc), "url"):
-		q.urlEncode = true
-	default:
-		return q, s3err.New(s3err.InvalidArgument, "Invalid Encoding Method specified in Request")
+		return true, nil
 	}
-	return q, nil
+	return false, s3err.New(s3err.InvalidArgument, "Invalid Encoding Method specified in Request")
 }
 
 // checkListArg refuses a prefix, delimiter or cursor no key could match:

@@ -17,6 +17,7 @@ const (
 	opUnknown op = iota // failed before routing (bad request line, ...)
 	opHealthz
 	opMetrics
+	opFlush
 	opListBuckets
 	opCreateBucket
 	opHeadBucket
@@ -31,29 +32,44 @@ const (
 	opCopyObject
 	opDeleteObject
 	opDeleteObjects
+	opCreateMultipartUpload
+	opUploadPart
+	opUploadPartCopy
+	opCompleteMultipartUpload
+	opAbortMultipartUpload
+	opListParts
+	opListMultipartUploads
 	opNotImplemented // a sub-resource or method Granary does not serve
 	numOps
 )
 
 var opNames = [numOps]string{
-	opUnknown:             "Unknown",
-	opHealthz:             "Healthz",
-	opMetrics:             "Metrics",
-	opListBuckets:         "ListBuckets",
-	opCreateBucket:        "CreateBucket",
-	opHeadBucket:          "HeadBucket",
-	opDeleteBucket:        "DeleteBucket",
-	opGetBucketLocation:   "GetBucketLocation",
-	opGetBucketVersioning: "GetBucketVersioning",
-	opListObjects:         "ListObjects",
-	opListObjectsV2:       "ListObjectsV2",
-	opHeadObject:          "HeadObject",
-	opGetObject:           "GetObject",
-	opPutObject:           "PutObject",
-	opCopyObject:          "CopyObject",
-	opDeleteObject:        "DeleteObject",
-	opDeleteObjects:       "DeleteObjects",
-	opNotImplemented:      "NotImplemented",
+	opUnknown:                 "Unknown",
+	opHealthz:                 "Healthz",
+	opMetrics:                 "Metrics",
+	opFlush:                   "Flush",
+	opListBuckets:             "ListBuckets",
+	opCreateBucket:            "CreateBucket",
+	opHeadBucket:              "HeadBucket",
+	opDeleteBucket:            "DeleteBucket",
+	opGetBucketLocation:       "GetBucketLocation",
+	opGetBucketVersioning:     "GetBucketVersioning",
+	opListObjects:             "ListObjects",
+	opListObjectsV2:           "ListObjectsV2",
+	opHeadObject:              "HeadObject",
+	opGetObject:               "GetObject",
+	opPutObject:               "PutObject",
+	opCopyObject:              "CopyObject",
+	opDeleteObject:            "DeleteObject",
+	opDeleteObjects:           "DeleteObjects",
+	opCreateMultipartUpload:   "CreateMultipartUpload",
+	opUploadPart:              "UploadPart",
+	opUploadPartCopy:          "UploadPartCopy",
+	opCompleteMultipartUpload: "CompleteMultipartUpload",
+	opAbortMultipartUpload:    "AbortMultipartUpload",
+	opListParts:               "ListParts",
+	opListMultipartUploads:    "ListMultipartUploads",
+	opNotImplemented:          "NotImplemented",
 }
 
 func (o op) String() string {

@@ -56,6 +56,7 @@ func (s *Server) getObject(c *fiber.Ctx, r *request) error {
 		return err
 	}
 	setObjectHeaders(c, obj.Info)
+	s.setPersisted(c, r)
 	setOverrides(c)
 	resp := c.Response()
 	if kind != rangeNone {
@@ -178,6 +179,7 @@ func (s *Server) headObject(c *fiber.Ctx, r *request) error {
 		status = http.StatusPartialContent
 	}
 	setObjectHeaders(c, info)
+	s.setPersisted(c, r)
 	setOverrides(c)
 	c.Response().Header.SetContentLength(int(n))
 	c.Response().SetStatusCode(status)

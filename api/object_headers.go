@@ -1,5 +1,6 @@
 // The response headers of an object (validators, system metadata,
-// x-amz-meta-*) and the response-* query overrides of GetObject.
+// x-amz-meta-*, x-granary-persisted) and the response-* query overrides of
+// GetObject.
 package api
 
 import (
@@ -58,6 +59,19 @@ func setObjectHeaders(c *fiber.Ctx, info store.ObjectInfo) {
 		}
 	}
 	h.EnableNormalizing()
+}
+
+// persistedHeader tells whether an object has reached the origin: "false"
+// while a write-back upload of it still waits, "true" otherwise.
+const persistedHeader = "X-Granary-Persisted"
+
+// setPersisted sets persistedHeader for the addressed object.
+func (s *Server) setPersisted(c *fiber.Ctx, r *request) {
+	v := "true"
+	if !s.engine.Persisted(r.bucket, r.key) {
+		v = "false"
+	}
+	c.Response().Header.Set(persistedHeader, v)
 }
 
 // setIfSafe sets a non-empty value that cannot break the header block

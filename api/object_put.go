@@ -20,34 +20,43 @@ import (
 const maxUserMeta = 2 << 10
 
 func (s *Server) putObject(c *fiber.Ctx, r *request) error {
-	size := r.auth.ContentLength
-	if size < 0 {
-		return s3err.New(s3err.MissingContentLength, "")
-	}
-	if size > maxObjectSize {
-		return s3err.New(s3err.EntityTooLarge, "")
-	}
-	h := &c.Request().Header
-	meta, err := requestMeta(h)
+	body, err := exactBody(r, maxObjectSize)
 	if err != nil {
 		return err
 	}
-	// Content-MD5 and x-amz-checksum-* are checked by the sigv4 body.
-	body := &exactReader{r: r.auth.Body, left: size}
-	if size == 0 {
-		// An origin may store an empty object without reading its body;
-		// read it first so its checks still run.
-		if _, err := body.Read(nil); !errors.Is(err, io.EOF) {
-			return bodyFailure(r, body, err)
-		}
+	meta, err := requestMeta(&c.Request().Header)
+	if err != nil {
+		return err
 	}
-	info, err := s.engine.Put(s.baseCtx, r.bucket, r.key, body, size, meta)
+	info, err := s.engine.Put(s.baseCtx, r.bucket, r.key, body, r.auth.ContentLength, meta)
 	if err != nil {
 		return bodyFailure(r, body, err)
 	}
 	setETag(c, info.ETag)
 	c.Response().SetStatusCode(http.StatusOK)
 	return nil
+}
+
+// exactBody checks the declared (decoded) size of r's body against limit
+// and returns the reader that yields exactly that many bytes.
+// Content-MD5 and x-amz-checksum-* are checked by the sigv4 body.
+func exactBody(r *request, limit int64) (*exactReader, error) {
+	size := r.auth.ContentLength
+	if size < 0 {
+		return nil, s3err.New(s3err.MissingContentLength, "")
+	}
+	if size > limit {
+		return nil, s3err.New(s3err.EntityTooLarge, "")
+	}
+	body := &exactReader{r: r.auth.Body, left: size}
+	if size == 0 {
+		// An origin may store an empty object without reading its body;
+		// read it first so its checks still run.
+		if _, err := body.Read(nil); !errors.Is(err, io.EOF) {
+			return nil, bodyFailure(r, body, err)
+		}
+	}
+	return body, nil
 }
 
 func setETag(c *fiber.Ctx, etag string) {

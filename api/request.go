@@ -88,6 +88,9 @@ func (s *Server) entry(c *fiber.Ctx) error {
 // Authentication comes before validation, so an unsigned request learns
 // nothing about names.
 func (s *Server) serveS3(c *fiber.Ctx, r *request) error {
+	if isAdminAPI(c) {
+		return s.serveAdminAPI(c, r)
+	}
 	bucket, key, targetErr := splitTarget(string(c.Request().Header.Host()), c.Request().URI().PathOriginal(), s.domainSuffixes)
 	r.bucket, r.key = bucket, key
 	res := resService

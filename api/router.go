@@ -59,8 +59,13 @@ func methodString(m []byte) string {
 }
 
 // subCopy is the pseudo sub-resource of a PUT object carrying
-// x-amz-copy-source (CopyObject rather than PutObject).
-const subCopy = "x-amz-copy-source"
+// x-amz-copy-source (CopyObject rather than PutObject); subPartCopy is the
+// same for a PUT of a part (UploadPartCopy rather than UploadPart).
+// Neither is in subResourceNames, so no query parameter selects them.
+const (
+	subCopy     = "x-amz-copy-source"
+	subPartCopy = "uploadId x-amz-copy-source"
+)
 
 // subResources are the query parameters that select an operation other
 // than the plain one, by precedence (lower wins when several are present).
@@ -106,6 +111,7 @@ func newRouteTable() *routeTable {
 	registerServiceRoutes(t)
 	registerBucketRoutes(t)
 	registerObjectRoutes(t)
+	registerMultipartRoutes(t)
 	return t
 }
 
@@ -138,6 +144,19 @@ func registerObjectRoutes(t *routeTable) {
 	t.add(resObject, mDELETE, "", opDeleteObject, (*Server).deleteObject)
 }
 
+// registerMultipartRoutes adds the multipart upload operations. uploadId
+// outranks uploads and partNumber, so a part upload (partNumber and
+// uploadId) is routed by uploadId.
+func registerMultipartRoutes(t *routeTable) {
+	t.add(resBucket, mGET, "uploads", opListMultipartUploads, (*Server).listMultipartUploads)
+	t.add(resObject, mPOST, "uploads", opCreateMultipartUpload, (*Server).createMultipartUpload)
+	t.add(resObject, mPUT, "uploadId", opUploadPart, (*Server).uploadPart)
+	t.add(resObject, mPUT, subPartCopy, opUploadPartCopy, (*Server).uploadPartCopy)
+	t.add(resObject, mPOST, "uploadId", opCompleteMultipartUpload, (*Server).completeMultipartUpload)
+	t.add(resObject, mDELETE, "uploadId", opAbortMultipartUpload, (*Server).abortMultipartUpload)
+	t.add(resObject, mGET, "uploadId", opListParts, (*Server).listParts)
+}
+
 // resolve picks the route of a request for res. A known sub-resource with
 // no route is NotImplemented (501); a method the resource does not take is
 // MethodNotAllowed.
@@ -145,8 +164,13 @@ func (t *routeTable) resolve(c *fiber.Ctx, res resource) route {
 	req := c.Request()
 	method := methodName(req.Header.Method())
 	sub := subResourceOf(c)
-	if sub == "" && res == resObject && method == mPUT && len(req.Header.Peek("X-Amz-Copy-Source")) > 0 {
-		sub = subCopy
+	if res == resObject && method == mPUT && len(req.Header.Peek("X-Amz-Copy-Source")) > 0 {
+		switch sub {
+		case "":
+			sub = subCopy
+		case "uploadId":
+			sub = subPartCopy
+		}
 	}
 	if rt, ok := t.routes[routeKey{res, method, sub}]; ok {
 		return rt

@@ -151,17 +151,22 @@ func writeXML(c *fiber.Ctx, status int, v any) error {
 	return nil
 }
 
-// errBodyTooLarge marks an XML body over maxXMLBody.
+// errBodyTooLarge marks an XML body over its limit.
 var errBodyTooLarge = errors.New("api: XML body too large")
 
 // readXMLBody reads a whole (small) request body. It reads to the end even
 // when the body is empty, so the body's signature checks always run.
 func readXMLBody(body io.Reader) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(body, maxXMLBody+1))
+	return readXMLBodyLimit(body, maxXMLBody)
+}
+
+// readXMLBodyLimit is readXMLBody for bodies of at most limit bytes.
+func readXMLBodyLimit(body io.Reader, limit int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(body, limit+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(data) > maxXMLBody {
+	if int64(len(data)) > limit {
 		return nil, errBodyTooLarge
 	}
 	return data, nil
@@ -170,7 +175,12 @@ func readXMLBody(body io.Reader) ([]byte, error) {
 // decodeXMLBody reads body into v; a body that is empty, too large or not
 // the expected document is MalformedXML.
 func decodeXMLBody(body io.Reader, v any) error {
-	data, err := readXMLBody(body)
+	return decodeXMLBodyLimit(body, v, maxXMLBody)
+}
+
+// decodeXMLBodyLimit is decodeXMLBody for bodies of at most limit bytes.
+func decodeXMLBodyLimit(body io.Reader, v any, limit int64) error {
+	data, err := readXMLBodyLimit(body, limit)
 	if errors.Is(err, errBodyTooLarge) {
 		return s3err.New(s3err.MalformedXML, "the XML body is too large")
 	}

@@ -5,8 +5,9 @@
 # Reads E2E_ENDPOINT, E2E_ACCESS_KEY, E2E_SECRET_KEY, E2E_REGION; creates
 # BUCKET (which must not exist) and removes it at the end. Prints one line
 # per case, "PASS awscli/<name>" or "FAIL awscli/<name>", with the case's
-# output after a failure, and exits 1 if any case failed. Files stay below
-# 8 MiB: above that the cli switches to multipart uploads, not covered here.
+# output after a failure, and exits 1 if any case failed. cp_large moves a
+# 200 MiB file both ways, which the cli does as multipart uploads and
+# ranged downloads (8 MiB parts, several at once).
 set -euo pipefail
 
 aws_bin=${1:?usage: e2e_awscli.sh AWS_BIN BUCKET}
@@ -51,6 +52,18 @@ case_cp() {
 	aws s3 cp "s3://$bucket/cp/dir with space/small name ü.txt" "$work/down.txt"
 	[ "$(sha "$work/up.bin")" = "$(sha "$work/down.bin")" ] || fail "cp: downloaded bytes differ"
 	cmp -s "$work/small name ü.txt" "$work/down.txt" || fail "cp: awkward key differs"
+}
+
+case_cp_large() {
+	local etag
+	head -c $((200 << 20)) /dev/urandom >"$work/large.bin"
+	aws s3 cp --only-show-errors "$work/large.bin" "s3://$bucket/large/large.bin"
+	etag=$(aws s3api head-object --bucket "$bucket" --key large/large.bin --query ETag --output text)
+	[[ "$etag" == *-25\" ]] || fail "cp_large: ETag $etag is not that of a 25-part upload"
+	aws s3 cp --only-show-errors "s3://$bucket/large/large.bin" "$work/large-down.bin"
+	[ "$(sha "$work/large.bin")" = "$(sha "$work/large-down.bin")" ] || fail "cp_large: downloaded bytes differ"
+	rm -f "$work/large.bin" "$work/large-down.bin"
+	aws s3 rm --only-show-errors "s3://$bucket/large/large.bin"
 }
 
 # make_tree DIR writes 50 files in nested directories, 0 B to 300 KiB.
@@ -114,7 +127,7 @@ case_rm() {
 version=$("$aws_bin" --version 2>&1)
 echo "# aws cli $aws_bin: $version against $E2E_ENDPOINT"
 failed=0
-for name in mb cp sync ls head_object rm; do
+for name in mb cp cp_large sync ls head_object rm; do
 	log="$work/case-$name.log"
 	start=$SECONDS
 	# A subshell as a plain statement, not under if/||: set -e applies
