@@ -21,26 +21,30 @@ import (
 // Config holds every non-secret setting of a node. The YAML keys are the
 // flag names. Secrets (credentials) never live here: see credentials.go.
 type Config struct {
-	Listen    string                  `yaml:"listen"`
-	DataDir   string                  `yaml:"data-dir"`
-	RAM       Size                    `yaml:"ram"`
-	Disk      Size                    `yaml:"disk"`
-	Origin    string                  `yaml:"origin"`
-	ChunkSize Size                    `yaml:"chunk-size"`
-	Freshness string                  `yaml:"freshness"`
-	TTL       Duration                `yaml:"ttl"`
-	Region    string                  `yaml:"region"`
-	Domains   StringList              `yaml:"domain"`
-	LogLevel  string                  `yaml:"log-level"`
-	Buckets   map[string]BucketConfig `yaml:"buckets"`
+	Listen    string     `yaml:"listen"`
+	DataDir   string     `yaml:"data-dir"`
+	RAM       Size       `yaml:"ram"`
+	Disk      Size       `yaml:"disk"`
+	Origin    string     `yaml:"origin"`
+	ChunkSize Size       `yaml:"chunk-size"`
+	Freshness string     `yaml:"freshness"`
+	TTL       Duration   `yaml:"ttl"`
+	Region    string     `yaml:"region"`
+	Domains   StringList `yaml:"domain"`
+	LogLevel  string     `yaml:"log-level"`
+	WriteMode string     `yaml:"write-mode"`
+	// DirtyLimit bounds write-back data not yet at the origin.
+	DirtyLimit Size                    `yaml:"dirty-limit"`
+	Buckets    map[string]BucketConfig `yaml:"buckets"`
 }
 
-// BucketConfig overrides the metadata freshness of one bucket. A bucket
-// that sets only TTL uses mode "ttl"; one that sets neither inherits the
-// node's rule.
+// BucketConfig overrides the rules of one bucket. A bucket that sets only
+// TTL uses freshness "ttl"; one that sets neither inherits the node's
+// freshness; an empty WriteMode inherits the node's.
 type BucketConfig struct {
 	Freshness string   `yaml:"freshness"`
 	TTL       Duration `yaml:"ttl"`
+	WriteMode string   `yaml:"write-mode"`
 }
 
 // Defaults returns the configuration of a node started with nothing set.
@@ -58,6 +62,8 @@ func Defaults() Config {
 		Region:    "us-east-1",
 		Domains:   StringList{"localhost"},
 		LogLevel:  "info",
+		WriteMode: string(gateway.WriteThrough),
+		// DirtyLimit 0: a quarter of the disk budget (see DirtyBytes).
 	}
 }
 
@@ -105,7 +111,37 @@ func (c Config) Normalize() (Config, error) {
 	if _, _, err := c.Freshnesses(); err != nil {
 		return c, err
 	}
+	if _, _, err := c.WriteModes(); err != nil {
+		return c, err
+	}
 	return c, nil
+}
+
+// WriteModes returns the node's write mode and the per-bucket ones.
+func (c Config) WriteModes() (gateway.WriteMode, map[string]gateway.WriteMode, error) {
+	def, err := gateway.ParseWriteMode(strings.ToLower(c.WriteMode))
+	if err != nil {
+		return def, nil, fmt.Errorf("write-mode: %w", err)
+	}
+	modes := make(map[string]gateway.WriteMode, len(c.Buckets))
+	for name, b := range c.Buckets {
+		if b.WriteMode == "" {
+			continue
+		}
+		if modes[name], err = gateway.ParseWriteMode(strings.ToLower(b.WriteMode)); err != nil {
+			return def, nil, fmt.Errorf("buckets.%s.write-mode: %w", name, err)
+		}
+	}
+	return def, modes, nil
+}
+
+// DirtyBytes is the write-back limit: DirtyLimit, or a quarter of the disk
+// budget (at least 1 GiB) when unset.
+func (c Config) DirtyBytes() int64 {
+	if c.DirtyLimit > 0 {
+		return int64(c.DirtyLimit)
+	}
+	return max(int64(c.Disk)/4, 1<<30)
 }
 
 func checkListen(addr string) error {

@@ -79,6 +79,11 @@ var serveSettings = []setting{
 		get: func(c Config) string { return c.TTL.String() },
 		set: func(c *Config, v string) error { d, err := ParseDuration(v); c.TTL = d; return err },
 	},
+	stringSetting("write-mode", "what buckets do with writes: read-only (refused with AccessDenied), write-through (acknowledged once the origin has the object) "+
+		"or write-back (acknowledged once it is durable on local disk under <data-dir>/writeback, uploaded to the origin in the background); per bucket in the YAML 'buckets:' map",
+		func(c *Config) *string { return &c.WriteMode }),
+	sizeSetting("dirty-limit", "write-back data not yet at the origin that the node accepts before it answers 503 SlowDown, a `size` (default: a quarter of --disk, at least 1GiB)",
+		func(c *Config) *Size { return &c.DirtyLimit }),
 	stringSetting("region", "`region` reported to clients (GetBucketLocation)",
 		func(c *Config) *string { return &c.Region }),
 	{

@@ -49,7 +49,7 @@ func TestDefaults(t *testing.T) {
 		Listen: "127.0.0.1:9000", DataDir: dataDir, RAM: 1 << 30, Disk: 10 << 30,
 		Origin: "file://" + filepath.Join(dataDir, "origin"), ChunkSize: 8 << 20,
 		Freshness: "ttl", TTL: Duration(time.Minute), Region: "us-east-1",
-		Domains: StringList{"localhost"}, LogLevel: "info",
+		Domains: StringList{"localhost"}, LogLevel: "info", WriteMode: "write-through",
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", c, want)
@@ -78,6 +78,8 @@ func TestPrecedence(t *testing.T) {
 		{"freshness", source{"immutable", "always", "ttl"}, func(c Config) string { return c.Freshness }, "ttl"},
 		{"region", source{"eu-west-1", "eu-west-2", "eu-west-3"}, func(c Config) string { return c.Region }, "us-east-1"},
 		{"log-level", source{"debug", "warn", "error"}, func(c Config) string { return c.LogLevel }, "info"},
+		{"write-mode", source{"read-only", "write-back", "write-through"}, func(c Config) string { return c.WriteMode }, "write-through"},
+		{"dirty-limit", source{"1GiB", "2GiB", "3GiB"}, func(c Config) string { return c.DirtyLimit.String() }, "0B"},
 		{"domain", source{"a.example", "b.example,c.example", "d.example"}, func(c Config) string { return strings.Join(c.Domains, ",") }, "localhost"},
 	}
 	for _, tc := range cases {
@@ -156,8 +158,8 @@ ttl: 5m
 domain: [s3.local, storage.local]
 buckets:
   datasets: {freshness: immutable}
-  checkpoints: {freshness: always}
-  logs: {ttl: 10s}
+  checkpoints: {freshness: always, write-mode: write-back}
+  logs: {ttl: 10s, write-mode: read-only}
   other: {}
 `)
 	c, err := loadWith(t, []string{"--config", path}, nil)
@@ -180,6 +182,14 @@ buckets:
 	}
 	if def != (gateway.Freshness{Mode: gateway.TTL, TTL: 5 * time.Minute}) || !reflect.DeepEqual(buckets, want) {
 		t.Fatalf("freshness %+v %+v", def, buckets)
+	}
+	mode, modes, err := c.WriteModes()
+	wantModes := map[string]gateway.WriteMode{"checkpoints": gateway.WriteBack, "logs": gateway.ReadOnly}
+	if err != nil || mode != gateway.WriteThrough || !reflect.DeepEqual(modes, wantModes) {
+		t.Fatalf("write modes %v %v %v", mode, modes, err)
+	}
+	if c.DirtyBytes() != 25<<30 {
+		t.Fatalf("dirty limit %d, want a quarter of the disk", c.DirtyBytes())
 	}
 }
 
@@ -249,6 +259,8 @@ func TestConfigErrors(t *testing.T) {
 		{file: "ram: 1GiB\nbogus: 1\n", want: "bogus"},
 		{file: "ttl: 60\n", want: "invalid duration"},
 		{file: "buckets:\n  b: {freshness: weekly}\n", want: "buckets.b.freshness"},
+		{args: []string{"--write-mode", "write-around"}, want: "write-mode"},
+		{file: "buckets:\n  b: {write-mode: lazy}\n", want: "buckets.b.write-mode"},
 		{file: "listen: [1\n", want: "config"},
 	}
 	for _, tc := range cases {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -21,6 +22,7 @@ import (
 	"github.com/granary-dev/granary/store/origin/fs"
 	"github.com/granary-dev/granary/store/origin/s3"
 	"github.com/granary-dev/granary/store/ram"
+	"github.com/granary-dev/granary/store/writeback"
 )
 
 // node is a built, not yet serving, Granary node. closers are closed in
@@ -73,15 +75,34 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, 
 	if err != nil {
 		return n, usageError{err}
 	}
+	mode, modes, err := cfg.WriteModes()
+	if err != nil {
+		return n, usageError{err}
+	}
+	// The log uploads from its own goroutines as soon as it is open; until
+	// the engine exists there is nothing cached for its hook to correct.
+	var engine atomic.Pointer[gateway.Engine]
+	wb, err := openWriteBack(cfg, origin, mode, modes, reg, log, func(info store.ObjectInfo, etag string) {
+		if e := engine.Load(); e != nil {
+			e.Uploaded(info, etag)
+		}
+	})
+	if err != nil {
+		return n, err
+	}
+	n.closers = append([]namedCloser{{"write-back log", wb}}, n.closers...)
 	reserve := int64(cfg.RAM) - ramTierBytes(int64(cfg.RAM))
 	eng, err := gateway.New(gateway.Options{
-		Origin: origin, RAM: ramTier, Disk: diskTier, ChunkSize: int64(cfg.ChunkSize),
+		Origin: wb, RAM: ramTier, Disk: diskTier, ChunkSize: int64(cfg.ChunkSize),
 		FlightBytes: reserve / 2, DiskQueueBytes: reserve / 4, // 0: the engine's defaults
-		Freshness: fresh, Buckets: buckets, Registerer: reg, Logger: log, // the engine names itself
+		Freshness: fresh, Buckets: buckets, WriteMode: mode, WriteModes: modes,
+		TeeDir:     filepath.Join(cfg.DataDir, "tee"),
+		Registerer: reg, Logger: log, // the engine names itself
 	})
 	if err != nil {
 		return n, fmt.Errorf("gateway: %w", err)
 	}
+	engine.Store(eng)
 	n.closers = append([]namedCloser{{"gateway", eng}}, n.closers...)
 	n.server, err = api.New(api.Options{
 		Engine: eng, Credentials: sigv4.StaticCredentials{creds.AccessKey: creds.SecretKey},
@@ -89,6 +110,30 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, 
 		Logger: log.With().Str("component", "api").Logger(),
 	})
 	return n, err
+}
+
+// openWriteBack opens the write-back log under <data-dir>/writeback in
+// front of origin. It is opened whatever the modes: entries a previous run
+// accepted in write-back mode are uploaded even if no bucket is in that
+// mode any more.
+func openWriteBack(cfg Config, origin store.Origin, mode gateway.WriteMode, modes map[string]gateway.WriteMode,
+	reg prometheus.Registerer, log zerolog.Logger, uploaded func(store.ObjectInfo, string)) (*writeback.Log, error) {
+	wb, err := writeback.Open(writeback.Options{
+		Origin: origin, Dir: filepath.Join(cfg.DataDir, "writeback"),
+		WriteBack: func(bucket string) bool {
+			m, ok := modes[bucket]
+			if !ok {
+				m = mode
+			}
+			return m == gateway.WriteBack
+		},
+		DirtyLimit: cfg.DirtyBytes(), OnPersisted: uploaded, Registerer: reg,
+		Logger: log.With().Str("component", "writeback").Logger(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("write-back log: %w", err)
+	}
+	return wb, nil
 }
 
 // openOrigin opens the origin spec names (a file origin creates its root).

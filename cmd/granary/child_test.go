@@ -1,0 +1,97 @@
+// Real `granary serve` processes for tests that must kill one: the test
+// binary re-executes itself as the node (see TestMain), so a SIGKILL hits
+// a whole process with its open files, exactly as a pre-emption would.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// childArgsEnv carries a child's command line (JSON) to TestMain.
+const childArgsEnv = "GRANARY_TEST_CHILD_ARGS"
+
+func TestMain(m *testing.M) {
+	if raw := os.Getenv(childArgsEnv); raw != "" {
+		var args []string
+		if err := json.Unmarshal([]byte(raw), &args); err != nil {
+			os.Exit(exitUsage)
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := execute(ctx, args, os.Stdout, os.Stderr, os.LookupEnv)
+		stop()
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+// child is a `granary serve` process.
+type child struct {
+	cmd    *exec.Cmd
+	addr   string
+	stderr *syncBuffer
+	exited chan struct{}
+}
+
+// startChild runs `granary serve --listen 127.0.0.1:0 args` with env added
+// to the test's environment, and waits (bounded) for its address. The
+// process is killed when the test ends, if it still runs.
+func startChild(t *testing.T, env map[string]string, args ...string) *child {
+	t.Helper()
+	argv, _ := json.Marshal(append([]string{"serve", "--listen", "127.0.0.1:0"}, args...))
+	c := &child{cmd: exec.Command(os.Args[0], "-test.run=^$"), stderr: &syncBuffer{}, exited: make(chan struct{})}
+	c.cmd.Env = append(os.Environ(), childArgsEnv+"="+string(argv))
+	for k, v := range env {
+		c.cmd.Env = append(c.cmd.Env, k+"="+v)
+	}
+	c.cmd.Stderr = c.stderr
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { c.cmd.Wait(); close(c.exited) }()
+	t.Cleanup(func() { c.kill(t) })
+	deadline := time.After(60 * time.Second)
+	for c.addr == "" {
+		if m := servingRE.FindStringSubmatch(c.stderr.String()); m != nil {
+			c.addr = m[1]
+			break
+		}
+		select {
+		case <-c.exited:
+			t.Fatalf("serve exited early:\n%s", c.stderr.String())
+		case <-deadline:
+			t.Fatalf("serve printed no address:\n%s", c.stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return c
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (c *child) kill(t *testing.T) {
+	c.cmd.Process.Signal(syscall.SIGKILL)
+	select {
+	case <-c.exited:
+	case <-time.After(30 * time.Second):
+		t.Errorf("serve survived SIGKILL")
+	}
+}
+
+// stop sends SIGTERM and checks the node shuts down cleanly.
+func (c *child) stop(t *testing.T) {
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.exited:
+		if code := c.cmd.ProcessState.ExitCode(); code != exitOK {
+			t.Errorf("serve exited with %d:\n%s", code, c.stderr.String())
+		}
+	case <-time.After(45 * time.Second):
+		t.Errorf("serve did not stop on SIGTERM:\n%s", c.stderr.String())
+	}
+}
