@@ -48,8 +48,9 @@ func (s *Server) serveAdminAPI(c *fiber.Ctx, r *request) error {
 	return s.flush(c, r)
 }
 
-// flushLine is one line of the flush stream.
-type flushLine struct {
+// FlushLine is one line of the flush stream: progress lines, then one
+// with Done set or Error non-empty (granary flush reads them).
+type FlushLine struct {
 	Pending      int    `json:"pending"`
 	PendingBytes int64  `json:"pending_bytes"`
 	Uploaded     int    `json:"uploaded"`
@@ -112,7 +113,7 @@ func runFlush(ctx context.Context, e *gateway.Engine, bucket, prefix string, pw 
 	close(done)
 	mu.Lock()
 	defer mu.Unlock()
-	final := flushLine{Done: err == nil, Uploaded: last.Uploaded}
+	final := FlushLine{Done: err == nil, Uploaded: last.Uploaded}
 	if err != nil {
 		final.Error = err.Error()
 	}
@@ -120,8 +121,8 @@ func runFlush(ctx context.Context, e *gateway.Engine, bucket, prefix string, pw 
 	pw.Close()
 }
 
-func progressLine(st gateway.FlushStatus) flushLine {
-	return flushLine{Pending: st.Pending, PendingBytes: st.PendingBytes, Uploaded: st.Uploaded, LastError: st.LastError}
+func progressLine(st gateway.FlushStatus) FlushLine {
+	return FlushLine{Pending: st.Pending, PendingBytes: st.PendingBytes, Uploaded: st.Uploaded, LastError: st.LastError}
 }
 
 // flushStream is the body of a flush answer: the lines the flush writes,

@@ -46,14 +46,14 @@ func TestAdminFlush(t *testing.T) {
 	e := newEnvOver(t, gateway.Options{Origin: fo}, root, nil)
 	bucket := e.makeBucket(t, "flush")
 
-	lines := func(query string) []flushLine {
+	lines := func(query string) []FlushLine {
 		resp, body := e.do(t, rawRequest{method: http.MethodPost, path: "/_granary/flush", query: query})
 		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/x-ndjson" {
 			t.Fatalf("flush ?%s: %d %s", query, resp.StatusCode, body)
 		}
-		var out []flushLine
+		var out []FlushLine
 		for _, l := range strings.Split(strings.TrimSpace(string(body)), "\n") {
-			var fl flushLine
+			var fl FlushLine
 			if err := json.Unmarshal([]byte(l), &fl); err != nil {
 				t.Fatalf("line %q: %v", l, err)
 			}

@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,20 +20,9 @@ const emptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b785
 // "/_granary/flush") with query q, and returns the response if its status
 // is 200. Any other status is an error carrying the node's message.
 func adminCall(ctx context.Context, getenv Getenv, endpoint, method, path string, q url.Values) (*http.Response, error) {
-	ak, err := secretFromEnv(getenv, "GRANARY_ACCESS_KEY")
+	creds, err := clientCredentials(getenv)
 	if err != nil {
 		return nil, err
-	}
-	sk, err := secretFromEnv(getenv, "GRANARY_SECRET_KEY")
-	if err != nil {
-		return nil, err
-	}
-	if ak == "" || sk == "" {
-		return nil, errors.New("set GRANARY_ACCESS_KEY and GRANARY_SECRET_KEY (granary serve prints them at start)")
-	}
-	region, _ := getenv("GRANARY_REGION")
-	if region == "" {
-		region = "us-east-1"
 	}
 	u := endpoint + path
 	if len(q) > 0 {
@@ -45,7 +33,7 @@ func adminCall(ctx context.Context, getenv Getenv, endpoint, method, path string
 		return nil, err
 	}
 	req.Header.Set("X-Amz-Content-Sha256", emptySHA256)
-	req = signer.SignV4(*req, ak, sk, "", region)
+	req = signer.SignV4(*req, creds.access, creds.secret, "", creds.region)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", method, endpoint, err)

@@ -83,25 +83,38 @@ func newS3Client(endpoint string, getenv Getenv) (*minio.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	ak, err := secretFromEnv(getenv, "GRANARY_ACCESS_KEY")
+	c, err := clientCredentials(getenv)
 	if err != nil {
 		return nil, err
+	}
+	return minio.New(host, &minio.Options{
+		Creds:  credentials.NewStaticV4(c.access, c.secret, ""),
+		Secure: secure,
+		Region: c.region,
+	})
+}
+
+// clientCreds are what a client subcommand signs with.
+type clientCreds struct{ access, secret, region string }
+
+// clientCredentials reads GRANARY_ACCESS_KEY and GRANARY_SECRET_KEY (or
+// their _FILE variants) and GRANARY_REGION (default us-east-1).
+func clientCredentials(getenv Getenv) (clientCreds, error) {
+	ak, err := secretFromEnv(getenv, "GRANARY_ACCESS_KEY")
+	if err != nil {
+		return clientCreds{}, err
 	}
 	sk, err := secretFromEnv(getenv, "GRANARY_SECRET_KEY")
 	if err != nil {
-		return nil, err
+		return clientCreds{}, err
 	}
 	if ak == "" || sk == "" {
-		return nil, errors.New("set GRANARY_ACCESS_KEY and GRANARY_SECRET_KEY (granary serve prints them at start; " +
+		return clientCreds{}, errors.New("set GRANARY_ACCESS_KEY and GRANARY_SECRET_KEY (granary serve prints them at start; " +
 			"generated ones are in <data-dir>/credentials)")
 	}
 	region, _ := getenv("GRANARY_REGION")
 	if region == "" {
 		region = "us-east-1"
 	}
-	return minio.New(host, &minio.Options{
-		Creds:  credentials.NewStaticV4(ak, sk, ""),
-		Secure: secure,
-		Region: region,
-	})
+	return clientCreds{access: ak, secret: sk, region: region}, nil
 }

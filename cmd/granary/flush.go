@@ -15,18 +15,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-)
 
-// flushLine is one line of the node's flush stream (see api's admin
-// flush): progress lines, then one line with Done set or Error non-empty.
-type flushLine struct {
-	Pending      int    `json:"pending"`
-	PendingBytes int64  `json:"pending_bytes"`
-	Uploaded     int    `json:"uploaded"`
-	LastError    string `json:"last_error,omitempty"`
-	Done         bool   `json:"done,omitempty"`
-	Error        string `json:"error,omitempty"`
-}
+	"github.com/granary-dev/granary/api"
+)
 
 func newFlushCmd(getenv Getenv) *cobra.Command {
 	var cf clientFlags
@@ -87,10 +78,10 @@ func flush(ctx context.Context, getenv Getenv, endpoint, bucket, prefix string, 
 	defer resp.Body.Close()
 	target := "s3://" + bucket + "/" + prefix
 	sc := bufio.NewScanner(resp.Body)
-	var shown flushLine
+	var shown api.FlushLine
 	var shownAt time.Time
 	for sc.Scan() {
-		var l flushLine
+		var l api.FlushLine
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			return fmt.Errorf("flush: bad line from node: %q", sc.Text())
 		}

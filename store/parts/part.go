@@ -13,15 +13,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/granary-dev/granary/store"
+	"github.com/granary-dev/granary/store/internal/xfer"
 )
 
 const defaultMaxList = 1000
-
-var copyBufs = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
 
 // PutPart stores part number of the upload from exactly size bytes of
 // body (ErrIncompleteBody if it ends early), as store.Multipart.PutPart.
@@ -69,7 +67,10 @@ func (s *Store) receive(ctx context.Context, dir string, body io.Reader, size in
 		return "", "", 0, fmt.Errorf("parts: temp file: %w", err)
 	}
 	h := md5.New()
-	n, err := copyBody(io.MultiWriter(f, h), &ctxReader{ctx: ctx, r: body}, size)
+	n, err := xfer.Copy(ctx, io.MultiWriter(f, h), body, size, store.MaxPartSize)
+	if err != nil {
+		err = fmt.Errorf("parts: %w", err)
+	}
 	if err == nil && !s.noSync {
 		err = f.Sync()
 	}
@@ -81,30 +82,6 @@ func (s *Store) receive(ctx context.Context, dir string, body io.Reader, size in
 		return "", "", 0, err
 	}
 	return tmp, hex.EncodeToString(h.Sum(nil)), n, nil
-}
-
-// copyBody copies size bytes (all, when size < 0, up to MaxPartSize) from
-// r to w, telling a body that failed or ended early from a failed write.
-func copyBody(w io.Writer, r io.Reader, size int64) (int64, error) {
-	bp := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(bp)
-	src := &errReader{r: r}
-	limit := size
-	if size < 0 {
-		limit = store.MaxPartSize + 1
-	}
-	n, err := io.CopyBuffer(w, io.LimitReader(src, limit), *bp)
-	switch {
-	case src.err != nil && src.err != io.EOF:
-		return n, fmt.Errorf("parts: read body: %w", src.err)
-	case err != nil:
-		return n, fmt.Errorf("parts: write part: %w", err)
-	case size >= 0 && n < size:
-		return n, fmt.Errorf("%w: got %d of %d bytes", store.ErrIncompleteBody, n, size)
-	case n > store.MaxPartSize:
-		return n, fmt.Errorf("%w: part longer than %d bytes", store.ErrTooLarge, int64(store.MaxPartSize))
-	}
-	return n, nil
 }
 
 // commitPart makes the received temp file part rec.Number of u, under u's
@@ -187,31 +164,4 @@ func (s *Store) ListParts(bucket, key, id string, opts store.PartListOptions) (s
 		page.Parts = append(page.Parts, p.info())
 	}
 	return page, nil
-}
-
-// ctxReader stops reading a body once ctx is done.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c *ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
-}
-
-// errReader remembers the error its reader returned.
-type errReader struct {
-	r   io.Reader
-	err error
-}
-
-func (e *errReader) Read(p []byte) (int, error) {
-	n, err := e.r.Read(p)
-	if err != nil {
-		e.err = err
-	}
-	return n, err
 }

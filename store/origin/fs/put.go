@@ -15,18 +15,16 @@ import (
 	"os"
 	"path"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/granary-dev/granary/store"
+	"github.com/granary-dev/granary/store/internal/xfer"
 )
 
 // commitAttempts bounds how often a commit retries when a concurrent
 // Delete pruned the directory it had just created.
 const commitAttempts = 5
-
-var copyBufs = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
 
 // Put stores body as bucket/key, all or nothing.
 func (o *Origin) Put(ctx context.Context, bucket, key string, body io.Reader, size int64, meta store.ObjectMeta) (store.ObjectInfo, error) {
@@ -82,7 +80,7 @@ func (o *Origin) stage(ctx context.Context, body io.Reader, size int64) (string,
 		return "", nil, "", err
 	}
 	h := md5.New()
-	err = copyBody(io.MultiWriter(f, h), &ctxReader{ctx: ctx, r: body}, size)
+	_, err = xfer.Copy(ctx, io.MultiWriter(f, h), body, size, 0)
 	if err == nil && !o.noSync {
 		err = f.Sync()
 	}
@@ -98,28 +96,6 @@ func (o *Origin) stage(ctx context.Context, body io.Reader, size int64) (string,
 		return "", nil, "", err
 	}
 	return name, fi, hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// copyBody copies size bytes (all, when size < 0) from r to w, telling a
-// body that failed or ended early apart from a failed write.
-func copyBody(w io.Writer, r io.Reader, size int64) error {
-	bp := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(bp)
-	src := &errReader{r: r}
-	var lr io.Reader = src
-	if size >= 0 {
-		lr = io.LimitReader(src, size)
-	}
-	n, err := io.CopyBuffer(w, lr, *bp)
-	switch {
-	case src.err != nil && src.err != io.EOF:
-		return fmt.Errorf("read body: %w", src.err)
-	case err != nil:
-		return fmt.Errorf("write: %w", err)
-	case size >= 0 && n < size:
-		return fmt.Errorf("%w: got %d of %d bytes", store.ErrIncompleteBody, n, size)
-	}
-	return nil
 }
 
 // commit renames the staged data file and sidecar into place for
@@ -254,31 +230,4 @@ func renameError(err error, bucket, key string) error {
 func conflict(bucket, key string) error {
 	return fmt.Errorf("%w: %s/%s: a filesystem cannot hold a key that is both an object and a prefix of another key",
 		store.ErrInvalidKey, bucket, key)
-}
-
-// ctxReader stops reading a body once ctx is done.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c *ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
-}
-
-// errReader remembers the error its reader returned.
-type errReader struct {
-	r   io.Reader
-	err error
-}
-
-func (e *errReader) Read(p []byte) (int, error) {
-	n, err := e.r.Read(p)
-	if err != nil {
-		e.err = err
-	}
-	return n, err
 }
