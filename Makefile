@@ -41,3 +41,4 @@ fuzz:
 
 bench: deps build
 	$(GO) run ./loadtest -granary bin/granary
+	$(GO) run ./loadtest -granary bin/granary -scenario checkpoint

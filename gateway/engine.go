@@ -91,9 +91,13 @@ type Engine struct {
 	sf       singleflight.Group // metadata loads, keyed by metaKey
 	putBytes atomic.Int64       // bytes held by PUTs for the cache
 
-	filler  *diskFiller // nil without a disk tier
-	tees    *tees       // nil without Options.TeeDir
-	closing sync.Once
+	filler *diskFiller // nil without a disk tier
+	tees   *tees       // nil without Options.TeeDir
+
+	fills     sync.WaitGroup // background fills (see fill.go)
+	fillCtx   context.Context
+	stopFills context.CancelFunc
+	closing   sync.Once
 
 	mu          sync.Mutex // guards flights, flightBytes and flight.retired
 	flights     map[store.ChunkID]*flight
@@ -116,6 +120,7 @@ func New(opts Options) (*Engine, error) {
 		lists:   newListCache(opts.ListPages),
 		flights: make(map[store.ChunkID]*flight),
 	}
+	e.fillCtx, e.stopFills = context.WithCancel(context.Background())
 	if opts.TeeDir != "" {
 		if e.tees, err = openTees(opts.TeeDir); err != nil {
 			return nil, fmt.Errorf("gateway: tee dir: %w", err)
@@ -140,6 +145,8 @@ func New(opts Options) (*Engine, error) {
 // open. Reads must have ended before Close.
 func (e *Engine) Close() error {
 	e.closing.Do(func() {
+		e.stopFills()
+		e.fills.Wait()
 		if e.tees != nil {
 			if err := e.tees.close(); err != nil {
 				e.log.Warn().Err(err).Msg("closing the tee store")

@@ -11,7 +11,6 @@ import (
 	"io"
 	"os"
 	"sync"
-	"time"
 
 	"github.com/granary-dev/granary/store"
 	"github.com/granary-dev/granary/store/parts"
@@ -23,8 +22,7 @@ type version struct{ bucket, key, etag string }
 // tees holds the local copies of write-through uploads.
 type tees struct {
 	store *parts.Store
-	wg    sync.WaitGroup // fill goroutines
-	ctx   context.Context
+	ctx   context.Context // ends tee writes at close
 	stop  context.CancelFunc
 
 	mu      sync.Mutex                  // guards ids and sources
@@ -48,7 +46,6 @@ func openTees(dir string) (*tees, error) {
 
 func (t *tees) close() error {
 	t.stop()
-	t.wg.Wait()
 	return t.store.Close()
 }
 
@@ -158,35 +155,12 @@ func (e *Engine) completed(t *tees, uploadID string, parts []store.CompletePart,
 	t.mu.Lock()
 	t.sources[v] = asm
 	t.mu.Unlock()
-	t.wg.Add(1)
-	go func() {
-		defer t.wg.Done()
-		e.fillFrom(t.ctx, info)
+	e.fillAsync(info, func() {
 		t.mu.Lock()
 		delete(t.sources, v)
 		t.mu.Unlock()
 		asm.Remove()
-	}()
-}
-
-// fillFrom brings every chunk of info into the tiers, one at a time, through
-// the flights (which read the tee: see runFlight), pacing itself on the
-// disk queue so the disk tier gets every chunk.
-func (e *Engine) fillFrom(ctx context.Context, info store.ObjectInfo) {
-	cs := e.opts.ChunkSize
-	for idx := int64(0); idx*cs < info.Size; idx++ {
-		if ctx.Err() != nil {
-			return
-		}
-		n := e.chunkLen(info.Size, idx)
-		ref := e.chunk(info, idx, false)
-		if _, err := ref.bytesAt(ctx, int(n-1)); err != nil && err != io.EOF {
-			return
-		}
-		if e.filler != nil {
-			e.filler.waitRoom(ctx, n)
-		}
-	}
+	})
 }
 
 // teeReader returns a reader of a chunk from the tee of its object, if the
@@ -205,6 +179,3 @@ func (e *Engine) teeReader(id store.ChunkID, n int64) io.ReadCloser {
 	}
 	return rc
 }
-
-// fillPace is how often a paced filler looks at the disk queue again.
-const fillPace = 5 * time.Millisecond

@@ -137,6 +137,7 @@ func (e *Engine) CompleteUpload(ctx context.Context, bucket, key, uploadID strin
 	if t := e.teeing(bucket); t != nil {
 		e.completed(t, uploadID, parts, info)
 	}
+	e.fillWriteBack(info)
 	return info, nil
 }
 

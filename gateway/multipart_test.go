@@ -49,9 +49,7 @@ func (r *rig) upload(key string, data []byte, partSize int) store.ObjectInfo {
 
 // waitFills waits for the cache fills of completed uploads to end.
 func (r *rig) waitFills() {
-	if r.e.tees != nil {
-		r.e.tees.wg.Wait()
-	}
+	r.e.fills.Wait()
 }
 
 func TestWriteThroughMultipartFillsCache(t *testing.T) {

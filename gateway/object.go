@@ -202,6 +202,7 @@ func (e *Engine) Put(ctx context.Context, bucket, key string, body io.Reader, si
 	if keep != nil && int64(keep.Len()) == size && info.ETag != "" {
 		e.storeChunk(store.ChunkID{Bucket: bucket, Key: key, ETag: info.ETag}, keep.Bytes())
 	}
+	e.fillWriteBack(info)
 	return info, nil
 }
 

@@ -2,7 +2,11 @@
 // trivial in-memory Go HTTP server, in one run on this machine, and writes
 // a markdown report (absolute numbers and ratios).
 //
-//	go run ./loadtest -granary bin/granary [-quick] [-out FILE]
+//	go run ./loadtest -granary bin/granary [-quick] [-out FILE] [-scenario reads,checkpoint]
+//
+// Scenario reads (the default) measures GETs of small and large objects;
+// scenario checkpoint saves and restores a checkpoint through a slow
+// origin (MinIO behind a throttling proxy, see -slow-*).
 //
 // Everything runs on loopback and stops at the end; every loop is bounded
 // by its object count and the whole run by -timeout.
@@ -16,6 +20,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,36 +29,58 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/granary-dev/granary/internal/miniotest"
+	"github.com/granary-dev/granary/internal/slowproxy"
 )
 
 // options are the command line.
 type options struct {
-	granary string // binary; "" measures MinIO and the trivial server only
-	quick   bool
-	out     string
-	timeout time.Duration
+	granary   string // binary; "" measures MinIO and the trivial server only
+	quick     bool
+	out       string
+	timeout   time.Duration
+	scenarios []string          // "reads", "checkpoint", in run order
+	slow      slowproxy.Options // the checkpoint scenario's link to its origin
+	shardSize int64             // checkpoint shard size; 0: by -quick
 }
 
 func main() {
 	var o options
-	flag.StringVar(&o.granary, "granary", "", "granary binary to measure (empty: MinIO and the trivial server only)")
-	flag.BoolVar(&o.quick, "quick", false, "small sizes for a smoke run (300 objects per set, 64MiB large object)")
-	flag.StringVar(&o.out, "out", "", "markdown report file (default loadtest/results/latest.md; none with -quick)")
+	var scenarios string
+	def := slowproxy.DefaultOptions()
+	stream, total := slowproxy.RateFlag(def.Stream), slowproxy.RateFlag(def.Total)
+	flag.StringVar(&o.granary, "granary", "", "granary binary to measure (empty: MinIO and the trivial server only, or the direct rows of checkpoint)")
+	flag.BoolVar(&o.quick, "quick", false, "small sizes for a smoke run (300 objects per set, 64MiB large object; checkpoint 4 x 32MiB)")
+	flag.StringVar(&o.out, "out", "", "markdown report file (default loadtest/results/latest.md, or checkpoint.md for -scenario checkpoint; none with -quick)")
 	flag.DurationVar(&o.timeout, "timeout", 45*time.Minute, "bound on the whole run")
+	flag.StringVar(&scenarios, "scenario", "reads", "comma-separated scenarios to run in order: reads (GETs of small and large objects), checkpoint (save and restore through a slow origin)")
+	flag.Var(&stream, "slow-stream", "checkpoint: bandwidth of one connection to the origin, each direction (0: unlimited)")
+	flag.Var(&total, "slow-total", "checkpoint: bandwidth over all connections to the origin, each direction (0: unlimited)")
+	flag.DurationVar(&o.slow.Latency, "slow-latency", def.Latency, "checkpoint: one-way latency to the origin")
+	var shard slowproxy.RateFlag
+	flag.Var(&shard, "checkpoint-shard", "checkpoint: size of each of the 4 shards, e.g. 8MiB (default 512MiB, 32MiB with -quick)")
 	flag.Parse()
+	o.slow.Stream, o.slow.Total, o.shardSize = float64(stream), float64(total), int64(shard)
+	var err error
+	if o.scenarios, err = parseScenarios(scenarios); err != nil {
+		fmt.Fprintln(os.Stderr, "loadtest:", err)
+		os.Exit(2)
+	}
 	if o.out == "" && !o.quick {
-		o.out = filepath.Join("loadtest", "results", "latest.md")
+		name := "latest.md"
+		if !slices.Contains(o.scenarios, "reads") {
+			name = "checkpoint.md"
+		}
+		o.out = filepath.Join("loadtest", "results", name)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	rep, err := run(ctx, o, os.Stderr)
+	md, err := runScenarios(ctx, o, os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
 		os.Exit(1)
 	}
-	md := rep.markdown()
 	fmt.Print(md)
 	if o.out != "" {
 		if err := os.MkdirAll(filepath.Dir(o.out), 0o755); err == nil {
@@ -64,6 +92,47 @@ func main() {
 		}
 		fmt.Fprintln(os.Stderr, "loadtest: wrote", o.out)
 	}
+}
+
+// parseScenarios splits and checks the -scenario list.
+func parseScenarios(s string) ([]string, error) {
+	var out []string
+	for _, name := range strings.Split(s, ",") {
+		name = strings.TrimSpace(name)
+		if name != "reads" && name != "checkpoint" {
+			return nil, fmt.Errorf("unknown scenario %q: want reads or checkpoint", name)
+		}
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
+// runScenarios runs o.scenarios in order and returns their reports, one
+// after the other.
+func runScenarios(ctx context.Context, o options, logw io.Writer) (string, error) {
+	var md strings.Builder
+	for _, s := range o.scenarios {
+		if md.Len() > 0 {
+			md.WriteString("\n")
+		}
+		switch s {
+		case "reads":
+			rep, err := run(ctx, o, logw)
+			if err != nil {
+				return "", err
+			}
+			md.WriteString(rep.markdown())
+		case "checkpoint":
+			rep, err := runCheckpoint(ctx, o, logw)
+			if err != nil {
+				return "", fmt.Errorf("checkpoint: %w", err)
+			}
+			md.WriteString(rep.markdown())
+		}
+	}
+	return md.String(), nil
 }
 
 // granaryBudget is the RAM and disk budget of the granary node: the RAM

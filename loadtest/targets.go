@@ -106,9 +106,9 @@ const (
 )
 
 // startGranary starts bin in front of the MinIO at minioEndpoint (host:port)
-// with ram as its RAM budget and a disk tier in a temporary directory, and
-// waits until its /healthz answers.
-func startGranary(bin, minioEndpoint, minioAccess, minioSecret string, ram, disk int64) (*granaryProc, error) {
+// with ram as its RAM budget, a disk tier in a temporary directory and the
+// extra serve flags, and waits until its /healthz answers.
+func startGranary(bin, minioEndpoint, minioAccess, minioSecret string, ram, disk int64, extra ...string) (*granaryProc, error) {
 	dir, err := os.MkdirTemp("", "granary-loadtest-")
 	if err != nil {
 		return nil, err
@@ -121,6 +121,7 @@ func startGranary(bin, minioEndpoint, minioAccess, minioSecret string, ram, disk
 	g.cmd = exec.Command(bin, "serve", "--listen", g.addr, "--data-dir", filepath.Join(dir, "data"),
 		"--origin", "s3://"+minioEndpoint+"?secure=false&region=us-east-1",
 		"--ram", strconv.FormatInt(ram, 10), "--disk", strconv.FormatInt(disk, 10), "--log-level", "warn")
+	g.cmd.Args = append(g.cmd.Args, extra...)
 	g.cmd.Env = append(os.Environ(),
 		"GRANARY_ACCESS_KEY="+granaryAccess, "GRANARY_SECRET_KEY="+granarySecret,
 		"GRANARY_ORIGIN_ACCESS_KEY="+minioAccess, "GRANARY_ORIGIN_SECRET_KEY="+minioSecret)

@@ -81,10 +81,13 @@ if [ "${E2E_DIRECT:-}" = 1 ]; then
 	export E2E_ENDPOINT=http://127.0.0.1:$minio_port E2E_ACCESS_KEY=$minio_user E2E_SECRET_KEY=$minio_pass
 else
 	granary_port=$(free_port)
+	# Bucket e2e-wb is write-back: the same client runs go through the
+	# write-back log, then a flush must bring it all to MinIO.
+	printf 'buckets:\n  e2e-wb: {write-mode: write-back}\n' >"$work/granary.yaml"
 	export E2E_ENDPOINT=http://127.0.0.1:$granary_port E2E_ACCESS_KEY=e2e-access-key E2E_SECRET_KEY=e2e-secret-key-0123456789
 	GRANARY_ACCESS_KEY=$E2E_ACCESS_KEY GRANARY_SECRET_KEY=$E2E_SECRET_KEY \
 		GRANARY_ORIGIN_ACCESS_KEY=$minio_user GRANARY_ORIGIN_SECRET_KEY=$minio_pass \
-		"$bin" serve --listen "127.0.0.1:$granary_port" --data-dir "$work/granary" \
+		"$bin" serve --listen "127.0.0.1:$granary_port" --data-dir "$work/granary" --config "$work/granary.yaml" \
 		--origin "s3://127.0.0.1:$minio_port?secure=false&region=us-east-1" \
 		--ram 256MiB --disk 1GiB --log-level info >"$work/granary.log" 2>&1 &
 	pids+=($!)
@@ -141,6 +144,7 @@ import os, boto3
 s3 = boto3.client("s3", endpoint_url=os.environ["E2E_ENDPOINT"], region_name=os.environ["E2E_REGION"],
                   aws_access_key_id=os.environ["E2E_ACCESS_KEY"], aws_secret_access_key=os.environ["E2E_SECRET_KEY"])
 s3.create_bucket(Bucket="e2e")
+s3.create_bucket(Bucket="e2e-wb")
 EOF
 
 i=0
@@ -152,7 +156,11 @@ for py in $pythons; do
 		continue
 	fi
 	E2E_BUCKET=e2e E2E_PREFIX="py$i" run "boto3-$i" timeout 600 "$py" "$here/e2e_boto3.py"
+	E2E_BUCKET=e2e-wb E2E_PREFIX="wb$i" E2E_WRITE_BACK=1 run "boto3-writeback-$i" timeout 600 "$py" "$here/e2e_boto3.py"
 done
+if [ "${E2E_DIRECT:-}" != 1 ]; then
+	run "flush" "$here/e2e_flush.sh" "$bin" "$minio_port" "$minio_user" "$minio_pass"
+fi
 i=0
 for cli in $clis; do
 	i=$((i + 1))

@@ -94,7 +94,7 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, 
 	reserve := int64(cfg.RAM) - ramTierBytes(int64(cfg.RAM))
 	eng, err := gateway.New(gateway.Options{
 		Origin: wb, RAM: ramTier, Disk: diskTier, ChunkSize: int64(cfg.ChunkSize),
-		FlightBytes: reserve / 2, DiskQueueBytes: reserve / 4, // 0: the engine's defaults
+		FlightBytes: reserve / 2, DiskQueueBytes: diskQueueBytes(reserve, int64(cfg.ChunkSize)),
 		Freshness: fresh, Buckets: buckets, WriteMode: mode, WriteModes: modes,
 		TeeDir:     filepath.Join(cfg.DataDir, "tee"),
 		Registerer: reg, Logger: log, // the engine names itself
@@ -196,6 +196,17 @@ func openTiers(cfg Config, n *node, log zerolog.Logger) (ramTier, diskTier store
 // extra), metadata caches and connection buffers. The tier gets the budget
 // less the reserve.
 const maxWorkingReserve = 256 << 20
+
+// diskQueueBytes is the disk queue's share of the reserve: a quarter, but
+// at least two chunks, or with a small budget every chunk would be dropped
+// on its way to the disk tier. No reserve (no RAM budget) gives 0, the
+// engine's default.
+func diskQueueBytes(reserve, chunk int64) int64 {
+	if reserve == 0 {
+		return 0
+	}
+	return max(reserve/4, 2*chunk)
+}
 
 // ramTierBytes is the RAM tier's share of a memory budget.
 func ramTierBytes(budget int64) int64 {

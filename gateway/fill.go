@@ -1,0 +1,61 @@
+// Background fills: an object written through this node whose bytes are
+// local (a write-through multipart upload's tee, a write-back object's
+// staged copy) is brought into the tiers after it was acknowledged, so the
+// first restore of a checkpoint is a hit rather than a download.
+package gateway
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/granary-dev/granary/store"
+)
+
+// fillPace is how often a paced filler looks at the disk queue again.
+const fillPace = 5 * time.Millisecond
+
+// fillAsync fills the tiers with info's object on a goroutine the engine
+// waits for at Close, then calls done (if set).
+func (e *Engine) fillAsync(info store.ObjectInfo, done func()) {
+	e.fills.Add(1)
+	go func() {
+		defer e.fills.Done()
+		if info.Size > 0 && info.ETag != "" {
+			e.fillFrom(e.fillCtx, info)
+		}
+		if done != nil {
+			done()
+		}
+	}()
+}
+
+// fillFrom brings every chunk of info into the tiers, one at a time,
+// through the flights (so a reader of the same chunk joins rather than
+// doubles the work), pacing itself on the disk queue so the disk tier gets
+// every chunk. The flights read the origin as usual: for these objects
+// that is a local copy (see teeReader, and the write-back log's Get).
+func (e *Engine) fillFrom(ctx context.Context, info store.ObjectInfo) {
+	cs := e.opts.ChunkSize
+	for idx := int64(0); idx*cs < info.Size; idx++ {
+		if ctx.Err() != nil {
+			return
+		}
+		n := e.chunkLen(info.Size, idx)
+		ref := e.chunk(info, idx, false)
+		if _, err := ref.bytesAt(ctx, int(n-1)); err != nil && err != io.EOF {
+			return
+		}
+		if e.filler != nil {
+			e.filler.waitRoom(ctx, n)
+		}
+	}
+}
+
+// fillWriteBack fills the tiers with a write-back object too large for the
+// put path's own copy: the write-back log serves it from its staged copy.
+func (e *Engine) fillWriteBack(info store.ObjectInfo) {
+	if e.writeMode(info.Bucket) == WriteBack && info.Size > e.opts.ChunkSize {
+		e.fillAsync(info, nil)
+	}
+}

@@ -1,0 +1,127 @@
+// The checkpoint scenario's markdown report: one row per save or restore,
+// its speed against the direct path, and the targets.
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/granary-dev/granary/internal/slowproxy"
+)
+
+// The rows' targets.
+const (
+	targetDirect      = "direct (MinIO via the slow link)"
+	targetWT          = "granary write-through"
+	targetWBAck       = "granary write-back: acknowledged"
+	targetWBPersisted = "granary write-back: persisted (flush done)"
+	targetWTCache     = "granary write-through bucket, first restore (cache)"
+	targetWBCache     = "granary write-back bucket (cache)"
+	targetCold        = "granary cold: fresh node, empty cache"
+)
+
+// ckptRow is one timed save or restore of the whole checkpoint.
+type ckptRow struct {
+	op      string // "save" or "restore"
+	target  string
+	bytes   int64
+	elapsed time.Duration
+	// originBytes went through the slow link meanwhile (toward the origin
+	// for a save, from it for a restore).
+	originBytes int64
+}
+
+func (r ckptRow) mbPerSec() float64 { return float64(r.bytes) / 1e6 / r.elapsed.Seconds() }
+
+// rssNote is one granary process's peak RSS.
+type rssNote struct {
+	phase string
+	bytes int64
+}
+
+// ckptReport collects a checkpoint run's results.
+type ckptReport struct {
+	plan               ckptPlan
+	slow               slowproxy.Options
+	quick              bool
+	started            time.Time
+	rows               []ckptRow
+	granaryRAM         int64 // --ram given to granary; 0 when not measured
+	rss                []rssNote
+	loadStart, loadEnd string // as in report
+}
+
+// find returns the row of op and target, or a zero row.
+func (r *ckptReport) find(op, target string) ckptRow {
+	for _, row := range r.rows {
+		if row.op == op && row.target == target {
+			return row
+		}
+	}
+	return ckptRow{}
+}
+
+// speedup is how many times faster row was than the direct row of its op.
+func (r *ckptReport) speedup(row ckptRow) float64 {
+	d := r.find(row.op, targetDirect)
+	if d.elapsed <= 0 || row.elapsed <= 0 {
+		return 0
+	}
+	return d.elapsed.Seconds() / row.elapsed.Seconds()
+}
+
+func (r *ckptReport) markdown() string {
+	var b strings.Builder
+	p := r.plan
+	fmt.Fprintf(&b, "# Granary checkpoint save and restore\n\n")
+	fmt.Fprintf(&b, "%s; %s; %s, GOMAXPROCS %d; %s", r.started.UTC().Format(time.RFC3339), cpuModel(),
+		runtime.Version(), runtime.GOMAXPROCS(0), map[bool]string{true: "**quick mode**", false: "full mode"}[r.quick])
+	fmt.Fprintf(&b, ". A %s checkpoint of %d shards of %s (random bytes), saved and restored with every shard at once "+
+		"as a training job's ranks would, by minio-go with the same options for every target (PutObject's default "+
+		"multipart upload, parts in parallel; one GET stream per shard); every restored shard's sha256 verified. "+
+		"The origin is MinIO behind a throttling proxy standing in for a remote object store: %s. "+
+		"Granary's origin is the same proxy. Load average (1 min) %s before, %s after.\n\n",
+		sizeName(p.total()), p.shards, sizeName(p.shardSize), r.slow, r.loadStart, r.loadEnd)
+	b.WriteString("| step | target | seconds | MB/s | speed vs direct | through the slow link |\n|---|---|---:|---:|---:|---:|\n")
+	for _, row := range r.rows {
+		fmt.Fprintf(&b, "| %s | %s | %.2f | %.0f | %s | %s |\n", row.op, row.target, row.elapsed.Seconds(),
+			row.mbPerSec(), ratio(r.speedup(row), 1), mib(row.originBytes))
+	}
+	b.WriteString("\nThe last column is what crossed the slow link during the step: a restore from the cache should carry almost nothing.\n\n")
+	if r.granaryRAM > 0 {
+		r.targets(&b)
+		fmt.Fprintf(&b, "## Memory\n\ngranary --ram %s; peak RSS (VmHWM):", mib(r.granaryRAM))
+		for i, n := range r.rss {
+			fmt.Fprintf(&b, "%s %s during the %s", map[bool]string{true: ",", false: ""}[i > 0], mib(n.bytes), n.phase)
+		}
+		b.WriteString(".\n")
+	}
+	return b.String()
+}
+
+// targets renders the goals against the measurements: speed-ups
+// over direct for the cache restores and the write-back save, the time
+// against direct for the write-through save.
+func (r *ckptReport) targets(b *strings.Builder) {
+	b.WriteString("## The issue's targets\n\n| goal | measured | target | met |\n|---|---:|---:|---|\n")
+	goal := func(name string, got float64, measured, target string, ok bool) {
+		met := map[bool]string{true: "yes", false: "**no**"}[ok]
+		if got <= 0 {
+			met, measured = "n/a", "n/a"
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", name, measured, target, met)
+	}
+	for _, t := range []string{targetWTCache, targetWBCache} {
+		s := r.speedup(r.find("restore", t))
+		goal("restore from the cache: "+t, s, fmt.Sprintf("%.2fx faster", s), "≥ 10x faster", s >= 10)
+	}
+	s := r.speedup(r.find("save", targetWBAck))
+	goal("write-back save, acknowledged", s, fmt.Sprintf("%.2fx faster", s), "≥ 5x faster", s >= 5)
+	if s = r.speedup(r.find("save", targetWT)); s > 0 {
+		s = 1 / s
+	}
+	goal("write-through save", s, fmt.Sprintf("%.2fx the time", s), "≤ 1.15x the time", s <= 1.15)
+	b.WriteString("\n")
+}

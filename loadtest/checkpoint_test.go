@@ -1,0 +1,122 @@
+// Smoke tests of the checkpoint scenario in quick mode: the direct rows
+// (MinIO behind the slow proxy) always, the granary rows with a granary
+// binary built from this tree when it has write modes and flush.
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/granary-dev/granary/internal/slowproxy"
+)
+
+func TestQuickCheckpointDirect(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts MinIO and moves a few hundred MB through the slow proxy")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var log bytes.Buffer
+	rep, err := runCheckpoint(ctx, options{quick: true, slow: slowproxy.DefaultOptions()}, &log)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	total := quickCkptPlan().total()
+	if len(rep.rows) != 2 {
+		t.Fatalf("%d rows, want 2: %+v", len(rep.rows), rep.rows)
+	}
+	for _, r := range rep.rows {
+		// The link carried the whole checkpoint, no faster than its
+		// aggregate rate allows (with a generous margin).
+		if r.target != targetDirect || r.bytes != total || r.originBytes < total {
+			t.Errorf("row %+v", r)
+		}
+	}
+	md := rep.markdown()
+	for _, want := range []string{"| save | " + targetDirect + " |", "| restore | " + targetDirect + " |", "quick mode", "5ms one-way latency"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+// TestQuickCheckpointGranary runs the whole scenario with a granary built
+// from this tree (or the binary in $LOADTEST_GRANARY). It skips when that
+// binary has no write modes yet.
+func TestQuickCheckpointGranary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds granary, starts MinIO and granary twice")
+	}
+	bin := granaryForTest(t)
+	if err := checkpointSupport(bin); err != nil {
+		t.Skipf("granary lacks what the checkpoint scenario needs: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var log bytes.Buffer
+	rep, err := runCheckpoint(ctx, options{granary: bin, quick: true, slow: slowproxy.DefaultOptions()}, &log)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	t.Log("\n" + rep.markdown())
+	total := quickCkptPlan().total()
+	want := []struct {
+		op, target string
+		minOrigin  int64 // bytes across the slow link, at least
+		maxOrigin  int64 // and at most (-1: no bound)
+	}{
+		{"save", targetDirect, total, -1},
+		{"restore", targetDirect, total, -1},
+		{"save", targetWT, total, -1},
+		{"save", targetWBAck, 0, -1},
+		{"save", targetWBPersisted, total, -1},
+		{"restore", targetWTCache, 0, total / 10}, // the first restore is a hit
+		{"restore", targetWBCache, 0, total / 10},
+		{"restore", targetCold, total, -1},
+	}
+	if len(rep.rows) != len(want) {
+		t.Fatalf("%d rows, want %d: %+v", len(rep.rows), len(want), rep.rows)
+	}
+	for i, w := range want {
+		r := rep.rows[i]
+		if r.op != w.op || r.target != w.target || r.bytes != total || r.elapsed <= 0 ||
+			r.originBytes < w.minOrigin || (w.maxOrigin >= 0 && r.originBytes > w.maxOrigin) {
+			t.Errorf("row %d: %+v, want %s %s with %d..%d bytes across the link", i, r, w.op, w.target, w.minOrigin, w.maxOrigin)
+		}
+	}
+	if ack, done := rep.find("save", targetWBAck), rep.find("save", targetWBPersisted); done.elapsed < ack.elapsed {
+		t.Errorf("persisted after %v, before the acknowledgement at %v", done.elapsed, ack.elapsed)
+	}
+	if len(rep.rss) != 2 || rep.rss[0].bytes <= 0 || rep.rss[1].bytes <= 0 {
+		t.Errorf("peak RSS notes %+v", rep.rss)
+	}
+	if md := rep.markdown(); !strings.Contains(md, "## The issue's targets") || !strings.Contains(md, "peak RSS") {
+		t.Errorf("report lacks the targets or the memory:\n%s", md)
+	}
+}
+
+// granaryForTest returns $LOADTEST_GRANARY, or a granary built from this
+// tree into a temporary directory.
+func granaryForTest(t *testing.T) string {
+	if bin := os.Getenv("LOADTEST_GRANARY"); bin != "" {
+		return bin
+	}
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command to build granary with")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	bin := filepath.Join(t.TempDir(), "granary")
+	out, err := exec.CommandContext(ctx, gobin, "build", "-o", bin, "github.com/granary-dev/granary/cmd/granary").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build granary: %v\n%s", err, out)
+	}
+	return bin
+}
