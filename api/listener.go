@@ -6,6 +6,7 @@
 package api
 
 import (
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -58,7 +59,26 @@ type trackedConn struct {
 	net.Conn
 	l      *trackingListener
 	used   atomic.Bool // some byte was read
+	linger atomic.Bool // a request body was left unread: close gently
 	closed sync.Once
+}
+
+// Lingering close: a connection closed with request bytes still unread
+// makes the kernel send a reset, which can reach the client before it has
+// read the response (a 503 SlowDown, a 403) sent ahead of its body. So such
+// a connection first half-closes, then reads and drops what still arrives
+// for up to lingerTime (and lingerBytes), then closes: the client sees the
+// response and an orderly end.
+const (
+	lingerTime  = time.Second
+	lingerBytes = 64 << 20
+)
+
+// lingerOnClose asks for a lingering close of conn, if it is one of ours.
+func lingerOnClose(conn net.Conn) {
+	if tc, ok := conn.(*trackedConn); ok {
+		tc.linger.Store(true)
+	}
 }
 
 func (c *trackedConn) Read(p []byte) (int, error) {
@@ -70,10 +90,21 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 }
 
 func (c *trackedConn) Close() error {
+	first := false
 	c.closed.Do(func() {
+		first = true
 		c.l.mu.Lock()
 		delete(c.l.conns, c)
 		c.l.mu.Unlock()
 	})
-	return c.Conn.Close()
+	tcp, ok := c.Conn.(*net.TCPConn)
+	if !first || !c.linger.Load() || !ok || tcp.CloseWrite() != nil {
+		return c.Conn.Close()
+	}
+	go func() {
+		_ = tcp.SetReadDeadline(time.Now().Add(lingerTime))
+		_, _ = io.CopyN(io.Discard, tcp, lingerBytes)
+		tcp.Close()
+	}()
+	return nil
 }

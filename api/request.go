@@ -149,6 +149,7 @@ func (s *Server) finish(c *fiber.Ctx, r *request) {
 	r.status = c.Response().StatusCode()
 	if r.body != nil && !r.body.drained() {
 		c.Response().SetConnectionClose()
+		lingerOnClose(c.Context().Conn())
 	}
 	if r.streaming {
 		return

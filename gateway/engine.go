@@ -95,6 +95,7 @@ type Engine struct {
 	tees   *tees       // nil without Options.TeeDir
 
 	fills     sync.WaitGroup // background fills (see fill.go)
+	writing   atomic.Int64   // request bodies being written (fills yield)
 	fillCtx   context.Context
 	stopFills context.CancelFunc
 	closing   sync.Once

@@ -15,12 +15,40 @@ import (
 // fillPace is how often a paced filler looks at the disk queue again.
 const fillPace = 5 * time.Millisecond
 
+// fillYield bounds how long a fill waits for writes in progress before
+// its next chunk, so a steady stream of writes slows a fill, never stops
+// it.
+const fillYield = 2 * time.Second
+
+// yieldToWrites waits (up to fillYield) while request bodies are being
+// written through this node: acknowledging a checkpoint is on a training
+// job's critical path, filling the cache behind the last one is not.
+func (e *Engine) yieldToWrites(ctx context.Context) {
+	deadline := time.Now().Add(fillYield)
+	for e.writing.Load() > 0 && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(4 * fillPace):
+		}
+	}
+}
+
+// writeStarted counts a request body being written; the func it returns
+// ends it.
+func (e *Engine) writeStarted() func() {
+	e.writing.Add(1)
+	return func() { e.writing.Add(-1) }
+}
+
 // fillAsync fills the tiers with info's object on a goroutine the engine
 // waits for at Close, then calls done (if set).
 func (e *Engine) fillAsync(info store.ObjectInfo, done func()) {
 	e.fills.Add(1)
+	e.m.fills.Inc()
 	go func() {
 		defer e.fills.Done()
+		defer e.m.fills.Dec()
 		if info.Size > 0 && info.ETag != "" {
 			e.fillFrom(e.fillCtx, info)
 		}
@@ -38,6 +66,7 @@ func (e *Engine) fillAsync(info store.ObjectInfo, done func()) {
 func (e *Engine) fillFrom(ctx context.Context, info store.ObjectInfo) {
 	cs := e.opts.ChunkSize
 	for idx := int64(0); idx*cs < info.Size; idx++ {
+		e.yieldToWrites(ctx)
 		if ctx.Err() != nil {
 			return
 		}

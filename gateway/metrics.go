@@ -22,6 +22,7 @@ type metrics struct {
 	originReqs    *prometheus.CounterVec // by op, result
 	originBytes   prometheus.Counter
 	originLatency *prometheus.HistogramVec
+	fills         prometheus.Gauge // background cache fills running
 }
 
 func newMetrics() *metrics {
@@ -54,12 +55,15 @@ func newMetrics() *metrics {
 			Name: "granary_origin_request_duration_seconds", Help: "Origin request latency (to the first byte for reads).",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}, []string{"op"}),
+		fills: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "granary_cache_fills_running", Help: "Objects written through this node being copied into the tiers in the background.",
+		}),
 	}
 }
 
 func (m *metrics) register(reg prometheus.Registerer, ram, disk store.Tier, extra ...prometheus.Collector) error {
 	cs := append([]prometheus.Collector{m.hits, m.misses, m.joins, m.metaHits, m.metaMisses,
-		m.staleServed, m.originReqs, m.originBytes, m.originLatency}, extra...)
+		m.staleServed, m.originReqs, m.originBytes, m.originLatency, m.fills}, extra...)
 	for name, t := range map[string]store.Tier{"ram": ram, "disk": disk} {
 		if t != nil {
 			cs = append(cs, tierCollectors(name, t)...)

@@ -97,6 +97,7 @@ func (e *Engine) UploadPart(ctx context.Context, bucket, key, uploadID string, n
 	if err != nil {
 		return store.PartInfo{}, err
 	}
+	defer e.writeStarted()()
 	finish := func(error) {}
 	if t := e.teeing(bucket); t != nil {
 		body, finish = t.teePart(bucket, key, uploadID, number, body, size)

@@ -188,6 +188,7 @@ func (e *Engine) Put(ctx context.Context, bucket, key string, body io.Reader, si
 	if err := e.writable(bucket); err != nil {
 		return store.ObjectInfo{}, err
 	}
+	defer e.writeStarted()()
 	var keep *bytes.Buffer
 	if size > 0 && size <= e.opts.ChunkSize && e.reservePutBytes(size) {
 		defer e.putBytes.Add(-size)

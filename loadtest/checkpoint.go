@@ -222,10 +222,19 @@ func (r *ckptRun) granary(ctx context.Context, o options, mio *miniotest.Server,
 	return nil
 }
 
-// warm saves to both granary buckets (write-back: until acknowledged, and
-// until flush reports it at the origin) and restores both from the cache.
+// warm saves to each granary bucket and restores it from the cache (a
+// write-back save is timed until acknowledged, and until flush reports it
+// at the origin). Each step starts once the node's background cache fill
+// of the last save is done, as with checkpoints minutes apart; how long
+// the fill ran after the acknowledgement is reported.
 func (r *ckptRun) warm(ctx context.Context, bin string, g *granaryProc, cl *minio.Client) error {
 	if _, err := r.save(ctx, cl, "save", targetWT, bucketWT); err != nil {
+		return err
+	}
+	if err := r.settle(ctx, g, targetWT); err != nil {
+		return err
+	}
+	if err := r.restore(ctx, cl, targetWTCache, bucketWT); err != nil {
 		return err
 	}
 	up0, _ := r.proxy.Forwarded()
@@ -241,10 +250,21 @@ func (r *ckptRun) warm(ctx context.Context, bin string, g *granaryProc, cl *mini
 	if err := r.checkPersisted(ctx, g); err != nil {
 		return err
 	}
-	if err := r.restore(ctx, cl, targetWTCache, bucketWT); err != nil {
+	if err := r.settle(ctx, g, targetWBPersisted); err != nil {
 		return err
 	}
 	return r.restore(ctx, cl, targetWBCache, bucketWB)
+}
+
+// settle waits for the node's cache fill after a save and notes its time.
+func (r *ckptRun) settle(ctx context.Context, g *granaryProc, after string) error {
+	d, err := g.awaitIdle(ctx, 5*time.Minute)
+	if err != nil {
+		return err
+	}
+	r.rep.fills = append(r.rep.fills, fillNote{after, d})
+	r.logf("cache fill after %s: done %.2f s later", after, d.Seconds())
+	return nil
 }
 
 // flushPrefix runs `granary flush` on s3://bucket/prefix and returns once

@@ -41,6 +41,12 @@ type rssNote struct {
 	bytes int64
 }
 
+// fillNote is how long a node's background cache fill ran on after a step.
+type fillNote struct {
+	after string
+	took  time.Duration
+}
+
 // ckptReport collects a checkpoint run's results.
 type ckptReport struct {
 	plan               ckptPlan
@@ -50,6 +56,7 @@ type ckptReport struct {
 	rows               []ckptRow
 	granaryRAM         int64 // --ram given to granary; 0 when not measured
 	rss                []rssNote
+	fills              []fillNote
 	loadStart, loadEnd string // as in report
 }
 
@@ -90,6 +97,13 @@ func (r *ckptReport) markdown() string {
 			row.mbPerSec(), ratio(r.speedup(row), 1), mib(row.originBytes))
 	}
 	b.WriteString("\nThe last column is what crossed the slow link during the step: a restore from the cache should carry almost nothing.\n\n")
+	if len(r.fills) > 0 {
+		b.WriteString("Each Granary step starts once the node's background cache fill of the last save is done, as with checkpoints minutes apart. The fill ran on after the acknowledgement for:")
+		for i, f := range r.fills {
+			fmt.Fprintf(&b, "%s %.2f s after %s", map[bool]string{true: ",", false: ""}[i > 0], f.took.Seconds(), f.after)
+		}
+		b.WriteString(".\n\n")
+	}
 	if r.granaryRAM > 0 {
 		r.targets(&b)
 		fmt.Fprintf(&b, "## Memory\n\ngranary --ram %s; peak RSS (VmHWM):", mib(r.granaryRAM))

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -212,4 +213,27 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// awaitIdle waits (polling /metrics, at most limit) until the node runs no
+// background cache fill, and returns how long that took.
+func (g *granaryProc) awaitIdle(ctx context.Context, limit time.Duration) (time.Duration, error) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, g.endpoint()+"/metrics", nil)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if strings.Contains(string(body), "\ngranary_cache_fills_running 0\n") {
+				return time.Since(start), nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return time.Since(start), fmt.Errorf("granary still filling its cache after %v", limit)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

@@ -292,4 +292,9 @@ func TestExampleConfig(t *testing.T) {
 	if _, err := parseOrigin(c.Origin); err != nil {
 		t.Fatal(err)
 	}
+	mode, modes, err := c.WriteModes()
+	if err != nil || mode != gateway.WriteThrough || modes["checkpoints"] != gateway.WriteBack || modes["imagenet"] != gateway.ReadOnly ||
+		c.DirtyBytes() != 100<<30 {
+		t.Fatalf("example write modes: %v %v %v, dirty limit %d", mode, modes, err, c.DirtyBytes())
+	}
 }

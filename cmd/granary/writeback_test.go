@@ -176,3 +176,63 @@ func waitForwarded(t *testing.T, p *slowproxy.Proxy, n int64) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestWriteBackOriginDown: with the origin unreachable, a write-back node
+// accepts writes up to its dirty limit, then answers 503 SlowDown; what it
+// accepted survives a restart and reaches the origin once it is back.
+func TestWriteBackOriginDown(t *testing.T) {
+	mio := miniotest.StartT(t)
+	proxy, err := slowproxy.Start(mio.Endpoint, slowproxy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{
+		"GRANARY_ACCESS_KEY": "wb-access", "GRANARY_SECRET_KEY": "wb-secret",
+		"GRANARY_ORIGIN_ACCESS_KEY": mio.AccessKey, "GRANARY_ORIGIN_SECRET_KEY": mio.SecretKey,
+		"GRANARY_DATA_DIR": t.TempDir(), "GRANARY_LOG_LEVEL": "error",
+	}
+	args := []string{"--write-mode", "write-back", "--dirty-limit", "10MiB", "--ram", "64MiB", "--disk", "64MiB"}
+	node := startChild(t, env, append([]string{"--origin", "s3://" + proxy.Addr() + "?secure=false"}, args...)...)
+	cf := clientFlags{endpoint: "http://" + node.addr}
+	cl, err := cf.Client(envMap(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := cl.MakeBucket(ctx, "ckpt", minio.MakeBucketOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Close() // the origin is gone from here on
+	core := minio.Core{Client: cl}
+	a := bytes.Repeat([]byte("acknowledged"), 6<<20/12)
+	if _, err := core.PutObject(ctx, "ckpt", "a", bytes.NewReader(a), int64(len(a)), "", "", minio.PutObjectOptions{}); err != nil {
+		t.Fatalf("put within the dirty limit: %v", err)
+	}
+	b := bytes.Repeat([]byte("refused"), 6<<20/7)
+	_, err = core.PutObject(ctx, "ckpt", "b", bytes.NewReader(b), int64(len(b)), "", "", minio.PutObjectOptions{})
+	if resp := minio.ToErrorResponse(err); resp.StatusCode != http.StatusServiceUnavailable || resp.Code != "SlowDown" {
+		t.Fatalf("put past the dirty limit: %v (status %d, code %q), want 503 SlowDown", err, resp.StatusCode, resp.Code)
+	}
+	if got := getAll(t, cl, "ckpt", "a"); !bytes.Equal(got, a) {
+		t.Fatal("the acknowledged object reads back wrong while the origin is down")
+	}
+	if p := persisted(t, node.addr, env, "ckpt", "a"); p != "false" {
+		t.Fatalf("x-granary-persisted %q with the origin down", p)
+	}
+	node.stop(t) // a clean stop, uploads still failing
+
+	node = startChild(t, env, append([]string{"--origin", "s3://" + mio.Endpoint + "?secure=false"}, args...)...)
+	var out bytes.Buffer
+	if code := execute(ctx, []string{"flush", "--endpoint", "http://" + node.addr, "--timeout", "2m", "s3://ckpt"},
+		&out, &out, envMap(env)); code != exitOK {
+		t.Fatalf("flush: exit %d\n%s", code, out.String())
+	}
+	direct := directClient(t, mio)
+	if got := getAll(t, direct, "ckpt", "a"); !bytes.Equal(got, a) {
+		t.Fatal("the acknowledged object differs at the origin")
+	}
+	if _, err := direct.StatObject(ctx, "ckpt", "b", minio.StatObjectOptions{}); minio.ToErrorResponse(err).Code != "NoSuchKey" {
+		t.Fatalf("the refused object: %v, want NoSuchKey at the origin", err)
+	}
+	node.stop(t)
+}
