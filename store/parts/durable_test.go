@@ -53,6 +53,9 @@ func TestSealAndReopen(t *testing.T) {
 	if len(page.Uploads) != 1 || page.Uploads[0].UploadID != openID {
 		t.Fatalf("ListUploads = %+v, want only the open upload", page.Uploads)
 	}
+	if sealed, open := s.Sealed(), s.Unsealed(); !slices.Equal(sealed, []string{id}) || !slices.Equal(open, []string{openID}) {
+		t.Fatalf("Sealed %v, Unsealed %v; want [%s] and [%s]", sealed, open, id, openID)
+	}
 	// The unlisted part 2 is gone from disk; only the listed data remains.
 	if names := dirNames(t, s, id); len(names) != 4 || !slices.Contains(names, sealName) {
 		t.Fatalf("sealed upload dir holds %v", names)

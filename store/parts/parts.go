@@ -243,6 +243,21 @@ func (s *Store) Sealed() []string {
 	return ids
 }
 
+// Unsealed returns the IDs of the open uploads of every bucket, for an
+// owner that uses uploads as staging and drops those a crash cut short.
+func (s *Store) Unsealed() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ids []string
+	for id, u := range s.uploads {
+		if u.sealed == nil && !u.removed {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
 // OpenSealed returns the Assembly of a sealed upload (after a restart).
 func (s *Store) OpenSealed(id string) (*Assembly, error) {
 	s.mu.Lock()

@@ -8,10 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -182,9 +178,7 @@ func (l *Log) replay() error {
 }
 
 // sweep removes the sealed uploads of st no record uses, and with
-// unsealed, every upload of st that is not sealed (a Put cut short). The
-// IDs of those are the names of st's upload directories (see the layout
-// in package parts); names starting with "." are its own temp entries.
+// unsealed, every upload of st that is not sealed (a Put cut short).
 func (l *Log) sweep(st *parts.Store, used map[string]bool, unsealed bool) {
 	sealed := st.Sealed()
 	var gone []string
@@ -194,15 +188,7 @@ func (l *Log) sweep(st *parts.Store, used map[string]bool, unsealed bool) {
 		}
 	}
 	if unsealed {
-		entries, err := os.ReadDir(filepath.Join(l.opts.Dir, "puts"))
-		if err != nil {
-			l.log.Warn().Err(err).Msg("writeback: list staged puts")
-		}
-		for _, e := range entries {
-			if id := e.Name(); e.IsDir() && !strings.HasPrefix(id, ".") && !slices.Contains(sealed, id) {
-				gone = append(gone, id)
-			}
-		}
+		gone = append(gone, st.Unsealed()...)
 	}
 	for _, id := range gone {
 		if err := st.Remove(id); err != nil && !errors.Is(err, store.ErrNoSuchUpload) {
