@@ -33,33 +33,34 @@ func putKeys(t *testing.T, o store.Origin, bucket string, keys []string) map[str
 	return infos
 }
 
-// entry is one item of a listing: a key or a common prefix.
-type entry struct {
+// ListEntry is one item of a listing: a key or a common prefix. Entries
+// compare with ==, and print as the key or "prefix(prefix)".
+type ListEntry struct {
 	name string
 	cp   bool
 }
 
-func (e entry) String() string {
+func (e ListEntry) String() string {
 	if e.cp {
 		return e.name + "(prefix)"
 	}
 	return e.name
 }
 
-// modelList is the reference: the entries a complete listing of keys
+// ListModel is the reference listing: the entries a complete listing of keys
 // holds under opts (MaxKeys ignored), in order.
-func modelList(keys []string, opts store.ListOptions) []entry {
+func ListModel(keys []string, opts store.ListOptions) []ListEntry {
 	sorted := slices.Clone(keys)
 	slices.Sort(sorted)
-	var out []entry
+	var out []ListEntry
 	for _, k := range sorted {
 		if !strings.HasPrefix(k, opts.Prefix) {
 			continue
 		}
-		e := entry{name: k}
+		e := ListEntry{name: k}
 		if opts.Delimiter != "" {
 			if i := strings.Index(k[len(opts.Prefix):], opts.Delimiter); i >= 0 {
-				e = entry{name: k[:len(opts.Prefix)+i+len(opts.Delimiter)], cp: true}
+				e = ListEntry{name: k[:len(opts.Prefix)+i+len(opts.Delimiter)], cp: true}
 			}
 		}
 		if e.name <= opts.After || len(out) > 0 && out[len(out)-1] == e {
@@ -71,23 +72,23 @@ func modelList(keys []string, opts store.ListOptions) []entry {
 }
 
 // pageEntries merges a page's objects and common prefixes in S3 order.
-func pageEntries(p store.ListPage) []entry {
-	var out []entry
+func pageEntries(p store.ListPage) []ListEntry {
+	var out []ListEntry
 	for _, obj := range p.Objects {
-		out = append(out, entry{name: obj.Key})
+		out = append(out, ListEntry{name: obj.Key})
 	}
 	for _, cp := range p.CommonPrefixes {
-		out = append(out, entry{name: cp, cp: true})
+		out = append(out, ListEntry{name: cp, cp: true})
 	}
-	slices.SortFunc(out, func(a, b entry) int { return strings.Compare(a.name, b.name) })
+	slices.SortFunc(out, func(a, b ListEntry) int { return strings.Compare(a.name, b.name) })
 	return out
 }
 
-// listAll pages through a listing with opts.MaxKeys per page, checking the
-// page invariants, and returns every entry seen.
-func listAll(t *testing.T, o store.Origin, bucket string, opts store.ListOptions) []entry {
+// ListAll pages through o's listing with opts.MaxKeys per page, checking the
+// page invariants, and returns every ListEntry seen.
+func ListAll(t *testing.T, o store.Origin, bucket string, opts store.ListOptions) []ListEntry {
 	t.Helper()
-	var all []entry
+	var all []ListEntry
 	for pages := 0; ; pages++ {
 		if pages > 1000 {
 			t.Fatalf("list %+v: no end after 1000 pages", opts)
@@ -114,8 +115,8 @@ func listAll(t *testing.T, o store.Origin, bucket string, opts store.ListOptions
 // assertKeys asserts that a full listing of bucket is exactly keys.
 func assertKeys(t *testing.T, o store.Origin, bucket string, keys ...string) {
 	t.Helper()
-	got := listAll(t, o, bucket, store.ListOptions{})
-	want := modelList(keys, store.ListOptions{})
+	got := ListAll(t, o, bucket, store.ListOptions{})
+	want := ListModel(keys, store.ListOptions{})
 	if !slices.Equal(got, want) {
 		t.Fatalf("bucket %s lists %v, want %v", bucket, got, want)
 	}
@@ -160,7 +161,7 @@ func testListDelimiter(t *testing.T, o store.Origin) {
 		{"nothing", "/", ""},
 	} {
 		opts := store.ListOptions{Prefix: c.prefix, Delimiter: c.delim}
-		got := fmt.Sprint(listAll(t, o, b, opts))
+		got := fmt.Sprint(ListAll(t, o, b, opts))
 		if want := "[" + c.want + "]"; got != want {
 			t.Errorf("List(prefix %q, delimiter %q) = %s, want %s", c.prefix, c.delim, got, want)
 		}
@@ -186,7 +187,7 @@ func testListAfter(t *testing.T, o store.Origin) {
 		{"", "", "é/1", ""},
 	} {
 		opts := store.ListOptions{Prefix: c.prefix, Delimiter: c.delim, After: c.after}
-		got := fmt.Sprint(listAll(t, o, b, opts))
+		got := fmt.Sprint(ListAll(t, o, b, opts))
 		if want := "[" + c.want + "]"; got != want {
 			t.Errorf("List(prefix %q, delimiter %q, after %q) = %s, want %s", c.prefix, c.delim, c.after, got, want)
 		}
@@ -194,7 +195,7 @@ func testListAfter(t *testing.T, o store.Origin) {
 }
 
 // testListPaging pages through every combination with small pages and
-// compares with the model: every entry exactly once, in order.
+// compares with the model: every ListEntry exactly once, in order.
 func testListPaging(t *testing.T, o store.Origin) {
 	b := newBucket(t, o)
 	putKeys(t, o, b, listKeys)
@@ -202,8 +203,8 @@ func testListPaging(t *testing.T, o store.Origin) {
 		for _, delim := range []string{"", "/", "-", "c/"} {
 			for _, max := range []int{1, 2, 3, 0} {
 				opts := store.ListOptions{Prefix: prefix, Delimiter: delim, MaxKeys: max}
-				got := listAll(t, o, b, opts)
-				if want := modelList(listKeys, opts); !slices.Equal(got, want) {
+				got := ListAll(t, o, b, opts)
+				if want := ListModel(listKeys, opts); !slices.Equal(got, want) {
 					t.Errorf("paging %+v: got %v, want %v", opts, got, want)
 				}
 			}

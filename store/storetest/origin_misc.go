@@ -33,11 +33,11 @@ func testFolderKeys(t *testing.T, o store.Origin) {
 		t.Fatalf("Stat(dir/) = %+v, want size 0 ETag %s", st, dir.ETag)
 	}
 	assertKeys(t, o, b, "dir/", "dir/file", "lonely/")
-	got := fmt.Sprint(listAll(t, o, b, store.ListOptions{Prefix: "dir/", Delimiter: "/"}))
+	got := fmt.Sprint(ListAll(t, o, b, store.ListOptions{Prefix: "dir/", Delimiter: "/"}))
 	if got != "[dir/ dir/file]" {
 		t.Fatalf("List(prefix dir/, delimiter /) = %s, want [dir/ dir/file]", got)
 	}
-	got = fmt.Sprint(listAll(t, o, b, store.ListOptions{Delimiter: "/"}))
+	got = fmt.Sprint(ListAll(t, o, b, store.ListOptions{Delimiter: "/"}))
 	if got != "[dir/(prefix) lonely/(prefix)]" {
 		t.Fatalf("List(delimiter /) = %s, want [dir/(prefix) lonely/(prefix)]", got)
 	}

@@ -6,78 +6,11 @@ package writeback
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/granary-dev/granary/store"
+	"github.com/granary-dev/granary/store/storetest"
 )
-
-// listed is one entry of a listing: a key or a common prefix ("/p" suffix
-// in its string form).
-type listed struct {
-	name string
-	cp   bool
-}
-
-func (e listed) String() string {
-	if e.cp {
-		return e.name + "(prefix)"
-	}
-	return e.name
-}
-
-// model is the complete listing of keys under opts (MaxKeys ignored).
-func model(keys []string, opts store.ListOptions) []listed {
-	sorted := slices.Sorted(slices.Values(keys))
-	var out []listed
-	for _, k := range sorted {
-		if !strings.HasPrefix(k, opts.Prefix) {
-			continue
-		}
-		e := listed{name: k}
-		if name, cp := rollUp(k, opts); cp {
-			e = listed{name: name, cp: true}
-		}
-		if e.name <= opts.After || len(out) > 0 && out[len(out)-1] == e {
-			continue
-		}
-		out = append(out, e)
-	}
-	return out
-}
-
-// listAll pages through a listing, checking the page invariants.
-func listAll(t *testing.T, o store.Origin, bucket string, opts store.ListOptions) []listed {
-	t.Helper()
-	var all []listed
-	for pages := 0; pages < 1000; pages++ {
-		p, err := o.List(testCtx(t), bucket, opts)
-		if err != nil {
-			t.Fatalf("List(%+v): %v", opts, err)
-		}
-		var got []listed
-		for _, obj := range p.Objects {
-			got = append(got, listed{name: obj.Key})
-		}
-		for _, cp := range p.CommonPrefixes {
-			got = append(got, listed{name: cp, cp: true})
-		}
-		slices.SortFunc(got, func(a, b listed) int { return strings.Compare(a.name, b.name) })
-		if opts.MaxKeys > 0 && len(got) > opts.MaxKeys {
-			t.Fatalf("List(%+v) returned %d entries", opts, len(got))
-		}
-		all = append(all, got...)
-		if !p.IsTruncated {
-			return all
-		}
-		if len(got) == 0 || p.NextAfter != got[len(got)-1].name {
-			t.Fatalf("List(%+v): truncated page %v with NextAfter %q", opts, got, p.NextAfter)
-		}
-		opts.After = p.NextAfter
-	}
-	t.Fatalf("List(%+v): no end after 1000 pages", opts)
-	return nil
-}
 
 func TestListOverlay(t *testing.T) {
 	raw := s3Origin(t)
@@ -111,8 +44,8 @@ func TestListOverlay(t *testing.T) {
 				for _, max := range []int{1, 2, 3, 0} {
 					for _, after := range []string{"", "a/b", "a/c/", "b0"} {
 						opts := store.ListOptions{Prefix: prefix, Delimiter: delim, MaxKeys: max, After: after}
-						got := listAll(t, l, b, opts)
-						if w := model(want, opts); !slices.Equal(got, w) {
+						got := storetest.ListAll(t, l, b, opts)
+						if w := storetest.ListModel(want, opts); !slices.Equal(got, w) {
 							t.Fatalf("List(%+v) = %v, want %v", opts, got, w)
 						}
 					}
@@ -137,7 +70,7 @@ func TestListOverlay(t *testing.T) {
 	g.Open()
 	flush(t, l, b)
 	t.Run("Landed", func(t *testing.T) { check(t) })
-	if got, want := fmt.Sprint(listAll(t, raw, b, store.ListOptions{})), fmt.Sprint(model(want, store.ListOptions{})); got != want {
+	if got, want := fmt.Sprint(storetest.ListAll(t, raw, b, store.ListOptions{})), fmt.Sprint(storetest.ListModel(want, store.ListOptions{})); got != want {
 		t.Fatalf("origin lists %s, want %s", got, want)
 	}
 }
