@@ -95,6 +95,9 @@ func runCheckpoint(ctx context.Context, o options, logw io.Writer) (*ckptReport,
 	if err := r.restore(ctx, direct, targetDirect, bucketDirect); err != nil {
 		return nil, err
 	}
+	if err := r.restoreOne(ctx, direct, targetDirect, bucketDirect); err != nil {
+		return nil, err
+	}
 	if o.granary != "" {
 		if err := r.granary(ctx, o, mio, dir); err != nil {
 			return nil, err
@@ -153,6 +156,19 @@ func (r *ckptRun) restore(ctx context.Context, cl *minio.Client, target, bucket 
 	}
 	_, down1 := r.proxy.Forwarded()
 	r.add(ckptRow{op: "restore", target: target, bytes: r.ck.plan.total(), elapsed: d, originBytes: down1 - down0})
+	return nil
+}
+
+// restoreOne restores the first shard alone, as one stream: a reader that
+// cannot spread over several connections itself.
+func (r *ckptRun) restoreOne(ctx context.Context, cl *minio.Client, target, bucket string) error {
+	_, down0 := r.proxy.Forwarded()
+	d, err := restoreShards(ctx, cl, bucket, ckptPrefix, r.ck, 1)
+	if err != nil {
+		return err
+	}
+	_, down1 := r.proxy.Forwarded()
+	r.add(ckptRow{op: opRestoreOne, target: target, bytes: r.ck.plan.shardSize, elapsed: d, originBytes: down1 - down0})
 	return nil
 }
 
@@ -219,6 +235,20 @@ func (r *ckptRun) granary(ctx context.Context, o options, mio *miniotest.Server,
 		return err
 	}
 	r.rep.rss = append(r.rep.rss, rssNote{"cold restore (fresh node)", rss})
+	return r.coldOne(ctx, start)
+}
+
+// coldOne restores one shard on another fresh node: one client stream,
+// which the node reads from the origin as parallel ranged fetches.
+func (r *ckptRun) coldOne(ctx context.Context, start func() (*granaryProc, *minio.Client, error)) error {
+	g, cl, err := start()
+	if err != nil {
+		return err
+	}
+	defer g.stop()
+	if err := r.restoreOne(ctx, cl, targetCold, bucketWT); err != nil {
+		return fmt.Errorf("%w\ngranary log tail:\n%s", err, g.tail())
+	}
 	return nil
 }
 

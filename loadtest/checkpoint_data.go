@@ -112,7 +112,12 @@ func saveCheckpoint(ctx context.Context, cl *minio.Client, bucket, prefix string
 // restoreCheckpoint GETs every shard at once, each as one stream, and
 // checks each one's length and sha256.
 func restoreCheckpoint(ctx context.Context, cl *minio.Client, bucket, prefix string, c *checkpointFile) (time.Duration, error) {
-	return parallel(c.plan.shards, func(i int) error {
+	return restoreShards(ctx, cl, bucket, prefix, c, c.plan.shards)
+}
+
+// restoreShards restores the first n shards as restoreCheckpoint does.
+func restoreShards(ctx context.Context, cl *minio.Client, bucket, prefix string, c *checkpointFile, n int) (time.Duration, error) {
+	return parallel(n, func(i int) error {
 		key := c.shardKey(prefix, i)
 		obj, err := cl.GetObject(ctx, bucket, key, minio.GetObjectOptions{})
 		if err != nil {

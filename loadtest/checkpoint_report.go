@@ -22,7 +22,11 @@ const (
 	targetCold        = "granary cold: fresh node, empty cache"
 )
 
-// ckptRow is one timed save or restore of the whole checkpoint.
+// opRestoreOne is the op of a row that restores one shard alone.
+const opRestoreOne = "restore one shard"
+
+// ckptRow is one timed save or restore (of the whole checkpoint, or of
+// one shard).
 type ckptRow struct {
 	op      string // "save" or "restore"
 	target  string

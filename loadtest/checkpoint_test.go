@@ -28,13 +28,16 @@ func TestQuickCheckpointDirect(t *testing.T) {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
 	total := quickCkptPlan().total()
-	if len(rep.rows) != 2 {
-		t.Fatalf("%d rows, want 2: %+v", len(rep.rows), rep.rows)
+	if len(rep.rows) != 3 {
+		t.Fatalf("%d rows, want 3: %+v", len(rep.rows), rep.rows)
 	}
 	for _, r := range rep.rows {
-		// The link carried the whole checkpoint, no faster than its
-		// aggregate rate allows (with a generous margin).
-		if r.target != targetDirect || r.bytes != total || r.originBytes < total {
+		// The link carried all the bytes of the step.
+		want := total
+		if r.op == opRestoreOne {
+			want = total / 4
+		}
+		if r.target != targetDirect || r.bytes != want || r.originBytes < want {
 			t.Errorf("row %+v", r)
 		}
 	}
@@ -66,6 +69,7 @@ func TestQuickCheckpointGranary(t *testing.T) {
 	}
 	t.Log("\n" + rep.markdown())
 	total := quickCkptPlan().total()
+	shard := total / 4
 	want := []struct {
 		op, target string
 		minOrigin  int64 // bytes across the slow link, at least
@@ -73,19 +77,25 @@ func TestQuickCheckpointGranary(t *testing.T) {
 	}{
 		{"save", targetDirect, total, -1},
 		{"restore", targetDirect, total, -1},
+		{opRestoreOne, targetDirect, shard, -1},
 		{"save", targetWT, total, -1},
 		{"restore", targetWTCache, 0, total / 10}, // the first restore is a hit
 		{"save", targetWBAck, 0, -1},
 		{"save", targetWBPersisted, total, -1},
 		{"restore", targetWBCache, 0, total / 10},
 		{"restore", targetCold, total, -1},
+		{opRestoreOne, targetCold, shard, -1},
 	}
 	if len(rep.rows) != len(want) {
 		t.Fatalf("%d rows, want %d: %+v", len(rep.rows), len(want), rep.rows)
 	}
 	for i, w := range want {
 		r := rep.rows[i]
-		if r.op != w.op || r.target != w.target || r.bytes != total || r.elapsed <= 0 ||
+		bytes := total
+		if w.op == opRestoreOne {
+			bytes = shard
+		}
+		if r.op != w.op || r.target != w.target || r.bytes != bytes || r.elapsed <= 0 ||
 			r.originBytes < w.minOrigin || (w.maxOrigin >= 0 && r.originBytes > w.maxOrigin) {
 			t.Errorf("row %d: %+v, want %s %s with %d..%d bytes across the link", i, r, w.op, w.target, w.minOrigin, w.maxOrigin)
 		}
