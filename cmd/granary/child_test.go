@@ -18,6 +18,7 @@ import (
 const childArgsEnv = "GRANARY_TEST_CHILD_ARGS"
 
 func TestMain(m *testing.M) {
+	workerCommand = testWorkerCommand // a supervisor's worker is the test binary too
 	if raw := os.Getenv(childArgsEnv); raw != "" {
 		var args []string
 		if err := json.Unmarshal([]byte(raw), &args); err != nil {

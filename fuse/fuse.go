@@ -1,0 +1,54 @@
+// Package fuse maps a bucket (or a prefix of it) of any S3 endpoint, a
+// Granary node first of all, to a POSIX directory through the kernel's
+// FUSE, for training code that reads files. It talks S3 through minio-go
+// and imports none of Granary's server packages.
+package fuse
+
+import (
+	"os"
+	"sync"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/rs/zerolog"
+)
+
+// Options configure a mount.
+type Options struct {
+	// Endpoint is the S3 endpoint, http://HOST:PORT or https://HOST:PORT.
+	Endpoint  string
+	AccessKey string
+	SecretKey string
+	Region    string // "" means us-east-1
+	Bucket    string
+	// Prefix, if set, is the key prefix shown as the mount's root
+	// (a trailing "/" is implied).
+	Prefix   string
+	ReadOnly bool
+	// UID and GID own every file; FileMode and DirMode are their
+	// permission bits. Zero values: the mounting process's IDs, 0644, 0755.
+	UID, GID          uint32
+	FileMode, DirMode os.FileMode
+	// MetadataTTL is how long listings and attributes are cached, and the
+	// entry and attribute timeouts handed to the kernel; 0 means 5s.
+	MetadataTTL time.Duration
+	// MaxMemory bounds all read-ahead and write buffers together; past it,
+	// readers wait. 0 means 256 MiB.
+	MaxMemory int64
+	// Debug logs every FUSE operation.
+	Debug  bool
+	Logger zerolog.Logger
+}
+
+// Server is a mounted bucket.
+type Server struct {
+	srv  *fuse.Server
+	dir  string
+	fsys *filesys
+	// served is closed when the serve loop ends: the kernel has let go
+	// of the mount.
+	served chan struct{}
+
+	once sync.Once // runs the unmount once
+	err  error     // the unmount's result
+}

@@ -1,0 +1,224 @@
+// Inodes: the mount-wide state, directory and file nodes, their
+// attributes, and inode numbers that are stable per path.
+package fuse
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/rs/zerolog"
+)
+
+// filesys is what every node of one mount shares.
+type filesys struct {
+	opts    *Options
+	cl      *client
+	budget  *budget
+	dirs    *dirCache
+	log     zerolog.Logger
+	mounted time.Time // the mtime of every directory
+	// ctx ends when the mount is torn down; background fetches use it.
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// inoOf returns the inode number of the object or directory at key. It
+// is a 63-bit hash of the key and the file type, so it is the same for
+// a path across lookups and mounts without a table that grows with
+// every path seen. Two paths share a number with probability 2^-63 per
+// pair (about 5e-6 for ten million paths).
+func inoOf(key string, dir bool) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(key))
+	if dir {
+		h.Write([]byte{0, 'd'})
+	} else {
+		h.Write([]byte{0, 'f'})
+	}
+	ino := h.Sum64() &^ (1 << 63)
+	if ino <= fuse.FUSE_ROOT_ID {
+		ino += 2
+	}
+	return ino
+}
+
+// dirNode is a directory: a key prefix ("" for the bucket's top, else
+// ending in "/").
+type dirNode struct {
+	fs.Inode
+	fsys   *filesys
+	prefix string
+}
+
+// fileNode is an object.
+type fileNode struct {
+	fs.Inode
+	fsys *filesys
+	key  string
+
+	mu sync.Mutex // guards the fields below
+	// info is the object as last seen (HEAD or listing), at seen.
+	info objInfo
+	seen time.Time
+	// openETag is the ETag the last open pinned; the kernel's page
+	// cache for this inode holds bytes of that version only.
+	openETag string
+}
+
+var (
+	_ fs.NodeGetattrer      = (*dirNode)(nil)
+	_ fs.NodeLookuper       = (*dirNode)(nil)
+	_ fs.NodeOpendirHandler = (*dirNode)(nil)
+	_ fs.NodeStatfser       = (*dirNode)(nil)
+	_ fs.NodeGetattrer      = (*fileNode)(nil)
+	_ fs.NodeOpener         = (*fileNode)(nil)
+)
+
+func (f *filesys) dirAttr(out *fuse.Attr, prefix string) {
+	out.Mode = fuse.S_IFDIR | uint32(f.opts.DirMode.Perm())
+	out.Nlink = 2
+	out.Ino = inoOf(prefix, true)
+	f.ownAttr(out, f.mounted)
+}
+
+func (f *filesys) fileAttr(out *fuse.Attr, key string, info objInfo) {
+	out.Mode = fuse.S_IFREG | uint32(f.opts.FileMode.Perm())
+	out.Nlink = 1
+	out.Ino = inoOf(key, false)
+	out.Size = uint64(info.size)
+	out.Blocks = (out.Size + 511) / 512
+	f.ownAttr(out, info.mtime)
+}
+
+func (f *filesys) ownAttr(out *fuse.Attr, mtime time.Time) {
+	out.Uid, out.Gid = f.opts.UID, f.opts.GID
+	out.Blksize = 1 << 20
+	out.SetTimes(&mtime, &mtime, &mtime)
+}
+
+// Getattr reports a directory: the mount's owner and mode, the mount
+// time as mtime.
+func (d *dirNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	d.fsys.dirAttr(&out.Attr, d.prefix)
+	out.SetTimeout(d.fsys.opts.MetadataTTL)
+	return 0
+}
+
+// Statfs reports a large, mostly free file system so that tools that
+// check for space before writing do not refuse.
+func (d *dirNode) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	const blocks = 1 << 40 // of 4 KiB: 4 PiB
+	out.Blocks, out.Bfree, out.Bavail = blocks, blocks, blocks
+	out.Files, out.Ffree = 1<<40, 1<<40
+	out.Bsize, out.Frsize = 4096, 4096
+	out.NameLen = 255
+	return 0
+}
+
+// child returns the inode for name in d, an existing one (its
+// attributes refreshed) if the kernel already knows it, and fills out.
+func (d *dirNode) child(ctx context.Context, name string, dir bool, info objInfo, out *fuse.EntryOut) *fs.Inode {
+	f := d.fsys
+	if dir {
+		prefix := d.prefix + name + "/"
+		f.dirAttr(&out.Attr, prefix)
+		out.SetEntryTimeout(f.opts.MetadataTTL)
+		out.SetAttrTimeout(f.opts.MetadataTTL)
+		if c := d.GetChild(name); c != nil {
+			if n, ok := c.Operations().(*dirNode); ok && n.prefix == prefix {
+				return c
+			}
+		}
+		return d.NewInode(ctx, &dirNode{fsys: f, prefix: prefix},
+			fs.StableAttr{Mode: fuse.S_IFDIR, Ino: inoOf(prefix, true)})
+	}
+	key := d.prefix + name
+	f.fileAttr(&out.Attr, key, info)
+	out.SetEntryTimeout(f.opts.MetadataTTL)
+	out.SetAttrTimeout(f.opts.MetadataTTL)
+	if c := d.GetChild(name); c != nil {
+		if n, ok := c.Operations().(*fileNode); ok && n.key == key {
+			n.update(info)
+			return c
+		}
+	}
+	n := &fileNode{fsys: f, key: key, info: info, seen: time.Now()}
+	return d.NewInode(ctx, n, fs.StableAttr{Mode: fuse.S_IFREG, Ino: inoOf(key, false)})
+}
+
+// update records a fresh view of the object.
+func (n *fileNode) update(info objInfo) {
+	n.mu.Lock()
+	n.info, n.seen = info, time.Now()
+	n.mu.Unlock()
+}
+
+// current returns the object's attributes, from a HEAD if the last view
+// is older than the metadata TTL.
+func (n *fileNode) current(ctx context.Context) (objInfo, error) {
+	n.mu.Lock()
+	info, fresh := n.info, time.Since(n.seen) < n.fsys.opts.MetadataTTL
+	n.mu.Unlock()
+	if fresh {
+		return info, nil
+	}
+	info, err := n.fsys.cl.head(ctx, n.key)
+	if err != nil {
+		return objInfo{}, err
+	}
+	n.update(info)
+	return info, nil
+}
+
+// Getattr reports the object's size and mtime, refreshed once the
+// metadata TTL has passed. An open handle reports the version it pinned.
+func (n *fileNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	var info objInfo
+	if h, ok := fh.(*fileHandle); ok {
+		info = objInfo{size: h.size, mtime: h.mtime, etag: h.etag}
+	} else {
+		var err error
+		if info, err = n.current(ctx); err != nil {
+			return n.fsys.errno("getattr", err)
+		}
+	}
+	n.fsys.fileAttr(&out.Attr, n.key, info)
+	out.SetTimeout(n.fsys.opts.MetadataTTL)
+	return 0
+}
+
+// Open pins the object's current version (ETag and size) for the
+// handle. The kernel keeps its page cache for the inode only if the
+// version is the one the previous open pinned.
+func (n *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC|syscall.O_APPEND) != 0 {
+		return nil, 0, syscall.EROFS
+	}
+	info, err := n.current(ctx)
+	if err != nil {
+		return nil, 0, n.fsys.errno("open", err)
+	}
+	var fuseFlags uint32
+	n.mu.Lock()
+	if info.etag != "" && info.etag == n.openETag {
+		fuseFlags |= fuse.FOPEN_KEEP_CACHE
+	}
+	n.openETag = info.etag
+	n.mu.Unlock()
+	return newFileHandle(n.fsys, n.key, info), fuseFlags, 0
+}
+
+// errno maps err for the kernel, logging what is not a plain absence.
+func (f *filesys) errno(op string, err error) syscall.Errno {
+	e := errnoOf(err)
+	if (e != syscall.ENOENT && e != syscall.EINTR) || errors.Is(err, errNoBucket) {
+		f.log.Warn().Err(err).Str("op", op).Msg("fuse: operation failed")
+	}
+	return e
+}

@@ -1,0 +1,275 @@
+// Reads through a real mount: whole files, random ranges, parallel
+// readers, a file rewritten at the origin, and the memory budget.
+package fuse
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+func TestReadWholeFiles(t *testing.T) {
+	mc, bucket := newBucket(t)
+	sizes := []int{0, 1, 100 << 10, 20 << 20}
+	objs := map[string][]byte{}
+	for i, n := range sizes {
+		objs[fmt.Sprintf("d/f%d", n)] = content(uint64(i), n)
+	}
+	putMany(t, mc, bucket, objs)
+	dir, s := mountT(t, baseOptions(bucket))
+	bounded(t, 30*time.Second, "reads", func() {
+		for key, want := range objs {
+			got, err := os.ReadFile(filepath.Join(dir, key))
+			if err != nil {
+				t.Errorf("read %s: %v", key, err)
+				continue
+			}
+			if sum(got) != sum(want) {
+				t.Errorf("%s: %d bytes with sha256 %x, want %d bytes with %x", key, len(got), sum(got), len(want), sum(want))
+			}
+		}
+	})
+	// A sequential read fetches the file about once: read-ahead does
+	// not fetch the same bytes twice.
+	if f, big := s.fsys.cl.fetched.Load(), int64(20<<20+100<<10+1); f < big || f > big+big/10 {
+		t.Errorf("fetched %d bytes to read %d", f, big)
+	}
+	// The ETag is unchanged: a new open keeps the kernel's page cache,
+	// and reading the file again fetches nothing.
+	s.fsys.cl.fetched.Store(0)
+	bounded(t, 10*time.Second, "cached read", func() {
+		if got, err := os.ReadFile(filepath.Join(dir, "d/f20971520")); err != nil || sum(got) != sum(objs["d/f20971520"]) {
+			t.Errorf("second read: %v", err)
+		}
+	})
+	if f := s.fsys.cl.fetched.Load(); f != 0 {
+		t.Errorf("second read of an unchanged file fetched %d bytes", f)
+	}
+}
+
+func TestRandomReads(t *testing.T) {
+	mc, bucket := newBucket(t)
+	const size = 24 << 20
+	model := content(42, size)
+	put(t, mc, bucket, "big", model)
+	dir, s := mountT(t, baseOptions(bucket))
+	bounded(t, 30*time.Second, "random reads", func() {
+		f, err := os.Open(filepath.Join(dir, "big"))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer f.Close()
+		r := rand.New(rand.NewPCG(1, 2))
+		for i := 0; i < 300; i++ {
+			off := r.Int64N(size)
+			n := 1 + r.IntN(1<<20)
+			buf := make([]byte, n)
+			got, err := f.ReadAt(buf, off)
+			want := model[off:min(off+int64(n), size)]
+			if err != nil && !(errors.Is(err, io.EOF) && got == len(want)) {
+				t.Errorf("ReadAt(%d, %d): %d, %v", off, n, got, err)
+				return
+			}
+			if !bytes.Equal(buf[:got], want) {
+				t.Errorf("ReadAt(%d, %d): wrong bytes", off, n)
+				return
+			}
+		}
+	})
+	// Far-apart small reads of a fresh file: no read-ahead beyond what
+	// the kernel asks for.
+	_ = s.fsys.cl.fetched.Swap(0)
+	bounded(t, 30*time.Second, "sparse reads", func() {
+		put(t, mc, bucket, "sparse", model)
+		f, err := os.Open(filepath.Join(dir, "sparse"))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer f.Close()
+		buf := make([]byte, 4096)
+		const reads = 10
+		for i := 0; i < reads; i++ {
+			off := int64(i) * (size / reads)
+			if _, err := f.ReadAt(buf, off); err != nil || !bytes.Equal(buf, model[off:off+4096]) {
+				t.Errorf("ReadAt(%d): %v", off, err)
+			}
+		}
+		if f := s.fsys.cl.fetched.Load(); f > reads*256<<10 {
+			t.Errorf("random reader fetched %d bytes for %d reads of 4 KiB", f, reads)
+		}
+	})
+}
+
+func TestParallelReaders(t *testing.T) {
+	mc, bucket := newBucket(t)
+	objs := map[string][]byte{"shared": content(100, 8<<20)}
+	for i := 0; i < 8; i++ {
+		objs[fmt.Sprintf("own/%d", i)] = content(uint64(200+i), 3<<20+i*1000)
+	}
+	putMany(t, mc, bucket, objs)
+	dir, _ := mountT(t, baseOptions(bucket))
+	bounded(t, 40*time.Second, "16 readers", func() {
+		var g errgroup.Group
+		for i := 0; i < 16; i++ {
+			key := "shared"
+			if i%2 == 1 {
+				key = fmt.Sprintf("own/%d", i/2)
+			}
+			g.Go(func() error {
+				got, err := os.ReadFile(filepath.Join(dir, key))
+				if err != nil {
+					return err
+				}
+				if sum(got) != sum(objs[key]) {
+					return fmt.Errorf("%s: wrong content", key)
+				}
+				return nil
+			})
+		}
+		if err := g.Wait(); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+func TestRewrittenAtOrigin(t *testing.T) {
+	mc, bucket := newBucket(t)
+	v1, v2 := content(1, 16<<20), content(2, 9<<20)
+	put(t, mc, bucket, "f", v1)
+	opts := baseOptions(bucket)
+	opts.MetadataTTL = 300 * time.Millisecond
+	dir, _ := mountT(t, opts)
+	path := filepath.Join(dir, "f")
+	bounded(t, 30*time.Second, "rewrite", func() {
+		held, err := os.Open(path)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer held.Close()
+		head := make([]byte, 64<<10)
+		if _, err := held.ReadAt(head, 0); err != nil {
+			t.Error(err)
+			return
+		}
+		put(t, mc, bucket, "f", v2)
+		// The held handle pinned v1: its reads return v1's bytes
+		// (from caches) or fail, never v2's.
+		buf := make([]byte, 1<<20)
+		var readErr error
+		for off := int64(12 << 20); off < int64(len(v1)) && readErr == nil; off += int64(len(buf)) {
+			n, err := held.ReadAt(buf, off)
+			if !bytes.Equal(buf[:n], v1[off:off+int64(n)]) {
+				t.Errorf("held handle at %d: bytes of another version", off)
+				return
+			}
+			readErr = err
+		}
+		if !errors.Is(readErr, syscall.EIO) {
+			t.Errorf("held handle after rewrite: %v, want EIO", readErr)
+		}
+		// New opens see v2 once the TTL has passed, whole (a
+		// first open may still see v1 in full).
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			got, err := os.ReadFile(path)
+			if err == nil && sum(got) == sum(v2) {
+				return
+			}
+			if err == nil && sum(got) != sum(v1) {
+				t.Errorf("read %d bytes, neither version", len(got))
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("still not v2 after 5s: %v", err)
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+}
+
+func TestMemoryBudget(t *testing.T) {
+	mc, bucket := newBucket(t)
+	const files, size = 8, 64 << 20
+	data := content(9, size)
+	var wg sync.WaitGroup
+	for i := 0; i < files; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); put(t, mc, bucket, fmt.Sprintf("f%d", i), data) }()
+	}
+	wg.Wait()
+	opts := baseOptions(bucket)
+	opts.MaxMemory = 16 << 20
+	dir, s := mountT(t, opts)
+	b := s.fsys.budget
+	stop := make(chan struct{})
+	var peak int64
+	var sampler sync.WaitGroup
+	sampler.Add(1)
+	go func() {
+		defer sampler.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+				peak = max(peak, b.inUse())
+			}
+		}
+	}()
+	start := time.Now()
+	bounded(t, 50*time.Second, "8 sequential readers", func() {
+		var g errgroup.Group
+		for i := 0; i < files; i++ {
+			g.Go(func() error {
+				f, err := os.Open(filepath.Join(dir, fmt.Sprintf("f%d", i)))
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				got, err := io.ReadAll(f)
+				if err != nil {
+					return err
+				}
+				if sum(got) != sum(data) {
+					return fmt.Errorf("f%d: wrong content", i)
+				}
+				return nil
+			})
+		}
+		if err := g.Wait(); err != nil {
+			t.Error(err)
+		}
+	})
+	close(stop)
+	sampler.Wait()
+	t.Logf("8 x 64 MiB through a 16 MiB budget in %v, peak %d MiB, %d chunks skipped",
+		time.Since(start), peak>>20, b.skipped.Load())
+	if peak > opts.MaxMemory {
+		t.Errorf("peak budget use %d > %d", peak, opts.MaxMemory)
+	}
+	if peak == 0 {
+		t.Errorf("no read-ahead used the budget")
+	}
+	// close(2) does not wait for the FUSE release: poll, bounded.
+	deadline := time.Now().Add(5 * time.Second)
+	for b.inUse() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := b.inUse(); n != 0 {
+		t.Errorf("%d bytes still charged after every file was closed", n)
+	}
+}
