@@ -42,3 +42,4 @@ fuzz:
 bench: deps build
 	$(GO) run ./loadtest -granary bin/granary
 	$(GO) run ./loadtest -granary bin/granary -scenario checkpoint
+	$(GO) run ./loadtest -granary bin/granary -scenario mount

@@ -2,11 +2,13 @@
 // trivial in-memory Go HTTP server, in one run on this machine, and writes
 // a markdown report (absolute numbers and ratios).
 //
-//	go run ./loadtest -granary bin/granary [-quick] [-out FILE] [-scenario reads,checkpoint]
+//	go run ./loadtest -granary bin/granary [-quick] [-out FILE] [-scenario reads,checkpoint,mount]
 //
 // Scenario reads (the default) measures GETs of small and large objects;
 // scenario checkpoint saves and restores a checkpoint through a slow
-// origin (MinIO behind a throttling proxy, see -slow-*).
+// origin (MinIO behind a throttling proxy, see -slow-*); scenario mount
+// reads files through `granary mount` against local disk (root, with
+// /dev/fuse).
 //
 // Everything runs on loopback and stops at the end; every loop is bounded
 // by its object count and the whole run by -timeout.
@@ -38,7 +40,7 @@ type options struct {
 	quick     bool
 	out       string
 	timeout   time.Duration
-	scenarios []string          // "reads", "checkpoint", in run order
+	scenarios []string          // "reads", "checkpoint", "mount", in run order
 	slow      slowproxy.Options // the checkpoint scenario's link to its origin
 	shardSize int64             // checkpoint shard size; 0: by -quick
 }
@@ -50,9 +52,9 @@ func main() {
 	stream, total := slowproxy.RateFlag(def.Stream), slowproxy.RateFlag(def.Total)
 	flag.StringVar(&o.granary, "granary", "", "granary binary to measure (empty: MinIO and the trivial server only, or the direct rows of checkpoint)")
 	flag.BoolVar(&o.quick, "quick", false, "small sizes for a smoke run (300 objects per set, 64MiB large object; checkpoint 4 x 32MiB)")
-	flag.StringVar(&o.out, "out", "", "markdown report file (default loadtest/results/latest.md, or checkpoint.md for -scenario checkpoint; none with -quick)")
+	flag.StringVar(&o.out, "out", "", "markdown report file (default loadtest/results/latest.md, or checkpoint.md or mount.md when that scenario runs alone; none with -quick)")
 	flag.DurationVar(&o.timeout, "timeout", 45*time.Minute, "bound on the whole run")
-	flag.StringVar(&scenarios, "scenario", "reads", "comma-separated scenarios to run in order: reads (GETs of small and large objects), checkpoint (save and restore through a slow origin)")
+	flag.StringVar(&scenarios, "scenario", "reads", "comma-separated scenarios to run in order: reads (GETs of small and large objects), checkpoint (save and restore through a slow origin), mount (files through granary mount against local disk)")
 	flag.Var(&stream, "slow-stream", "checkpoint: bandwidth of one connection to the origin, each direction (0: unlimited)")
 	flag.Var(&total, "slow-total", "checkpoint: bandwidth over all connections to the origin, each direction (0: unlimited)")
 	flag.DurationVar(&o.slow.Latency, "slow-latency", def.Latency, "checkpoint: one-way latency to the origin")
@@ -67,8 +69,8 @@ func main() {
 	}
 	if o.out == "" && !o.quick {
 		name := "latest.md"
-		if !slices.Contains(o.scenarios, "reads") {
-			name = "checkpoint.md"
+		if len(o.scenarios) == 1 && o.scenarios[0] != "reads" {
+			name = o.scenarios[0] + ".md"
 		}
 		o.out = filepath.Join("loadtest", "results", name)
 	}
@@ -99,8 +101,8 @@ func parseScenarios(s string) ([]string, error) {
 	var out []string
 	for _, name := range strings.Split(s, ",") {
 		name = strings.TrimSpace(name)
-		if name != "reads" && name != "checkpoint" {
-			return nil, fmt.Errorf("unknown scenario %q: want reads or checkpoint", name)
+		if name != "reads" && name != "checkpoint" && name != "mount" {
+			return nil, fmt.Errorf("unknown scenario %q: want reads, checkpoint or mount", name)
 		}
 		if !slices.Contains(out, name) {
 			out = append(out, name)
@@ -128,6 +130,12 @@ func runScenarios(ctx context.Context, o options, logw io.Writer) (string, error
 			rep, err := runCheckpoint(ctx, o, logw)
 			if err != nil {
 				return "", fmt.Errorf("checkpoint: %w", err)
+			}
+			md.WriteString(rep.markdown())
+		case "mount":
+			rep, err := runMount(ctx, o, logw)
+			if err != nil {
+				return "", fmt.Errorf("mount: %w", err)
 			}
 			md.WriteString(rep.markdown())
 		}

@@ -1,0 +1,185 @@
+// The mount scenario's run: seeds MinIO and the local copy, starts
+// granary and the mount, and times every row in a fixed order.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/granary-dev/granary/internal/miniotest"
+)
+
+// mountRun is one mount scenario in progress.
+type mountRun struct {
+	d     *mountData
+	local string // the local disk copy
+	rep   *mountReport
+	logf  func(string, ...any)
+}
+
+// runMount measures the scenario with the granary binary of o.
+func runMount(ctx context.Context, o options, logw io.Writer) (*mountReport, error) {
+	if o.granary == "" {
+		return nil, errors.New("the mount scenario needs a granary binary (-granary)")
+	}
+	if err := mountSupport(o.granary); err != nil {
+		return nil, err
+	}
+	p := fullMountPlan()
+	if o.quick {
+		p = quickMountPlan()
+	}
+	logf := func(format string, args ...any) { fmt.Fprintf(logw, "loadtest: mount: "+format+"\n", args...) }
+	mio, err := miniotest.Start()
+	if err != nil {
+		return nil, err
+	}
+	defer mio.Stop()
+	dir, err := os.MkdirTemp("", "granary-mount-")
+	if err == nil {
+		dir, err = filepath.EvalSymlinks(dir) // as /proc/self/mountinfo shows it
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	r := &mountRun{d: newMountData(p), local: filepath.Join(dir, "local"), logf: logf,
+		rep: &mountReport{plan: p, quick: o.quick, started: time.Now()}}
+	if err := seedMount(ctx, r.d, mio, dir, logf); err != nil {
+		return nil, err
+	}
+	r.rep.loadStart = loadAverage()
+	if err := r.localRows(ctx); err != nil {
+		return nil, err
+	}
+	ram, disk := granaryBudget(o.quick)
+	g, err := startGranary(o.granary, mio.Endpoint, mio.AccessKey, mio.SecretKey, ram, disk)
+	if err != nil {
+		return nil, err
+	}
+	defer g.stop()
+	mnt, logPath, err := mountDirs(dir)
+	if err != nil {
+		return nil, err
+	}
+	r.rep.mountpoint = mnt
+	m, err := startMount(o.granary, g.endpoint(), granaryAccess, granarySecret, mountBucket, mnt, logPath, p.maxMemory)
+	if err != nil {
+		return nil, err
+	}
+	defer m.stop()
+	if err := r.granaryRows(ctx, g, mnt); err != nil {
+		return nil, fmt.Errorf("%w\ngranary log tail:\n%s\ngranary mount log tail:\n%s", err, g.tail(), m.tail())
+	}
+	r.rep.loadEnd = loadAverage()
+	if r.rep.peakRSS, err = m.peakRSS(); err != nil {
+		return nil, err
+	}
+	r.rep.unmountErr = m.stop()
+	r.rep.unmounted = r.rep.unmountErr == nil
+	logf("peak RSS %s; unmounted cleanly: %v", mib(r.rep.peakRSS), r.rep.unmounted)
+	return r.rep, nil
+}
+
+// localRows times the local disk: the large file cold (after dropping
+// the page cache) and warm, then the small files warm (after one
+// untimed pass that reads them into the page cache).
+func (r *mountRun) localRows(ctx context.Context) error {
+	if err := dropPageCache(); err != nil {
+		r.logf("cannot drop the page cache (%v): the cold local row is not cold", err)
+	} else {
+		r.rep.cacheDropped = true
+	}
+	for _, target := range []string{targetLocalCold, targetLocalWarm} {
+		if err := r.seq(target, func() (time.Duration, error) { return readSeqFile(r.local, r.d.large) }); err != nil {
+			return err
+		}
+	}
+	open := openFileUnder(r.local)
+	if _, _, err := readRandom(ctx, r.d.small, r.rep.plan.readers, 2, open); err != nil {
+		return err
+	}
+	return r.small(ctx, targetLocalWarm, open)
+}
+
+// granaryRows times the mount and the gateway. Before each warm row the
+// node is left to finish its background cache fills.
+func (r *mountRun) granaryRows(ctx context.Context, g *granaryProc, mnt string) error {
+	gw, tr, err := newS3Client(g.addr, granaryAccess, granarySecret)
+	if err != nil {
+		return err
+	}
+	defer tr.CloseIdleConnections()
+	for _, target := range []string{targetMountCold, targetMountWarm} {
+		if target == targetMountWarm {
+			if _, err := g.awaitIdle(ctx, 5*time.Minute); err != nil {
+				return err
+			}
+		}
+		if err := r.seq(target, func() (time.Duration, error) { return readSeqFile(mnt, r.d.large) }); err != nil {
+			return err
+		}
+	}
+	err = r.seq(targetGatewayWarm, func() (time.Duration, error) { return readSeqS3(ctx, gw, mountBucket, r.d.large) })
+	if err != nil {
+		return err
+	}
+	open := openFileUnder(mnt)
+	if err := r.small(ctx, targetMountCold, open); err != nil {
+		return err
+	}
+	if _, err := g.awaitIdle(ctx, 5*time.Minute); err != nil {
+		return err
+	}
+	if err := r.small(ctx, targetMountWarm, open); err != nil {
+		return err
+	}
+	return r.small(ctx, targetGatewayWarm, openS3(ctx, gw, mountBucket))
+}
+
+// warmSeqRuns is how many times a warm sequential row reads the file; the
+// row is their median, as one read of a warm 1 GiB file takes a fraction
+// of a second and other work on the machine skews a single one.
+const warmSeqRuns = 3
+
+// seq times the large file with read: once for a cold row, warmSeqRuns
+// times for a warm one.
+func (r *mountRun) seq(target string, read func() (time.Duration, error)) error {
+	runs := warmSeqRuns
+	if target == targetLocalCold || target == targetMountCold {
+		runs = 1
+	}
+	var times []time.Duration
+	for range runs {
+		d, err := read()
+		if err != nil {
+			return fmt.Errorf("%s: %w", target, err)
+		}
+		times = append(times, d)
+	}
+	slices.Sort(times)
+	row := mountRow{kind: kindSeq, target: target, bytes: int64(len(r.d.large.data)), files: 1, verified: 1,
+		runs: runs, elapsed: times[runs/2]}
+	r.logf("%-10s %-45s %8.0f MB/s", row.kind, target, row.mbPerSec())
+	r.rep.rows = append(r.rep.rows, row)
+	return nil
+}
+
+// small times one pass over the small files with open.
+func (r *mountRun) small(ctx context.Context, target string, open func(object) (io.ReadCloser, error)) error {
+	d, verified, err := readRandom(ctx, r.d.small, r.rep.plan.readers, 1, open)
+	if err != nil {
+		return fmt.Errorf("%s: %w", target, err)
+	}
+	row := mountRow{kind: kindSmall, target: target, bytes: int64(len(r.d.small) * r.rep.plan.fileSize),
+		files: len(r.d.small), verified: verified, runs: 1, elapsed: d}
+	r.logf("%-10s %-45s %8.0f files/s", row.kind, target, row.filesPerSec())
+	r.rep.rows = append(r.rep.rows, row)
+	return nil
+}
