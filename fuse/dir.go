@@ -46,10 +46,13 @@ type dirListing struct {
 type dirCache struct {
 	ttl time.Duration
 
-	mu    sync.Mutex // guards m, lru and total
+	mu    sync.Mutex // guards m, lru, total and changed
 	m     map[string]*dirListing
 	lru   *list.List // of *dirListing, most recently used at the front
 	total int        // entries over all listings in m
+	// changed is when the mount last changed a directory: listings
+	// started before it may miss the change and are not cached.
+	changed time.Time
 }
 
 func newDirCache(ttl time.Duration) *dirCache {
@@ -93,6 +96,9 @@ func (c *dirCache) put(prefix string, entries []dirEntry, at time.Time) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if at.Before(c.changed) {
+		return
+	}
 	if old := c.m[prefix]; old != nil {
 		c.removeLocked(old)
 	}
@@ -101,6 +107,17 @@ func (c *dirCache) put(prefix string, entries []dirEntry, at time.Time) {
 	c.total += len(l.entries)
 	for c.total > maxCachedEntries {
 		c.removeLocked(c.lru.Back().Value.(*dirListing))
+	}
+}
+
+// drop forgets the listing of prefix after the mount changed it, and
+// keeps listings in progress from being cached.
+func (c *dirCache) drop(prefix string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.changed = time.Now()
+	if l := c.m[prefix]; l != nil {
+		c.removeLocked(l)
 	}
 }
 

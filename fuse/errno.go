@@ -22,6 +22,7 @@ var (
 	errStale       = errors.New("object changed since it was opened")
 	errUnavailable = errors.New("endpoint unavailable")
 	errInvalid     = errors.New("invalid request")
+	errNoSpace     = errors.New("no space left at the endpoint")
 )
 
 // s3Error translates an error returned by minio-go. It must see the
@@ -43,6 +44,9 @@ func s3Error(op, key string, err error) error {
 		kind = errAccess
 	case resp.Code == minio.PreconditionFailed || resp.StatusCode == http.StatusPreconditionFailed:
 		kind = errStale
+	case resp.Code == "XMinioStorageFull" || resp.Code == "QuotaExceeded" ||
+		resp.Code == "EntityTooLarge":
+		kind = errNoSpace
 	case resp.StatusCode >= 500 || resp.Code == "SlowDown" || resp.Code == "ServiceUnavailable":
 		kind = errUnavailable
 	case resp.Code != "" || resp.StatusCode != 0:
@@ -68,6 +72,10 @@ func errnoOf(err error) syscall.Errno {
 	case errors.Is(err, errNoBucket):
 		// The bucket vanished under the mount: nothing in it exists.
 		return syscall.ENOENT
+	case errors.Is(err, errNoSpace):
+		return syscall.ENOSPC
+	case localErrno(err) != 0:
+		return localErrno(err)
 	case errors.Is(err, errStale):
 		return syscall.EIO
 	case errors.Is(err, context.Canceled):
@@ -76,4 +84,15 @@ func errnoOf(err error) syscall.Errno {
 	default:
 		return syscall.EIO
 	}
+}
+
+// localErrno returns the errno of a failure of the local staging file
+// that the caller should see as is (a full or over-quota disk, a file
+// too large), or 0.
+func localErrno(err error) syscall.Errno {
+	var e syscall.Errno
+	if errors.As(err, &e) && (e == syscall.ENOSPC || e == syscall.EDQUOT || e == syscall.EFBIG) {
+		return e
+	}
+	return 0
 }

@@ -1,5 +1,5 @@
-// Failures through a real mount: refused writes, mount errors, and an
-// endpoint that goes away while mounted.
+// Failures through a real mount: writes refused by a read-only mount,
+// mount errors, and an endpoint that goes away while mounted.
 package fuse
 
 import (
@@ -15,51 +15,51 @@ import (
 	"github.com/granary-dev/granary/internal/slowproxy"
 )
 
-func TestWritesRefused(t *testing.T) {
+// TestReadOnly: a read-only mount refuses every change with EROFS.
+func TestReadOnly(t *testing.T) {
 	mc, bucket := newBucket(t)
 	put(t, mc, bucket, "d/f", []byte("data"))
-	for _, ro := range []bool{false, true} {
-		opts := baseOptions(bucket)
-		opts.ReadOnly = ro
-		dir, _ := mountT(t, opts)
-		f, d := filepath.Join(dir, "d/f"), filepath.Join(dir, "d")
-		bounded(t, 10*time.Second, "writes", func() {
-			attempts := map[string]func() error{
-				"create": func() error { _, err := os.Create(filepath.Join(d, "new")); return err },
-				"open for write": func() error {
-					_, err := os.OpenFile(f, os.O_WRONLY, 0)
-					return err
-				},
-				"truncate": func() error { return os.Truncate(f, 1) },
-				"mkdir":    func() error { return os.Mkdir(filepath.Join(d, "sub"), 0o755) },
-				"unlink":   func() error { return os.Remove(f) },
-				"rmdir":    func() error { return syscall.Rmdir(d) },
-				"rename":   func() error { return os.Rename(f, filepath.Join(d, "g")) },
-				"chmod":    func() error { return os.Chmod(f, 0o600) },
-				"symlink":  func() error { return os.Symlink("f", filepath.Join(d, "l")) },
-				"link":     func() error { return os.Link(f, filepath.Join(d, "h")) },
-				"setxattr": func() error { return syscall.Setxattr(f, "user.x", []byte("1"), 0) },
+	opts := baseOptions(bucket)
+	opts.ReadOnly = true
+	dir, _ := mountT(t, opts)
+	f, d := filepath.Join(dir, "d/f"), filepath.Join(dir, "d")
+	bounded(t, 10*time.Second, "writes", func() {
+		attempts := map[string]func() error{
+			"create": func() error { _, err := os.Create(filepath.Join(d, "new")); return err },
+			"open for write": func() error {
+				_, err := os.OpenFile(f, os.O_WRONLY, 0)
+				return err
+			},
+			"truncate": func() error { return os.Truncate(f, 1) },
+			"mkdir":    func() error { return os.Mkdir(filepath.Join(d, "sub"), 0o755) },
+			"unlink":   func() error { return os.Remove(f) },
+			"rmdir":    func() error { return syscall.Rmdir(d) },
+			"rename":   func() error { return os.Rename(f, filepath.Join(d, "g")) },
+			"chmod":    func() error { return os.Chmod(f, 0o600) },
+			"symlink":  func() error { return os.Symlink("f", filepath.Join(d, "l")) },
+			"link":     func() error { return os.Link(f, filepath.Join(d, "h")) },
+			"setxattr": func() error { return syscall.Setxattr(f, "user.x", []byte("1"), 0) },
+			"utimens":  func() error { return os.Chtimes(f, time.Now(), time.Now()) },
+		}
+		for name, try := range attempts {
+			if err := try(); !errors.Is(err, syscall.EROFS) {
+				t.Errorf("read-only: %s: %v, want EROFS", name, err)
 			}
-			for name, try := range attempts {
-				if err := try(); !errors.Is(err, syscall.EROFS) {
-					t.Errorf("read-only %v: %s: %v, want EROFS", ro, name, err)
-				}
-			}
-			// A file open for reading cannot be written.
-			h, err := os.Open(f)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			defer h.Close()
-			if _, err := h.Write([]byte("x")); err == nil {
-				t.Errorf("write to a file open for reading succeeded")
-			}
-			if got, err := os.ReadFile(f); err != nil || string(got) != "data" {
-				t.Errorf("after refused writes: %q, %v", got, err)
-			}
-		})
-	}
+		}
+		// A file open for reading cannot be written.
+		h, err := os.Open(f)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer h.Close()
+		if _, err := h.Write([]byte("x")); err == nil {
+			t.Errorf("write to a file open for reading succeeded")
+		}
+		if got, err := os.ReadFile(f); err != nil || string(got) != "data" {
+			t.Errorf("after refused writes: %q, %v", got, err)
+		}
+	})
 }
 
 func TestMountErrors(t *testing.T) {
@@ -81,6 +81,7 @@ func TestMountErrors(t *testing.T) {
 		{"endpoint down", func(o *Options) { o.Endpoint = "http://" + deadAddr }, "unreachable"},
 		{"bad endpoint", func(o *Options) { o.Endpoint = "ftp://x" }, "endpoint"},
 		{"invalid bucket name", func(o *Options) { o.Bucket = "ab" }, "bucket name"},
+		{"missing staging directory", func(o *Options) { o.StageDir = "/nonexistent/stage" }, "staging directory"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -23,7 +23,10 @@ type Options struct {
 	Bucket    string
 	// Prefix, if set, is the key prefix shown as the mount's root
 	// (a trailing "/" is implied).
-	Prefix   string
+	Prefix string
+	// ReadOnly refuses every change with EROFS. Otherwise files can be
+	// created, written (staged in StageDir, uploaded on close and
+	// fsync), renamed and deleted, and directories made and removed.
 	ReadOnly bool
 	// UID and GID own every file; FileMode and DirMode are their
 	// permission bits. Zero values: the mounting process's IDs, 0644, 0755.
@@ -32,9 +35,14 @@ type Options struct {
 	// MetadataTTL is how long listings and attributes are cached, and the
 	// entry and attribute timeouts handed to the kernel; 0 means 5s.
 	MetadataTTL time.Duration
-	// MaxMemory bounds all read-ahead and write buffers together; past it,
-	// readers wait. 0 means 256 MiB.
+	// MaxMemory bounds all read-ahead buffers together; past it,
+	// readers wait. 0 means 256 MiB. Writes are staged on disk
+	// (StageDir) and streamed from there, never held in memory.
 	MaxMemory int64
+	// StageDir is where files open for writing are staged until
+	// uploaded; "" means os.TempDir(). It needs room for the largest
+	// files written at once.
+	StageDir string
 	// Debug logs every FUSE operation.
 	Debug  bool
 	Logger zerolog.Logger

@@ -70,6 +70,9 @@ func (o Options) normalize() (*Options, error) {
 	if o.MaxMemory == 0 {
 		o.MaxMemory = defaultMaxMemory
 	}
+	if o.StageDir == "" {
+		o.StageDir = os.TempDir()
+	}
 	return &o, nil
 }
 
@@ -85,6 +88,13 @@ func Mount(dir string, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("fuse: mount point: %w", err)
 	} else if !st.IsDir() {
 		return nil, fmt.Errorf("fuse: mount point %s is not a directory", dir)
+	}
+	if !o.ReadOnly {
+		if st, err := os.Stat(o.StageDir); err != nil {
+			return nil, fmt.Errorf("fuse: staging directory: %w", err)
+		} else if !st.IsDir() {
+			return nil, fmt.Errorf("fuse: staging directory %s is not a directory", o.StageDir)
+		}
 	}
 	cl, err := newClient(o)
 	if err != nil {
@@ -130,6 +140,10 @@ func mountOptions(o *Options) *fs.Options {
 	}
 	if o.ReadOnly {
 		mo.Options = append(mo.Options, "ro")
+	} else {
+		// O_TRUNC comes with the open: a file opened to be
+		// overwritten is not downloaded first.
+		mo.ExtraCapabilities |= fuse.CAP_ATOMIC_O_TRUNC
 	}
 	return &fs.Options{
 		MountOptions:    mo,

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"hash/fnv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -26,6 +27,11 @@ type filesys struct {
 	// ctx ends when the mount is torn down; background fetches use it.
 	ctx    context.Context
 	cancel context.CancelFunc
+	// gen numbers file nodes: go-fuse merges a looked-up node with a
+	// live one of the same StableAttr, and a renamed or unlinked node
+	// keeps the inode number of its old key, so each file node gets a
+	// generation of its own and is never merged with another.
+	gen atomic.Uint64
 }
 
 // inoOf returns the inode number of the object or directory at key. It
@@ -56,13 +62,21 @@ type dirNode struct {
 	prefix string
 }
 
-// fileNode is an object.
+// fileNode is an object, or a file being written that will be one.
 type fileNode struct {
 	fs.Inode
 	fsys *filesys
-	key  string
+
+	// smu serializes creating, renaming and dropping the stage (held
+	// across the download of a file opened for writing). Lock order:
+	// smu, then stage.mu, then mu.
+	smu sync.Mutex
 
 	mu sync.Mutex // guards the fields below
+	// key is the object's key; a rename changes it (with smu held).
+	key string
+	// stage is the local copy while the file is open for writing.
+	stage *stage
 	// info is the object as last seen (HEAD or listing), at seen.
 	info objInfo
 	seen time.Time
@@ -87,10 +101,12 @@ func (f *filesys) dirAttr(out *fuse.Attr, prefix string) {
 	f.ownAttr(out, f.mounted)
 }
 
-func (f *filesys) fileAttr(out *fuse.Attr, key string, info objInfo) {
+// fileAttr fills out for a file of inode number ino (inoOf its key, but
+// a renamed node keeps the number of its first key).
+func (f *filesys) fileAttr(out *fuse.Attr, ino uint64, info objInfo) {
 	out.Mode = fuse.S_IFREG | uint32(f.opts.FileMode.Perm())
 	out.Nlink = 1
-	out.Ino = inoOf(key, false)
+	out.Ino = ino
 	out.Size = uint64(info.size)
 	out.Blocks = (out.Size + 511) / 512
 	f.ownAttr(out, info.mtime)
@@ -139,17 +155,24 @@ func (d *dirNode) child(ctx context.Context, name string, dir bool, info objInfo
 			fs.StableAttr{Mode: fuse.S_IFDIR, Ino: inoOf(prefix, true)})
 	}
 	key := d.prefix + name
-	f.fileAttr(&out.Attr, key, info)
+	f.fileAttr(&out.Attr, inoOf(key, false), info)
 	out.SetEntryTimeout(f.opts.MetadataTTL)
 	out.SetAttrTimeout(f.opts.MetadataTTL)
 	if c := d.GetChild(name); c != nil {
-		if n, ok := c.Operations().(*fileNode); ok && n.key == key {
+		if n, ok := c.Operations().(*fileNode); ok && n.keyOf() == key {
 			n.update(info)
 			return c
 		}
 	}
 	n := &fileNode{fsys: f, key: key, info: info, seen: time.Now()}
-	return d.NewInode(ctx, n, fs.StableAttr{Mode: fuse.S_IFREG, Ino: inoOf(key, false)})
+	return d.NewInode(ctx, n, fs.StableAttr{Mode: fuse.S_IFREG, Ino: inoOf(key, false), Gen: f.gen.Add(1)})
+}
+
+// keyOf returns the node's key.
+func (n *fileNode) keyOf() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.key
 }
 
 // update records a fresh view of the object.
@@ -168,7 +191,7 @@ func (n *fileNode) current(ctx context.Context) (objInfo, error) {
 	if fresh {
 		return info, nil
 	}
-	info, err := n.fsys.cl.head(ctx, n.key)
+	info, err := n.fsys.cl.head(ctx, n.keyOf())
 	if err != nil {
 		return objInfo{}, err
 	}
@@ -177,10 +200,16 @@ func (n *fileNode) current(ctx context.Context) (objInfo, error) {
 }
 
 // Getattr reports the object's size and mtime, refreshed once the
-// metadata TTL has passed. An open handle reports the version it pinned.
+// metadata TTL has passed. An open handle reports the version it pinned;
+// a file being written reports its staged size.
 func (n *fileNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	var info objInfo
-	if h, ok := fh.(*fileHandle); ok {
+	if s := n.stageNow(); s != nil {
+		n.mu.Lock()
+		info = n.info
+		n.mu.Unlock()
+		info.size = s.size.Load()
+	} else if h, ok := fh.(*fileHandle); ok {
 		info = objInfo{size: h.size, mtime: h.mtime, etag: h.etag}
 	} else {
 		var err error
@@ -188,17 +217,26 @@ func (n *fileNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.Attr
 			return n.fsys.errno("getattr", err)
 		}
 	}
-	n.fsys.fileAttr(&out.Attr, n.key, info)
+	n.fsys.fileAttr(&out.Attr, n.StableAttr().Ino, info)
 	out.SetTimeout(n.fsys.opts.MetadataTTL)
 	return 0
 }
 
 // Open pins the object's current version (ETag and size) for the
 // handle. The kernel keeps its page cache for the inode only if the
-// version is the one the previous open pinned.
+// version is the one the previous open pinned. An open for writing, and
+// any open while the file is being written, gets a handle on the stage.
 func (n *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC|syscall.O_APPEND) != 0 {
-		return nil, 0, syscall.EROFS
+	const writing = syscall.O_WRONLY | syscall.O_RDWR | syscall.O_TRUNC | syscall.O_APPEND
+	if flags&writing != 0 || n.stageNow() != nil {
+		if n.fsys.opts.ReadOnly {
+			return nil, 0, syscall.EROFS
+		}
+		s, err := n.openStage(ctx, flags&syscall.O_TRUNC != 0)
+		if err != nil {
+			return nil, 0, n.fsys.errno("open", err)
+		}
+		return &stageHandle{n: n, s: s}, 0, 0
 	}
 	info, err := n.current(ctx)
 	if err != nil {
@@ -211,7 +249,7 @@ func (n *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	}
 	n.openETag = info.etag
 	n.mu.Unlock()
-	return newFileHandle(n.fsys, n.key, info), fuseFlags, 0
+	return newFileHandle(n.fsys, n.keyOf(), info), fuseFlags, 0
 }
 
 // errno maps err for the kernel, logging what is not a plain absence.

@@ -28,6 +28,7 @@ type mountFlags struct {
 	client      clientFlags
 	prefix      string
 	readOnly    bool
+	stageDir    string
 	uid, gid    ownerID
 	fileMode    octalMode
 	dirMode     octalMode
@@ -49,8 +50,14 @@ The command runs in the foreground: it prints one line once mounted, and
 unmounts cleanly on SIGINT or SIGTERM; it also exits (0) when the mount is
 removed by hand (fusermount3 -u MOUNTPOINT).
 
-Writes are not supported yet: the mount is read-only (creating, writing,
-renaming or removing a file fails with EROFS) until the write path lands.
+Writes: a file opened for writing is staged in a temp file under
+--stage-dir (any write pattern works: seeks, rewrites, torch.save) and
+uploaded when it is closed or fsynced; close and fsync report a failed
+upload. Rename of a file (write to a temp name, then rename) is a copy and
+a delete at the endpoint; mkdir makes a folder marker, rmdir removes an
+empty one. What S3 cannot hold fails with a clear errno: chmod/chown
+(ENOTSUP), directory rename (EXDEV), links (EPERM), xattrs (ENOTSUP).
+--read-only refuses every change with EROFS.
 
 Credentials come from GRANARY_ACCESS_KEY and GRANARY_SECRET_KEY (or
 GRANARY_ACCESS_KEY_FILE / GRANARY_SECRET_KEY_FILE), the region from
@@ -107,7 +114,8 @@ func defaultMountFlags() mountFlags {
 func (f *mountFlags) register(fs *pflag.FlagSet) {
 	f.client.register(fs)
 	fs.StringVar(&f.prefix, "prefix", "", "show only the keys under this `prefix` (a trailing / is implied) as the mount's root")
-	fs.BoolVar(&f.readOnly, "read-only", false, "mount read-only (today every mount is: writes are not supported yet)")
+	fs.BoolVar(&f.readOnly, "read-only", false, "refuse every change (EROFS)")
+	fs.StringVar(&f.stageDir, "stage-dir", "", "`directory` where files open for writing are staged until uploaded (default: the system's temp directory)")
 	fs.Var(&f.uid, "uid", "user `ID` that owns every file and directory (default: the user running the command)")
 	fs.Var(&f.gid, "gid", "group `ID` that owns every file and directory (default: the group running the command)")
 	fs.Var(&f.fileMode, "file-mode", "permission bits of files, in `octal`")
@@ -147,7 +155,7 @@ func (f *mountFlags) options(getenv Getenv, bucket, mountpoint string) (fuse.Opt
 	}
 	o = fuse.Options{
 		Endpoint: endpoint, AccessKey: creds.access, SecretKey: creds.secret, Region: creds.region,
-		Bucket: bucket, Prefix: f.prefix, ReadOnly: f.readOnly,
+		Bucket: bucket, Prefix: f.prefix, ReadOnly: f.readOnly, StageDir: f.stageDir,
 		UID: uint32(os.Getuid()), GID: uint32(os.Getgid()),
 		FileMode: os.FileMode(f.fileMode), DirMode: os.FileMode(f.dirMode),
 		MetadataTTL: f.metadataTTL, MaxMemory: int64(f.maxMemory), Debug: f.debug,

@@ -91,7 +91,7 @@ func TestMountHelpExplainsEveryFlag(t *testing.T) {
 	}
 	for _, want := range []string{"--endpoint", "--prefix", "--read-only", "--uid", "--gid", "--file-mode", "--dir-mode",
 		"--metadata-ttl", "--max-memory", "--debug", "--supervise", "GRANARY_ACCESS_KEY", "GRANARY_SECRET_KEY",
-		"GRANARY_REGION", "Writes are not supported yet", "SIGTERM"} {
+		"GRANARY_REGION", "--stage-dir", "uploaded when it is closed", "SIGTERM"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("mount --help lacks %q", want)
 		}
@@ -109,7 +109,7 @@ func TestMountOptions(t *testing.T) {
 	f := defaultMountFlags()
 	fs := pflag.NewFlagSet("mount", pflag.ContinueOnError)
 	f.register(fs)
-	err := fs.Parse([]string{"--endpoint", "http://10.1.2.3:9000/", "--prefix", "a b/c", "--read-only", "--uid", "1000",
+	err := fs.Parse([]string{"--endpoint", "http://10.1.2.3:9000/", "--prefix", "a b/c", "--read-only", "--stage-dir", "/var/tmp", "--uid", "1000",
 		"--gid", "0", "--file-mode", "0440", "--dir-mode", "750", "--metadata-ttl", "1m", "--max-memory", "1.5GiB",
 		"--debug", "--supervise", "bucket", dir})
 	if err != nil {
@@ -120,7 +120,7 @@ func TestMountOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := fuse.Options{Endpoint: "http://10.1.2.3:9000", AccessKey: "AK", SecretKey: "SK", Region: "eu-west-1",
-		Bucket: "bucket", Prefix: "a b/c", ReadOnly: true, UID: 1000, GID: 0, FileMode: 0o440, DirMode: 0o750,
+		Bucket: "bucket", Prefix: "a b/c", ReadOnly: true, StageDir: "/var/tmp", UID: 1000, GID: 0, FileMode: 0o440, DirMode: 0o750,
 		MetadataTTL: time.Minute, MaxMemory: 3 << 29, Debug: true}
 	if !reflect.DeepEqual(opts, want) || gotDir != dir {
 		t.Fatalf("options:\n got %+v %s\nwant %+v %s", opts, gotDir, want, dir)
@@ -323,8 +323,21 @@ func TestMountMinIOReadAndStop(t *testing.T) {
 	m := spawnMount(t, minioEnv(mio), dir, "--endpoint", mio.URL(), "train", dir)
 	m.awaitMounted(t, 1)
 	checkFiles(t, dir, sums)
-	if err := os.WriteFile(filepath.Join(dir, "new.txt"), []byte("x"), 0o644); !errors.Is(err, syscall.EROFS) {
-		t.Errorf("a write on a mount without a write path: %v, want EROFS", err)
+	// A write lands at the origin once the file is closed.
+	if err := os.WriteFile(filepath.Join(dir, "new.txt"), []byte("written"), 0o644); err != nil {
+		t.Fatalf("write through the mount: %v", err)
+	}
+	if got := getAll(t, cl, "train", "new.txt"); string(got) != "written" {
+		t.Errorf("the origin holds %q after the write", got)
+	}
+	m.cmd.Process.Signal(syscall.SIGTERM)
+	m.awaitExit(t, exitOK, 20*time.Second)
+
+	ro := t.TempDir()
+	m = spawnMount(t, minioEnv(mio), ro, "--endpoint", mio.URL(), "--read-only", "train", ro)
+	m.awaitMounted(t, 1)
+	if err := os.WriteFile(filepath.Join(ro, "new2.txt"), []byte("x"), 0o644); !errors.Is(err, syscall.EROFS) {
+		t.Errorf("a write on a --read-only mount: %v, want EROFS", err)
 	}
 	m.cmd.Process.Signal(syscall.SIGTERM)
 	m.awaitExit(t, exitOK, 20*time.Second)

@@ -1,0 +1,145 @@
+// The S3 calls of the write path: upload of a staged file, download of
+// an object into one, server-side copy, delete, folder markers, and the
+// emptiness check of rmdir. Every call is bounded by a timeout.
+package fuse
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+)
+
+const (
+	// floorRate is the slowest transfer rate (bytes/s) an upload,
+	// download or copy is given time for, on top of getTimeout.
+	floorRate = 4 << 20
+	// maxCopy is the largest object a single server-side copy takes;
+	// larger ones are copied part by part (ComposeObject).
+	maxCopy = 5 << 30
+	// uploadThreads is the number of parts a large upload sends at once.
+	uploadThreads = 4
+)
+
+// transferTimeout bounds moving size bytes, retries included.
+func transferTimeout(size int64) time.Duration {
+	return getTimeout + time.Duration(size/floorRate)*time.Second
+}
+
+// put uploads the first size bytes of f as key. minio-go reads f through
+// ReadAt: a large file goes up as a multipart upload with parallel
+// parts, each streamed from the file, never held in memory.
+func (c *client) put(ctx context.Context, key string, f *os.File, size int64) (objInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, transferTimeout(size))
+	defer cancel()
+	up, err := c.mc.PutObject(ctx, c.bucket, key, io.NewSectionReader(f, 0, size), size,
+		minio.PutObjectOptions{ContentType: "application/octet-stream", NumThreads: uploadThreads})
+	if err != nil {
+		return objInfo{}, s3Error("put", key, err)
+	}
+	mtime := up.LastModified
+	if mtime.IsZero() {
+		mtime = time.Now()
+	}
+	return objInfo{size: size, mtime: mtime, etag: up.ETag}, nil
+}
+
+// download copies the current version of key into f (from offset 0)
+// and returns its size. The body streams through a small buffer.
+func (c *client) download(ctx context.Context, key string, f *os.File, size int64) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, transferTimeout(size))
+	defer cancel()
+	body, _, _, err := minio.Core{Client: c.mc}.GetObject(ctx, c.bucket, key, minio.GetObjectOptions{})
+	if err != nil {
+		return 0, s3Error("get", key, err)
+	}
+	defer body.Close()
+	n, err := io.Copy(io.NewOffsetWriter(f, 0), body)
+	if err != nil {
+		if ctx.Err() != nil || !isLocal(err) {
+			return 0, s3Error("get", key, err)
+		}
+		return 0, err // the staging disk: ENOSPC and the like
+	}
+	return n, nil
+}
+
+// isLocal reports whether err came from the local file system rather
+// than from the network.
+func isLocal(err error) bool {
+	var pe *os.PathError
+	return errors.As(err, &pe)
+}
+
+// copy copies src to dst on the server and returns dst's attributes.
+func (c *client) copy(ctx context.Context, src, dst string) (objInfo, error) {
+	info, err := c.head(ctx, src)
+	if err != nil {
+		return objInfo{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, transferTimeout(info.size))
+	defer cancel()
+	srcOpts := minio.CopySrcOptions{Bucket: c.bucket, Object: src}
+	dstOpts := minio.CopyDestOptions{Bucket: c.bucket, Object: dst}
+	var up minio.UploadInfo
+	if info.size > maxCopy {
+		up, err = c.mc.ComposeObject(ctx, dstOpts, srcOpts)
+	} else {
+		up, err = c.mc.CopyObject(ctx, dstOpts, srcOpts)
+	}
+	if err != nil {
+		return objInfo{}, s3Error("copy", src, err)
+	}
+	mtime := up.LastModified
+	if mtime.IsZero() {
+		mtime = time.Now()
+	}
+	return objInfo{size: info.size, mtime: mtime, etag: up.ETag}, nil
+}
+
+// remove deletes key; deleting a missing key succeeds (S3 semantics).
+func (c *client) remove(ctx context.Context, key string) error {
+	ctx, cancel := context.WithTimeout(ctx, metaTimeout)
+	defer cancel()
+	if err := c.mc.RemoveObject(ctx, c.bucket, key, minio.RemoveObjectOptions{}); err != nil {
+		return s3Error("delete", key, err)
+	}
+	return nil
+}
+
+// putMarker creates the folder marker prefix (ending in "/"), an empty
+// object that makes an empty directory visible.
+func (c *client) putMarker(ctx context.Context, prefix string) error {
+	ctx, cancel := context.WithTimeout(ctx, metaTimeout)
+	defer cancel()
+	_, err := c.mc.PutObject(ctx, c.bucket, prefix, bytes.NewReader(nil), 0,
+		minio.PutObjectOptions{DisableMultipart: true})
+	if err != nil {
+		return s3Error("put", prefix, err)
+	}
+	return nil
+}
+
+// emptyPrefix reports whether no key other than the folder marker
+// prefix itself starts with prefix (which ends in "/").
+func (c *client) emptyPrefix(ctx context.Context, prefix string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, metaTimeout)
+	defer cancel()
+	for o := range c.mc.ListObjectsIter(ctx, c.bucket, minio.ListObjectsOptions{
+		Prefix: prefix, Recursive: true, MaxKeys: 2, FetchOwner: new(bool)}) {
+		if o.Err != nil {
+			return false, s3Error("list", prefix, o.Err)
+		}
+		if o.Key != prefix {
+			return false, nil
+		}
+	}
+	if ctx.Err() != nil {
+		return false, s3Error("list", prefix, ctx.Err())
+	}
+	return true, nil
+}
