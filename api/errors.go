@@ -115,6 +115,9 @@ func resourceOf(r *request) string {
 // could not parse (headers too large, timeouts, bad framing), which never
 // reach entry.
 func (s *Server) protocolError(c *fiber.Ctx, err error) error {
+	if silenceIfUnused(c.Context().Conn()) {
+		return nil // nothing was asked: the connection just closes
+	}
 	code := s3err.InvalidRequest
 	var fe *fiber.Error
 	if errors.As(err, &fe) {

@@ -60,7 +60,29 @@ type trackedConn struct {
 	l      *trackingListener
 	used   atomic.Bool // some byte was read
 	linger atomic.Bool // a request body was left unread: close gently
+	silent atomic.Bool // nothing more is to be sent: writes are dropped
 	closed sync.Once
+}
+
+// Write sends p, unless the connection was silenced.
+func (c *trackedConn) Write(p []byte) (int, error) {
+	if c.silent.Load() {
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
+}
+
+// silenceIfUnused silences conn, if it is one of ours that never carried
+// a byte of a request, and reports whether it did: a client's spare
+// connection that times out (or is expired at shutdown) must be closed,
+// not answered, or the client reads an error it never asked for.
+func silenceIfUnused(conn net.Conn) bool {
+	tc, ok := conn.(*trackedConn)
+	if !ok || tc.used.Load() {
+		return false
+	}
+	tc.silent.Store(true)
+	return true
 }
 
 // Lingering close: a connection closed with request bytes still unread

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"testing"
@@ -163,5 +164,33 @@ func awaitRefused(t *testing.T, addr string) {
 			t.Fatalf("%s still accepts connections", addr)
 		}
 		time.Sleep(5 * time.Millisecond) // polling interval
+	}
+}
+
+// TestSpareConnectionClosedSilently: a connection that never sends a byte
+// is closed at the read timeout without a response, which its client
+// would read as an answer to a request it never made.
+func TestSpareConnectionClosedSilently(t *testing.T) {
+	e := newEnv(t, backends[0], func(o *Options) { o.IOTimeout = 300 * time.Millisecond })
+	conn, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	b, err := io.ReadAll(conn)
+	if len(b) != 0 || err != nil {
+		t.Fatalf("the spare connection got %q (%v); want it closed without a byte", b, err)
+	}
+	// A connection that sent part of a request still hears why it failed.
+	part, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer part.Close()
+	part.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n"))
+	part.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if b, _ := io.ReadAll(part); !bytes.HasPrefix(b, []byte("HTTP/1.1 4")) {
+		t.Fatalf("a half-sent request got %q; want a 4xx answer", b)
 	}
 }
