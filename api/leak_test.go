@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
+
+	"github.com/granary-dev/granary/internal/goroutines"
 )
 
 func TestNoLeakOnClientDisconnect(t *testing.T) {
@@ -27,13 +29,13 @@ func TestNoLeakOnClientDisconnect(t *testing.T) {
 			if got, err := e.get(t, bucket, "big", minio.GetObjectOptions{}); err != nil || len(got) != size {
 				t.Fatalf("warm-up get: %d bytes, %v", len(got), err)
 			}
-			base := settledGoroutines(0, 2*time.Second)
+			base := goroutines.Settled(0, 2*time.Second)
 			for range 4 {
 				e.abandonGet(t, bucket, "big", 300<<10)
 			}
 			// Read-ahead fetches already started finish on their own
 			// (bounded by the fetch timeout); everything else must end.
-			if n := settledGoroutines(base+2, 15*time.Second); n > base+2 {
+			if n := goroutines.Settled(base+2, 15*time.Second); n > base+2 {
 				buf := make([]byte, 1<<20)
 				t.Fatalf("%d goroutines after disconnects, %d before:\n%s", n, base, buf[:runtime.Stack(buf, true)])
 			}
@@ -42,21 +44,6 @@ func TestNoLeakOnClientDisconnect(t *testing.T) {
 				t.Fatalf("get after disconnects: %d bytes, %v", len(got), err)
 			}
 		})
-	}
-}
-
-// settledGoroutines polls until the goroutine count is at most want (or,
-// with want 0, stops changing), or limit passes, and returns it.
-func settledGoroutines(want int, limit time.Duration) int {
-	deadline := time.Now().Add(limit)
-	prev := -1
-	for {
-		n := runtime.NumGoroutine()
-		if (want > 0 && n <= want) || (want == 0 && n == prev) || time.Now().After(deadline) {
-			return n
-		}
-		prev = n
-		time.Sleep(50 * time.Millisecond) // polling interval
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/granary-dev/granary/internal/goroutines"
 	"github.com/granary-dev/granary/store"
 	"github.com/granary-dev/granary/store/origin/fs"
 )
@@ -134,7 +135,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	if err := o.MakeBucket(ctx, "bucket"); err != nil {
 		t.Fatal(err)
 	}
-	base := settledGoroutines(0, 2*time.Second)
+	base := goroutines.Settled(0, 2*time.Second)
 	g := newGate(o, false)
 	l, err := Open(Options{Origin: g, Dir: t.TempDir(), WriteBack: always, RetryMin: time.Millisecond, RetryMax: 10 * time.Millisecond})
 	if err != nil {
@@ -150,26 +151,11 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if n := settledGoroutines(base, 5*time.Second); n > base {
+	if n := goroutines.Settled(base, 5*time.Second); n > base {
 		buf := make([]byte, 1<<20)
 		t.Fatalf("%d goroutines after Close, %d before:\n%s", n, base, buf[:runtime.Stack(buf, true)])
 	}
 	if _, err := l.Put(ctx, "bucket", "late", bytes.NewReader(nil), 0, store.ObjectMeta{}); !errors.Is(err, errClosed) {
 		t.Fatalf("Put after Close = %v", err)
-	}
-}
-
-// settledGoroutines polls until the goroutine count is at most want (or,
-// with want 0, stops changing), or limit passes, and returns it.
-func settledGoroutines(want int, limit time.Duration) int {
-	deadline := time.Now().Add(limit)
-	prev := -1
-	for {
-		n := runtime.NumGoroutine()
-		if (want > 0 && n <= want) || (want == 0 && n == prev) || time.Now().After(deadline) {
-			return n
-		}
-		prev = n
-		time.Sleep(50 * time.Millisecond) // polling interval
 	}
 }
