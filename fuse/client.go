@@ -45,6 +45,9 @@ type client struct {
 	// fetched counts the bytes asked for by ranged GETs (tests check
 	// that random readers fetch no read-ahead).
 	fetched atomic.Int64
+	// heads counts HEAD requests (tests check that lookups are
+	// answered from listings).
+	heads atomic.Int64
 }
 
 // objInfo is what the file system keeps of an object or common prefix.
@@ -124,6 +127,7 @@ func (c *client) probe(ctx context.Context, prefix string) error {
 
 // head returns the attributes of the object key.
 func (c *client) head(ctx context.Context, key string) (objInfo, error) {
+	c.heads.Add(1)
 	ctx, cancel := context.WithTimeout(ctx, metaTimeout)
 	defer cancel()
 	st, err := c.mc.StatObject(ctx, c.bucket, key, minio.StatObjectOptions{})

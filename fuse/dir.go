@@ -40,9 +40,9 @@ type dirListing struct {
 	elem    *list.Element  // in dirCache.lru
 }
 
-// dirCache holds the complete listings of recently read directories for
-// the metadata TTL, least recently used first out once it holds more
-// than maxCachedEntries entries.
+// dirCache holds the complete listings of recently read directories,
+// answering for the metadata TTL, least recently used first out once it
+// holds more than maxCachedEntries entries.
 type dirCache struct {
 	ttl time.Duration
 
@@ -53,27 +53,40 @@ type dirCache struct {
 	// changed is when the mount last changed a directory: listings
 	// started before it may miss the change and are not cached.
 	changed time.Time
+	// refreshing holds the prefixes being listed again (dirrefresh.go);
+	// each channel is closed when its listing is done.
+	refreshing map[string]chan struct{}
 }
 
 func newDirCache(ttl time.Duration) *dirCache {
-	return &dirCache{ttl: ttl, m: map[string]*dirListing{}, lru: list.New()}
+	return &dirCache{ttl: ttl, m: map[string]*dirListing{}, lru: list.New(), refreshing: map[string]chan struct{}{}}
 }
 
-// get returns the listing of prefix if one younger than the TTL is
-// cached, else nil.
-func (c *dirCache) get(prefix string) *dirListing {
+// Freshness of a cached listing.
+const (
+	absent = iota // none cached
+	fresh         // younger than half the TTL
+	due           // younger than the TTL, due for a refresh
+	stale         // older than the TTL: only a hint that a refresh pays
+)
+
+// get returns the listing of prefix and its freshness. A stale listing
+// stays cached (until pushed out or replaced) but must not answer.
+func (c *dirCache) get(prefix string) (*dirListing, int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	l := c.m[prefix]
 	if l == nil {
-		return nil
-	}
-	if time.Since(l.at) >= c.ttl {
-		c.removeLocked(l)
-		return nil
+		return nil, absent
 	}
 	c.lru.MoveToFront(l.elem)
-	return l
+	switch age := time.Since(l.at); {
+	case age >= c.ttl:
+		return l, stale
+	case age >= c.ttl/2:
+		return l, due
+	}
+	return l, fresh
 }
 
 // put caches a complete listing of prefix taken at at. Where S3 shows
@@ -114,8 +127,15 @@ func (c *dirCache) put(prefix string, entries []dirEntry, at time.Time) {
 // keeps listings in progress from being cached.
 func (c *dirCache) drop(prefix string) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.changed = time.Now()
+	c.mu.Unlock()
+	c.forget(prefix)
+}
+
+// forget drops the listing of prefix, if any.
+func (c *dirCache) forget(prefix string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if l := c.m[prefix]; l != nil {
 		c.removeLocked(l)
 	}
@@ -133,7 +153,11 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	if !validName(name) {
 		return nil, syscall.ENOENT
 	}
-	if l := d.fsys.dirs.get(d.prefix); l != nil {
+	if n, ok := d.childFile(name); ok && n.stageNow() != nil {
+		// Being written: S3 may not have it yet.
+		return d.child(ctx, name, false, objInfo{}, out), 0
+	}
+	if l := d.lookupListing(ctx); l != nil {
 		i, ok := l.index[name]
 		if !ok {
 			return nil, syscall.ENOENT
@@ -177,7 +201,10 @@ type dirHandle struct {
 	build   []dirEntry  // lst's entries so far; nil once too many
 	pos     int         // entries handed out so far
 	last    dirEntry    // the last entry handed out
-	done    bool
+	done    bool        // the listing has ended
+	// pending are the files being written, not yet uploaded, that the
+	// listing has not shown yet.
+	pending map[string]dirEntry
 }
 
 var (
@@ -208,10 +235,34 @@ func (h *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Err
 	return de, 0
 }
 
+// nextLocked returns the listing's next entry, then the files being
+// written that it did not have.
 func (h *dirHandle) nextLocked() (dirEntry, bool, error) {
+	if !h.started && !h.d.fsys.opts.ReadOnly {
+		h.pending = h.d.staged()
+	}
+	if !h.done {
+		e, ok, err := h.listNextLocked()
+		if ok {
+			delete(h.pending, e.name)
+		}
+		if ok || err != nil {
+			return e, ok, err
+		}
+	}
+	for name, e := range h.pending {
+		delete(h.pending, name)
+		return e, true, nil
+	}
+	return dirEntry{}, false, nil
+}
+
+// listNextLocked returns the listing's next entry; done is set at its
+// end.
+func (h *dirHandle) listNextLocked() (dirEntry, bool, error) {
 	if !h.started {
 		h.started = true
-		if h.cached = h.d.fsys.dirs.get(h.d.prefix); h.cached == nil {
+		if h.cached = h.d.listed(); h.cached == nil {
 			h.at = time.Now()
 			h.lst = h.d.fsys.cl.list(h.d.fsys.ctx, h.d.prefix)
 			h.build = make([]dirEntry, 0, 64)
@@ -283,7 +334,7 @@ func (h *dirHandle) resetLocked() {
 	if h.lst != nil && !h.done {
 		h.lst.close()
 	}
-	h.started, h.cached, h.lst, h.build = false, nil, nil, nil
+	h.started, h.cached, h.lst, h.build, h.pending = false, nil, nil, nil, nil
 	h.pos, h.last, h.done = 0, dirEntry{}, false
 }
 

@@ -33,7 +33,7 @@ type Options struct {
 	UID, GID          uint32
 	FileMode, DirMode os.FileMode
 	// MetadataTTL is how long listings and attributes are cached, and the
-	// entry and attribute timeouts handed to the kernel; 0 means 5s.
+	// entry and attribute timeouts handed to the kernel; 0 means 1m.
 	MetadataTTL time.Duration
 	// MaxMemory bounds all read-ahead buffers together; past it,
 	// readers wait. 0 means 256 MiB. Writes are staged on disk

@@ -20,7 +20,7 @@ import (
 )
 
 const (
-	defaultTTL       = 5 * time.Second
+	defaultTTL       = time.Minute
 	defaultMaxMemory = 256 << 20
 	minMaxMemory     = 1 << 20
 	// maxNegativeTTL bounds how long the kernel remembers that a name

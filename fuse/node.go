@@ -83,6 +83,11 @@ type fileNode struct {
 	// openETag is the ETag the last open pinned; the kernel's page
 	// cache for this inode holds bytes of that version only.
 	openETag string
+	// pinned: the node is one version of the object, info never
+	// changes (read-only mounts; see noopen.go).
+	pinned bool
+	// shared serves reads that come without a handle.
+	shared sharedReader
 }
 
 var (
@@ -109,7 +114,9 @@ func (f *filesys) fileAttr(out *fuse.Attr, ino uint64, info objInfo) {
 	out.Ino = ino
 	out.Size = uint64(info.size)
 	out.Blocks = (out.Size + 511) / 512
-	f.ownAttr(out, info.mtime)
+	// Whole seconds: a listing gives milliseconds, a HEAD seconds, and
+	// the kernel drops a file's page cache when its mtime changes.
+	f.ownAttr(out, info.mtime.Truncate(time.Second))
 }
 
 func (f *filesys) ownAttr(out *fuse.Attr, mtime time.Time) {
@@ -159,12 +166,12 @@ func (d *dirNode) child(ctx context.Context, name string, dir bool, info objInfo
 	out.SetEntryTimeout(f.opts.MetadataTTL)
 	out.SetAttrTimeout(f.opts.MetadataTTL)
 	if c := d.GetChild(name); c != nil {
-		if n, ok := c.Operations().(*fileNode); ok && n.keyOf() == key {
-			n.update(info)
+		if n, ok := c.Operations().(*fileNode); ok && n.keyOf() == key && n.sameVersion(info) {
+			n.refresh(ctx, info, out)
 			return c
 		}
 	}
-	n := &fileNode{fsys: f, key: key, info: info, seen: time.Now()}
+	n := &fileNode{fsys: f, key: key, info: info, seen: time.Now(), pinned: f.opts.ReadOnly}
 	return d.NewInode(ctx, n, fs.StableAttr{Mode: fuse.S_IFREG, Ino: inoOf(key, false), Gen: f.gen.Add(1)})
 }
 
@@ -175,6 +182,31 @@ func (n *fileNode) keyOf() string {
 	return n.key
 }
 
+// sameVersion reports whether info may update the node: always, unless
+// the node is pinned to another version.
+func (n *fileNode) sameVersion(info objInfo) bool {
+	if !n.pinned {
+		return true
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.info.etag == info.etag && n.info.size == info.size
+}
+
+// refresh records info from S3 for the node and fills out with the
+// node's attributes: those of S3, unless the node is being written
+// (S3 has not seen its bytes yet).
+func (n *fileNode) refresh(ctx context.Context, info objInfo, out *fuse.EntryOut) {
+	if n.stageNow() == nil {
+		n.update(info)
+		return
+	}
+	var a fuse.AttrOut
+	if n.Getattr(ctx, nil, &a) == 0 {
+		out.Attr = a.Attr
+	}
+}
+
 // update records a fresh view of the object.
 func (n *fileNode) update(info objInfo) {
 	n.mu.Lock()
@@ -183,10 +215,10 @@ func (n *fileNode) update(info objInfo) {
 }
 
 // current returns the object's attributes, from a HEAD if the last view
-// is older than the metadata TTL.
+// is older than the metadata TTL (a pinned node's never change).
 func (n *fileNode) current(ctx context.Context) (objInfo, error) {
 	n.mu.Lock()
-	info, fresh := n.info, time.Since(n.seen) < n.fsys.opts.MetadataTTL
+	info, fresh := n.info, n.pinned || time.Since(n.seen) < n.fsys.opts.MetadataTTL
 	n.mu.Unlock()
 	if fresh {
 		return info, nil
@@ -238,11 +270,17 @@ func (n *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 		}
 		return &stageHandle{n: n, s: s}, 0, 0
 	}
+	if n.pinned {
+		// Read-only mount: no opens at all (see noopen.go).
+		return nil, 0, syscall.ENOSYS
+	}
 	info, err := n.current(ctx)
 	if err != nil {
 		return nil, 0, n.fsys.errno("open", err)
 	}
-	var fuseFlags uint32
+	// A read-only handle has nothing to flush at close: the kernel
+	// need not wait for a FLUSH round trip.
+	fuseFlags := uint32(fuse.FOPEN_NOFLUSH)
 	n.mu.Lock()
 	if info.etag != "" && info.etag == n.openETag {
 		fuseFlags |= fuse.FOPEN_KEEP_CACHE

@@ -227,3 +227,20 @@ func (h *stageHandle) Release(ctx context.Context) syscall.Errno {
 	h.n.releaseStage(h.s)
 	return 0
 }
+
+// staged returns d's files being written, which S3 does not list before
+// their first upload.
+func (d *dirNode) staged() map[string]dirEntry {
+	var m map[string]dirEntry
+	for name, c := range d.Children() {
+		n, ok := c.Operations().(*fileNode)
+		if !ok || n.stageNow() == nil {
+			continue
+		}
+		if m == nil {
+			m = map[string]dirEntry{}
+		}
+		m[name] = dirEntry{name: name}
+	}
+	return m
+}

@@ -286,3 +286,42 @@ func openDeletedIn(dir string) bool {
 	}
 	return false
 }
+
+// TestWritingFileVisible: a file being written, not yet uploaded, is
+// listed and found by name, also after the metadata TTL has passed.
+func TestWritingFileVisible(t *testing.T) {
+	mc, bucket := newBucket(t)
+	put(t, mc, bucket, "d/old", []byte("old"))
+	opts := baseOptions(bucket)
+	opts.MetadataTTL = 300 * time.Millisecond
+	dir, _ := mountT(t, opts)
+	path := filepath.Join(dir, "d/new")
+	bounded(t, 20*time.Second, "writing", func() {
+		f, err := os.Create(path)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer f.Close()
+		if _, err := f.Write([]byte("12345")); err != nil {
+			t.Error(err)
+			return
+		}
+		time.Sleep(2 * opts.MetadataTTL)
+		ents, err := os.ReadDir(filepath.Join(dir, "d"))
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		if err != nil || !slices.Equal(names, []string{"new", "old"}) && !slices.Equal(names, []string{"old", "new"}) {
+			t.Errorf("listing while writing: %v, %v; want old and new", names, err)
+		}
+		if st, err := os.Stat(path); err != nil || st.Size() != 5 {
+			t.Errorf("stat while writing, after the TTL: %v, %v", st, err)
+		}
+		if err := f.Close(); err != nil {
+			t.Error(err)
+		}
+		wantObj(t, mc, bucket, dir, "d/new", []byte("12345"))
+	})
+}

@@ -107,7 +107,7 @@ func newMountCmd(getenv Getenv) *cobra.Command {
 // defaultMountFlags are the flags' defaults.
 func defaultMountFlags() mountFlags {
 	return mountFlags{uid: -1, gid: -1, fileMode: 0o644, dirMode: 0o755,
-		metadataTTL: 5 * time.Second, maxMemory: 256 << 20}
+		metadataTTL: time.Minute, maxMemory: 256 << 20}
 }
 
 // register adds the flags to fs.

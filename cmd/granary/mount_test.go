@@ -147,7 +147,7 @@ func TestMountOptions(t *testing.T) {
 	d := defaultMountFlags()
 	opts, _, err = d.options(env, "bucket", dir)
 	if err != nil || opts.UID != uint32(os.Getuid()) || opts.GID != uint32(os.Getgid()) ||
-		opts.FileMode != 0o644 || opts.DirMode != 0o755 || opts.MetadataTTL != 5*time.Second || opts.MaxMemory != 256<<20 {
+		opts.FileMode != 0o644 || opts.DirMode != 0o755 || opts.MetadataTTL != time.Minute || opts.MaxMemory != 256<<20 {
 		t.Fatalf("defaults: %+v %v", opts, err)
 	}
 }
