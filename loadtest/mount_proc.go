@@ -40,9 +40,10 @@ func mountSupport(bin string) error {
 // startMount mounts bucket of the S3 endpoint (a granary node's URL) at
 // dir with bin, and returns once the kernel lists dir as a mountpoint;
 // the process logs to logPath.
-func startMount(bin, endpoint, access, secret, bucket, dir, logPath string, maxMemory int64) (*mountProc, error) {
+func startMount(bin, endpoint, access, secret, bucket, dir, logPath string, maxMemory int64, flags ...string) (*mountProc, error) {
 	m := &mountProc{dir: dir, exited: make(chan struct{})}
-	m.cmd = exec.Command(bin, "mount", "--endpoint", endpoint, "--max-memory", sizeName(maxMemory), bucket, dir)
+	args := append([]string{"mount", "--endpoint", endpoint, "--max-memory", sizeName(maxMemory)}, flags...)
+	m.cmd = exec.Command(bin, append(args, bucket, dir)...)
 	m.cmd.Env = append(os.Environ(), "GRANARY_ACCESS_KEY="+access, "GRANARY_SECRET_KEY="+secret)
 	var err error
 	if m.log, err = os.Create(logPath); err != nil {
@@ -139,9 +140,9 @@ func (m *mountProc) tail() string {
 	return string(b)
 }
 
-// mountDirs makes dir/mnt, the mountpoint, and returns it with the path
+// mountDirs makes dir/name, a mountpoint, and returns it with the path
 // of the mount's log.
-func mountDirs(dir string) (mnt, logPath string, err error) {
-	mnt = filepath.Join(dir, "mnt")
-	return mnt, filepath.Join(dir, "mount.log"), os.Mkdir(mnt, 0o755)
+func mountDirs(dir, name string) (mnt, logPath string, err error) {
+	mnt = filepath.Join(dir, name)
+	return mnt, filepath.Join(dir, name+".log"), os.Mkdir(mnt, 0o755)
 }

@@ -19,6 +19,9 @@ const (
 	targetMountCold   = "mount, cold (first read: granary misses too)"
 	targetMountWarm   = "mount, warm (second read)"
 	targetGatewayWarm = "S3 GET from the gateway, warm"
+	targetRWFirst     = "read-write mount, first read (granary warm)"
+	targetRWWarm      = "read-write mount, warm (second read)"
+	targetExpiredWarm = "mount, warm, metadata expired (--metadata-ttl 1s)"
 )
 
 // mountRow is one timed pass: the large file read once, or every small
@@ -88,7 +91,7 @@ func (r *mountReport) markdown() string {
 	fmt.Fprintf(&b, "%s; %s; %s, GOMAXPROCS %d; %s", r.started.UTC().Format(time.RFC3339), cpuModel(),
 		runtime.Version(), runtime.GOMAXPROCS(0), map[bool]string{true: "**quick mode**", false: "full mode"}[r.quick])
 	fmt.Fprintf(&b, ". Same run, same data: one %s file and %d files of %s (random bytes), in a MinIO bucket "+
-		"served by `granary serve`, mounted with `granary mount --max-memory %s`, and written to a local directory "+
+		"served by `granary serve`, mounted with `granary mount --read-only --max-memory %s` (a training set's mount; the read-write rows mount it again without --read-only), and written to a local directory "+
 		"on the same disk. The large file is read sequentially in %s reads; the small files are each read whole, "+
 		"in a random order, by %d parallel readers. The gateway rows read the same objects with minio-go GetObject. "+
 		"Every byte read in every row is compared with what was written. Load average (1 min) %s before, %s after.\n\n",
@@ -104,9 +107,14 @@ func (r *mountReport) markdown() string {
 			row.elapsed.Seconds(), ratio(row.speed(), r.baseline(row).speed()), row.verified, row.files, row.runs)
 	}
 	fmt.Fprintf(&b, "\nRatios compare with the local disk at the same temperature: cold sequential rows with the cold local read, the others with the warm one. "+
-		"A warm sequential row is the median of %d reads (the first of them the second read of the file); every other row is one pass. "+
+		"A warm sequential row is the median of %d reads (the first of them the second read of the file); a warm small-file row (but the metadata-expired one) the median of %d passes in different random orders; every other row is one pass. "+
 		"The local disk's small-file row follows one untimed pass that reads the files into the page cache. "+
-		"The mount runs with its default --metadata-ttl (5s): the cold small-file pass takes longer than that, so the warm pass finds the listings and attributes expired.\n", warmSeqRuns)
+		"Before its first small-file pass the mount lists the files' directory once, untimed, as a data set's index does. "+
+		"The mount runs with its default --metadata-ttl (1m), so the warm pass finds names and attributes in the kernel's caches. "+
+		"The metadata-expired row mounts again with --metadata-ttl 1s and waits 1.5s after an untimed first pass: the kernel then asks the mount about every name "+
+		"(answered from the directory's listing, which the mount refreshes in the background while it is in use), as in an epoch longer than the TTL. "+
+		"A read-only mount opens files without a round trip to the mount process; a read-write one sends an open and a release per file. "+
+		"The read-write and metadata-expired rows follow the main mount's rows, with the node warm.\n", warmSeqRuns, warmSmallRuns)
 	if r.cacheDropped {
 		b.WriteString("The cold local read follows `echo 3 > /proc/sys/vm/drop_caches` (the only place the page cache is dropped; " +
 			"it also empties the cache of MinIO's files, so the mount's cold read reaches MinIO's disk too; in a virtual machine the host may still cache the disk). " +

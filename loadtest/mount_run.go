@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"time"
@@ -64,12 +65,12 @@ func runMount(ctx context.Context, o options, logw io.Writer) (*mountReport, err
 		return nil, err
 	}
 	defer g.stop()
-	mnt, logPath, err := mountDirs(dir)
+	mnt, logPath, err := mountDirs(dir, "mnt")
 	if err != nil {
 		return nil, err
 	}
 	r.rep.mountpoint = mnt
-	m, err := startMount(o.granary, g.endpoint(), granaryAccess, granarySecret, mountBucket, mnt, logPath, p.maxMemory)
+	m, err := startMount(o.granary, g.endpoint(), granaryAccess, granarySecret, mountBucket, mnt, logPath, p.maxMemory, "--read-only")
 	if err != nil {
 		return nil, err
 	}
@@ -77,14 +78,63 @@ func runMount(ctx context.Context, o options, logw io.Writer) (*mountReport, err
 	if err := r.granaryRows(ctx, g, mnt); err != nil {
 		return nil, fmt.Errorf("%w\ngranary log tail:\n%s\ngranary mount log tail:\n%s", err, g.tail(), m.tail())
 	}
-	r.rep.loadEnd = loadAverage()
 	if r.rep.peakRSS, err = m.peakRSS(); err != nil {
 		return nil, err
 	}
 	r.rep.unmountErr = m.stop()
 	r.rep.unmounted = r.rep.unmountErr == nil
 	logf("peak RSS %s; unmounted cleanly: %v", mib(r.rep.peakRSS), r.rep.unmounted)
+	if err := r.againRows(ctx, o.granary, g, dir); err != nil {
+		return nil, err
+	}
+	r.rep.loadEnd = loadAverage()
 	return r.rep, nil
+}
+
+// againRows mounts the bucket twice more, the node already warm, and
+// times the small files: through a read-write mount (which opens every
+// file with a round trip), and through a read-only mount whose metadata
+// has expired (the kernel asks about every name again).
+func (r *mountRun) againRows(ctx context.Context, bin string, g *granaryProc, dir string) error {
+	err := r.mountAgain(bin, g, dir, "mnt-rw", nil, func(open func(object) (io.ReadCloser, error)) error {
+		if err := r.small(ctx, targetRWFirst, open); err != nil {
+			return err
+		}
+		return r.small(ctx, targetRWWarm, open)
+	})
+	if err != nil {
+		return err
+	}
+	ttl := time.Second
+	flags := []string{"--read-only", "--metadata-ttl", ttl.String()}
+	return r.mountAgain(bin, g, dir, "mnt-expired", flags, func(open func(object) (io.ReadCloser, error)) error {
+		if _, _, err := readRandom(ctx, r.d.small, r.rep.plan.readers, 3, open); err != nil {
+			return err
+		}
+		time.Sleep(ttl + ttl/2)
+		return r.small(ctx, targetExpiredWarm, open)
+	})
+}
+
+// mountAgain mounts the bucket at dir/name with flags, lists the small
+// files' directory and runs passes on the mount.
+func (r *mountRun) mountAgain(bin string, g *granaryProc, dir, name string, flags []string, passes func(open func(object) (io.ReadCloser, error)) error) error {
+	mnt, logPath, err := mountDirs(dir, name)
+	if err != nil {
+		return err
+	}
+	m, err := startMount(bin, g.endpoint(), granaryAccess, granarySecret, mountBucket, mnt, logPath, r.rep.plan.maxMemory, flags...)
+	if err != nil {
+		return err
+	}
+	defer m.stop()
+	if err := r.listSmall(mnt); err != nil {
+		return err
+	}
+	if err := passes(openFileUnder(mnt)); err != nil {
+		return fmt.Errorf("%w\ngranary mount log tail:\n%s", err, m.tail())
+	}
+	return m.stop()
 }
 
 // localRows times the local disk: the large file cold (after dropping
@@ -130,6 +180,11 @@ func (r *mountRun) granaryRows(ctx context.Context, g *granaryProc, mnt string) 
 	if err != nil {
 		return err
 	}
+	// A data set lists its files first (a Dataset's index): the
+	// listing answers the lookups that follow.
+	if err := r.listSmall(mnt); err != nil {
+		return err
+	}
 	open := openFileUnder(mnt)
 	if err := r.small(ctx, targetMountCold, open); err != nil {
 		return err
@@ -171,14 +226,42 @@ func (r *mountRun) seq(target string, read func() (time.Duration, error)) error 
 	return nil
 }
 
-// small times one pass over the small files with open.
-func (r *mountRun) small(ctx context.Context, target string, open func(object) (io.ReadCloser, error)) error {
-	d, verified, err := readRandom(ctx, r.d.small, r.rep.plan.readers, 1, open)
+// listSmall lists the small files' directory through the mount (untimed)
+// and checks that it holds them all.
+func (r *mountRun) listSmall(mnt string) error {
+	ents, err := os.ReadDir(filepath.Join(mnt, path.Dir(r.d.small[0].key)))
 	if err != nil {
-		return fmt.Errorf("%s: %w", target, err)
+		return err
 	}
+	if len(ents) != len(r.d.small) {
+		return fmt.Errorf("listing through the mount: %d entries, want %d", len(ents), len(r.d.small))
+	}
+	return nil
+}
+
+// warmSmallRuns is how many passes a warm small-file row makes; the row
+// is their median (one pass takes a fraction of a second).
+const warmSmallRuns = 3
+
+// small times one pass over the small files with open, or the median of
+// warmSmallRuns passes for the targets that stay warm from pass to pass.
+func (r *mountRun) small(ctx context.Context, target string, open func(object) (io.ReadCloser, error)) error {
+	runs := 1
+	if target == targetLocalWarm || target == targetMountWarm || target == targetGatewayWarm || target == targetRWWarm {
+		runs = warmSmallRuns
+	}
+	var times []time.Duration
+	verified := len(r.d.small)
+	for i := range runs {
+		d, v, err := readRandom(ctx, r.d.small, r.rep.plan.readers, uint64(10+i), open)
+		if err != nil {
+			return fmt.Errorf("%s: %w", target, err)
+		}
+		times, verified = append(times, d), min(verified, v)
+	}
+	slices.Sort(times)
 	row := mountRow{kind: kindSmall, target: target, bytes: int64(len(r.d.small) * r.rep.plan.fileSize),
-		files: len(r.d.small), verified: verified, runs: 1, elapsed: d}
+		files: len(r.d.small), verified: verified, runs: runs, elapsed: times[runs/2]}
 	r.logf("%-10s %-45s %8.0f files/s", row.kind, target, row.filesPerSec())
 	r.rep.rows = append(r.rep.rows, row)
 	return nil
