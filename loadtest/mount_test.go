@@ -38,6 +38,7 @@ func TestQuickMount(t *testing.T) {
 		{kindSeq, targetLocalCold}, {kindSeq, targetLocalWarm}, {kindSmall, targetLocalWarm},
 		{kindSeq, targetMountCold}, {kindSeq, targetMountWarm}, {kindSeq, targetGatewayWarm},
 		{kindSmall, targetMountCold}, {kindSmall, targetMountWarm}, {kindSmall, targetGatewayWarm},
+		{kindSmall, targetRWFirst}, {kindSmall, targetRWWarm}, {kindSmall, targetExpiredWarm},
 	}
 	if len(rep.rows) != len(want) {
 		t.Fatalf("%d rows, want %d: %+v", len(rep.rows), len(want), rep.rows)
@@ -47,6 +48,9 @@ func TestQuickMount(t *testing.T) {
 		files, bytes, runs := 1, p.largeSize, 1
 		if w.kind == kindSmall {
 			files, bytes = p.files, int64(p.files*p.fileSize)
+			if w.target == targetLocalWarm || w.target == targetMountWarm || w.target == targetGatewayWarm || w.target == targetRWWarm {
+				runs = warmSmallRuns
+			}
 		} else if w.target != targetLocalCold && w.target != targetMountCold {
 			runs = warmSeqRuns
 		}
