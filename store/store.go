@@ -35,6 +35,9 @@ var (
 	ErrNotFound = errors.New("store: chunk not cached")
 	// ErrTooLarge means a chunk can never fit a tier's budget.
 	ErrTooLarge = errors.New("store: chunk larger than the tier")
+	// ErrNotAdmitted means a full tier declined a chunk to keep the
+	// chunks it holds, which have been asked for more often lately.
+	ErrNotAdmitted = errors.New("store: chunk not admitted: the tier keeps more popular chunks")
 )
 
 // BucketInfo describes one bucket.
@@ -158,6 +161,7 @@ type TierStats struct {
 	CapacityBytes int64
 	Chunks        int64
 	Evictions     int64 // chunks evicted since start
+	Declined      int64 // Puts declined by admission (ErrNotAdmitted) since start
 }
 
 // Tier is one cache level (RAM, disk). Chunks are immutable: Put of an ID
@@ -180,4 +184,20 @@ type Tier interface {
 // object it holds chunks of, without reading them.
 type VersionLister interface {
 	Versions(bucket, key string) []string
+}
+
+// Admitter is a Tier with an admission policy: when it is full, Put may
+// decline a chunk (ErrNotAdmitted) that has been asked for no more often
+// lately than the chunks it would evict, so a scan or a random-order
+// epoch over more data than the tier holds does not flush it. PutAlways
+// stores the chunk regardless (data just written, or asked for by a
+// warm-up); like Put, it evicts what it must.
+type Admitter interface {
+	PutAlways(id ChunkID, data []byte) error
+}
+
+// Holder is a Tier that can tell how many bytes of one object version it
+// holds, without reading them (for status reports).
+type Holder interface {
+	Held(bucket, key, etag string) int64
 }

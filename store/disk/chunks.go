@@ -20,6 +20,7 @@ func (t *Tier) Get(id store.ChunkID) ([]byte, error) {
 		return nil, err
 	}
 	defer t.end()
+	t.recordGet(id)
 	loc, err := t.idx.Lookup(id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -86,12 +87,23 @@ func (t *Tier) dropCorrupt(id store.ChunkID, loc index.Location, u *unit, cause 
 	}
 	if loc.Kind == index.InFile {
 		t.dropUnit(u)
+		return
 	}
+	t.mu.Lock()
+	noteGoneLocked(u)
+	t.mu.Unlock()
 }
 
 // Put stores data under id. The bytes are written (not fsynced) before the
-// index entry is committed; see the package comment.
+// index entry is committed; see the package comment. Under PolicyTinyLFU a
+// Put into a full tier may be declined with store.ErrNotAdmitted (see
+// admits); nothing is then written or evicted.
 func (t *Tier) Put(id store.ChunkID, data []byte) error {
+	return t.put(id, data, t.adm != nil)
+}
+
+// put is Put, with the admission check if check.
+func (t *Tier) put(id store.ChunkID, data []byte, check bool) error {
 	if err := t.begin(); err != nil {
 		return err
 	}
@@ -106,12 +118,22 @@ func (t *Tier) Put(id store.ChunkID, data []byte) error {
 	if loc, err := t.idx.Lookup(id); err == nil && t.isLive(loc.Unit) {
 		return nil // chunks are immutable: already held
 	}
+	var est int64
+	if t.adm != nil {
+		est = t.adm.estimate(id)
+	}
+	// A Put follows the Get that missed the chunk, which the estimate
+	// counts: the comparison leaves it out (see admission).
+	if check && !t.admits(max(est-1, 0), n) {
+		t.declined.Add(1)
+		return store.ErrNotAdmitted
+	}
 	crc := crc32.Checksum(data, castagnoli)
 	var err error
 	if n < t.opts.SmallMax {
-		err = t.putSmall(id, data, crc)
+		err = t.putSmall(id, data, crc, est)
 	} else {
-		err = t.putLarge(id, data, crc)
+		err = t.putLarge(id, data, crc, est)
 	}
 	if err != nil {
 		return err
@@ -135,8 +157,9 @@ func (t *Tier) admitFor(u *unit) func(old *index.Location) bool {
 	}
 }
 
-// putSmall appends data to the active segment and indexes it.
-func (t *Tier) putSmall(id store.ChunkID, data []byte, crc uint32) error {
+// putSmall appends data to the active segment and indexes it with
+// frequency est.
+func (t *Tier) putSmall(id store.ChunkID, data []byte, crc uint32, est int64) error {
 	n := int64(len(data))
 	u, off, victims, err := t.reserveSegment(n)
 	t.finishEvictions(victims)
@@ -150,15 +173,19 @@ func (t *Tier) putSmall(id store.ChunkID, data []byte, crc uint32) error {
 		}
 	}
 	loc := index.Location{Kind: index.InSegment, Unit: u.id, Offset: off, Length: n, CRC: crc}
-	if _, err := t.idx.Insert(id, loc, t.admitFor(u)); err != nil {
+	inserted, err := t.idx.Insert(id, loc, t.admitFor(u))
+	if inserted {
+		t.noteWritten(u, est)
+	}
+	if err != nil {
 		return ioErr("index insert", err)
 	}
 	return nil
 }
 
 // putLarge writes data to a chunk file of its own (temp name, then
-// rename) and indexes it.
-func (t *Tier) putLarge(id store.ChunkID, data []byte, crc uint32) error {
+// rename) and indexes it with frequency est.
+func (t *Tier) putLarge(id store.ChunkID, data []byte, crc uint32, est int64) error {
 	u, victims := t.reserveFile(int64(len(data)))
 	t.finishEvictions(victims)
 	defer t.release(u)
@@ -168,7 +195,9 @@ func (t *Tier) putLarge(id store.ChunkID, data []byte, crc uint32) error {
 	}
 	loc := index.Location{Kind: index.InFile, Unit: u.id, Length: int64(len(data)), CRC: crc}
 	inserted, err := t.idx.Insert(id, loc, t.admitFor(u))
-	if !inserted {
+	if inserted {
+		t.noteWritten(u, est)
+	} else {
 		t.dropUnit(u) // a concurrent Put won, or u was evicted already
 	}
 	if err != nil {
@@ -200,7 +229,8 @@ func (t *Tier) writeChunkFile(id uint64, data []byte) error {
 }
 
 // DeleteObject drops every chunk of every version of bucket/key. Chunk
-// files are removed at once; chunks in segments leave dead space, which
+// files are removed at once; chunks in segments leave dead space (and no
+// longer count in the segment's admission frequency), which
 // is reclaimed when the segment is evicted (no compaction: a segment is a
 // small fraction of the capacity, and the ones that only hold dead bytes
 // are never read, so they age to the back of the LRU).
@@ -214,12 +244,14 @@ func (t *Tier) DeleteObject(bucket, key string) error {
 		return ioErr("index delete", err)
 	}
 	for _, loc := range locs {
-		if loc.Kind != index.InFile {
-			continue
-		}
 		t.mu.Lock()
 		u := t.units[loc.Unit]
-		ok := u != nil && t.detachLocked(u)
+		var ok bool
+		if loc.Kind == index.InFile {
+			ok = u != nil && t.detachLocked(u)
+		} else if u != nil {
+			noteGoneLocked(u)
+		}
 		t.mu.Unlock()
 		if ok {
 			t.release(u)
@@ -240,4 +272,18 @@ func (t *Tier) Versions(bucket, key string) []string {
 		return nil
 	}
 	return vs
+}
+
+// Held returns the bytes the tier holds of one object version.
+func (t *Tier) Held(bucket, key, etag string) int64 {
+	if err := t.begin(); err != nil {
+		return 0
+	}
+	defer t.end()
+	n, err := t.idx.Held(bucket, key, etag)
+	if err != nil {
+		t.log.Error().Err(err).Msg("measuring a cached version")
+		return 0
+	}
+	return n
 }

@@ -62,7 +62,8 @@ type Options struct {
 	// dead space, and chunk files). Required, > 0.
 	Capacity int64
 	// HighWater and LowWater are fractions of Capacity: when usage passes
-	// HighWater*Capacity, a Put evicts down to LowWater*Capacity. Defaults
+	// HighWater*Capacity, a Put evicts down to LowWater*Capacity (under
+	// PolicyTinyLFU, by at most one SegmentSize; see admits). Defaults
 	// 0.95 and 0.85; 0 < LowWater <= HighWater <= 1.
 	HighWater, LowWater float64
 	// SegmentSize is the size at which a segment is sealed and a new one
@@ -72,6 +73,15 @@ type Options struct {
 	// SmallMax: chunks shorter than this are packed into segments, others
 	// get a file each. Default 1 MiB; at most SegmentSize.
 	SmallMax int64
+	// SketchItems is about how many distinct chunks the admission sketch
+	// tells apart. Default Capacity/16 KiB; clamped to [8192, 4M]. Its
+	// estimates overcount when the chunks read lately outnumber it by far,
+	// which lets unpopular chunks in: for epochs over a data set larger
+	// than the tier, the data set's chunk count is the right value.
+	SketchItems int64
+	// Policy is the admission policy: PolicyTinyLFU (default when empty)
+	// or PolicyLRU; see admission.go. Another name fails Open.
+	Policy string
 	// Logger receives recovery and corruption reports. Zero: no logging.
 	Logger zerolog.Logger
 }
@@ -101,7 +111,13 @@ func (o Options) normalize() (Options, error) {
 		o.SmallMax = DefaultSmallMax
 	}
 	o.SmallMax = min(o.SmallMax, o.SegmentSize)
-	return o, nil
+	if o.SketchItems <= 0 {
+		o.SketchItems = o.Capacity / sketchChunk
+	}
+	o.SketchItems = min(max(o.SketchItems, minSketchItems), maxSketchItems)
+	var err error
+	o.Policy, err = checkPolicy(o.Policy)
+	return o, err
 }
 
 // Tier is a disk store.Tier. It is safe for concurrent use.
@@ -109,10 +125,10 @@ func (o Options) normalize() (Options, error) {
 // Locking: closeMu is held shared by every operation for its whole
 // duration and exclusively by Close, so Close never pulls a file or the
 // index from under an operation. mu guards the unit table (units, lru,
-// used, active, nextUnit) and each unit's refs and detached flag. Lock
-// order: closeMu, then bbolt's writer lock, then mu. mu is never held
-// while calling into the index, and never across file I/O except creating
-// a segment file.
+// used, active, nextUnit, full) and each unit's refs, detached flag and
+// admission counters. Lock order: closeMu, then bbolt's writer lock, then
+// mu. mu is never held while calling into the index, and never across
+// file I/O except creating a segment file.
 type Tier struct {
 	opts     Options
 	log      zerolog.Logger
@@ -129,13 +145,19 @@ type Tier struct {
 	used     int64            // sum of live units' sizes; never > Capacity
 	active   *unit            // segment taking appends, or nil
 	nextUnit uint64           // next unit number; numbers are never reused
+	full     bool             // eviction has run since Open (see admits)
+
+	adm *admission // PolicyTinyLFU's sketch; nil under PolicyLRU
 
 	evictions   atomic.Int64 // chunks dropped by eviction
+	declined    atomic.Int64 // Puts declined by admission
 	corruptions atomic.Int64 // chunks dropped because their bytes were bad
 }
 
 var _ store.Tier = (*Tier)(nil)
 var _ store.VersionLister = (*Tier)(nil)
+var _ store.Admitter = (*Tier)(nil)
+var _ store.Holder = (*Tier)(nil)
 
 // Stats extends store.TierStats with the disk tier's own counters.
 type Stats struct {
@@ -160,6 +182,9 @@ func Open(opts Options) (*Tier, error) {
 		segDir:   filepath.Join(opts.Dir, "segments"),
 		chunkDir: filepath.Join(opts.Dir, "chunks"),
 		units:    make(map[uint64]*unit),
+	}
+	if opts.Policy == PolicyTinyLFU {
+		t.adm = newAdmission(int(opts.SketchItems))
 	}
 	t.lru.init()
 	for _, d := range []string{t.segDir, t.chunkDir} {
@@ -238,6 +263,7 @@ func (t *Tier) Stats() store.TierStats {
 		CapacityBytes: t.opts.Capacity,
 		Chunks:        t.idx.Count(),
 		Evictions:     t.evictions.Load(),
+		Declined:      t.declined.Load(),
 	}
 }
 

@@ -24,10 +24,32 @@ func openT(t testing.TB, opts Options) *Tier {
 	return tier
 }
 
+// TestConformance runs the tier suite under both policies. The suite
+// expects every Put to succeed, so under PolicyTinyLFU a declined Put is
+// retried with PutAlways (both paths run: the suite fills small tiers).
 func TestConformance(t *testing.T) {
-	storetest.RunTier(t, func(t *testing.T, capacity int64) store.Tier {
-		return openT(t, Options{Dir: t.TempDir(), Capacity: capacity})
+	t.Run("lru", func(t *testing.T) {
+		storetest.RunTier(t, func(t *testing.T, capacity int64) store.Tier {
+			return openT(t, Options{Dir: t.TempDir(), Capacity: capacity, Policy: PolicyLRU})
+		})
 	})
+	t.Run("tinylfu", func(t *testing.T) {
+		storetest.RunTier(t, func(t *testing.T, capacity int64) store.Tier {
+			return forcePut{openT(t, Options{Dir: t.TempDir(), Capacity: capacity})}
+		})
+	})
+}
+
+// forcePut is a Tier whose Put falls back to PutAlways when admission
+// declines the chunk.
+type forcePut struct{ *Tier }
+
+func (f forcePut) Put(id store.ChunkID, data []byte) error {
+	err := f.Tier.Put(id, data)
+	if errors.Is(err, store.ErrNotAdmitted) {
+		err = f.PutAlways(id, data)
+	}
+	return err
 }
 
 // chunk returns the ID and deterministic payload of test chunk i.
@@ -213,7 +235,7 @@ func TestShortAndMissing(t *testing.T) {
 // the low one, and never exceeds the capacity on the way.
 func TestWatermarks(t *testing.T) {
 	const capacity = 1 << 20
-	tier := openT(t, Options{Dir: t.TempDir(), Capacity: capacity, HighWater: 0.9, LowWater: 0.5, SegmentSize: 64 << 10})
+	tier := openT(t, Options{Dir: t.TempDir(), Capacity: capacity, HighWater: 0.9, LowWater: 0.5, SegmentSize: 64 << 10, Policy: PolicyLRU})
 	for i := 0; tier.Stats().Evictions == 0; i++ {
 		if i > 1000 {
 			t.Fatal("no eviction after 10 MiB of puts")
@@ -236,7 +258,7 @@ func TestWatermarks(t *testing.T) {
 // TestUnitLRU: the least recently read unit is evicted first.
 func TestUnitLRU(t *testing.T) {
 	const size = 200 << 10 // a chunk file each (SmallMax is lower)
-	tier := openT(t, Options{Dir: t.TempDir(), Capacity: 1 << 20, SmallMax: 4 << 10})
+	tier := openT(t, Options{Dir: t.TempDir(), Capacity: 1 << 20, SmallMax: 4 << 10, Policy: PolicyLRU})
 	var ids []store.ChunkID
 	for i := 0; i < 4; i++ {
 		id, data := chunk(fmt.Sprintf("k%d", i), 0, size)

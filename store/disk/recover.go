@@ -22,6 +22,8 @@ import (
 //     numbers continue after the highest one seen;
 //   - access times are not persisted: the LRU starts in unit-number order,
 //     i.e. oldest written first.
+//   - access counts are not persisted either: every unit starts with a
+//     frequency of one access per chunk (see startCounters).
 //
 // Entries whose bytes a crash truncated or lost are not looked for here
 // (that would read every chunk); the CRC32C check drops them on first read.
@@ -48,6 +50,7 @@ func (t *Tier) recover() error {
 		return ioErr("drop lost units", err)
 	}
 	orphans := t.removeOrphans(segs, t.segPath) + t.removeOrphans(files, t.chunkPath)
+	t.startCounters()
 	// The capacity may have shrunk since the last run.
 	t.mu.Lock()
 	var victims []*unit
@@ -93,6 +96,31 @@ func (t *Tier) adoptUnits(referenced []uint64, segs, files map[uint64]int64) ([]
 		t.mu.Unlock()
 	}
 	return missing, nil
+}
+
+// startCounters gives every adopted unit its admission counters: chunks
+// is the number of live chunks, freq one access each. A chunk file holds
+// one chunk; the index does not count entries per unit, so a segment's
+// share of the indexed chunks is estimated from its share of the segment
+// bytes (dead space makes it an overestimate, at least one).
+func (t *Tier) startCounters() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	segChunks, segBytes := t.idx.Count(), int64(0)
+	for _, u := range t.units {
+		if u.kind == index.InSegment {
+			segBytes += u.size
+		} else {
+			segChunks--
+		}
+	}
+	for _, u := range t.units {
+		u.chunks = 1
+		if u.kind == index.InSegment && segBytes > 0 && segChunks > 0 {
+			u.chunks = max(1, (u.size*segChunks+segBytes/2)/segBytes)
+		}
+		u.freq = u.chunks
+	}
 }
 
 // removeOrphans deletes the files left in found (unreferenced units) and

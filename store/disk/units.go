@@ -32,6 +32,9 @@ type unit struct {
 	refs       int
 	detached   bool
 	prev, next *unit // LRU links
+	// Admission counters (see admission): live chunks written to the
+	// unit, and the sum of their access counts.
+	chunks, freq int64
 }
 
 // unitList is a ring with a sentinel: front is the most recently used.
@@ -89,8 +92,9 @@ func (t *Tier) unitPath(u *unit) string {
 	return t.chunkPath(u.id)
 }
 
-// acquire returns the live unit id with a reference taken and marks it
-// recently used, or nil if it is not live.
+// acquire returns the live unit id with a reference taken, marks it
+// recently used and counts a hit in it, or returns nil if it is not live.
+// Only Get calls it.
 func (t *Tier) acquire(id uint64) *unit {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -100,6 +104,7 @@ func (t *Tier) acquire(id uint64) *unit {
 	}
 	u.refs++
 	t.lru.touch(u)
+	noteHitLocked(u)
 	return u
 }
 
@@ -173,6 +178,7 @@ func (t *Tier) evictLocked(target int64, keepNewest bool) []*unit {
 		}
 		t.detachLocked(u)
 		victims = append(victims, u)
+		t.full = true
 	}
 	return victims
 }
@@ -255,10 +261,16 @@ func (t *Tier) reserveFile(n int64) (*unit, []*unit) {
 	return u, victims
 }
 
-// afterPut applies the watermarks: past HighWater, evict to LowWater.
+// afterPut applies the watermarks: past HighWater, evict to LowWater, or
+// under PolicyTinyLFU by one segment's worth at most (see admits: a full
+// tier fills the band between the watermarks only with chunks that beat
+// the LRU unit, so in a steady workload a batch would leave it empty).
 func (t *Tier) afterPut() {
-	high := int64(t.opts.HighWater * float64(t.opts.Capacity))
+	high := t.highWater()
 	low := int64(t.opts.LowWater * float64(t.opts.Capacity))
+	if t.adm != nil {
+		low = max(low, high-t.opts.SegmentSize)
+	}
 	t.mu.Lock()
 	var victims []*unit
 	if t.used > high {

@@ -313,6 +313,23 @@ func (d *DB) Versions(bucket, key string) ([]string, error) {
 	return vs, d.wrap(err)
 }
 
+// Held returns the bytes indexed for the version etag of bucket/key (a
+// prefix scan of its chunks; their bytes are not read).
+func (d *DB) Held(bucket, key, etag string) (int64, error) {
+	prefix := appendString(ObjectPrefix(bucket, key), etag)
+	var n int64
+	err := d.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketChunks).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			if loc, err := decodeLocation(v); err == nil {
+				n += loc.Length
+			}
+		}
+		return nil
+	})
+	return n, d.wrap(err)
+}
+
 // Units returns, ascending, every unit some entry points into. It seeks
 // from one unit to the next, so its cost grows with the number of units,
 // not of chunks.

@@ -129,6 +129,15 @@ func TestObjectsAndUnits(t *testing.T) {
 	if vs, _ := d.Versions("b", "a"); !slices.Equal(vs, []string{"e1", "e2"}) {
 		t.Fatalf("Versions(b, a) = %q", vs)
 	}
+	// Held sums one version's lengths: e1 of b/a, not e2, not b/ab's.
+	for _, c := range []struct {
+		k, e string
+		n    int64
+	}{{"a", "e1", 2}, {"a", "e2", 1}, {"ab", "e1", 1}, {"a", "e", 0}, {"x", "e1", 0}} {
+		if n, err := d.Held("b", c.k, c.e); n != c.n || err != nil {
+			t.Fatalf("Held(b, %s, %s) = %d, %v; want %d", c.k, c.e, n, err, c.n)
+		}
+	}
 	if us, _ := d.Units(); !slices.Equal(us, []uint64{1, 2, 3, 5}) {
 		t.Fatalf("Units = %v", us)
 	}

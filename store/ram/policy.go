@@ -19,6 +19,10 @@ type policy interface {
 	// victim returns the entry to evict next and its rank, or nil if the
 	// policy holds nothing. It does not remove the entry.
 	victim() (e *entry, rank int64)
+	// after returns the entry the policy would evict after e (which it
+	// holds) and its rank, or nil if e is the last. Admission walks
+	// victim, after(victim), ... to see what a Put would evict.
+	after(e *entry) (next *entry, rank int64)
 }
 
 // lru is a least-recently-used list: most recent at the front, victim at
@@ -61,6 +65,13 @@ func (l *lru) victim() (*entry, int64) {
 	}
 	e := l.root.prev
 	return e, e.stamp
+}
+
+func (l *lru) after(e *entry) (*entry, int64) {
+	if e.prev == &l.root {
+		return nil, 0
+	}
+	return e.prev, e.prev.stamp
 }
 
 // pushFront links e as the most recent entry.

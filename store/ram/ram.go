@@ -1,6 +1,7 @@
 // Package ram is the in-memory cache tier: a hard byte budget over
 // immutable chunks, sharded for low lock contention on the warm path, with
-// eviction behind a small policy seam (LRU by default).
+// eviction behind a small policy seam (LRU) and, by default, a TinyLFU
+// admission filter in front of it (admission.go).
 package ram
 
 import (
@@ -33,6 +34,10 @@ type Options struct {
 	// exceeds it. Zero or negative makes a tier that holds nothing (every
 	// Put fails with store.ErrTooLarge).
 	Capacity int64
+	// Policy is PolicyTinyLFU (the default when empty) or PolicyLRU; see
+	// ParsePolicy, which also accepts other spellings of them. New panics
+	// on any other value, so validate configuration with ParsePolicy.
+	Policy string
 }
 
 // Tier is an in-memory store.Tier. It is safe for concurrent use.
@@ -43,22 +48,33 @@ type Options struct {
 // shard's maps and policy. Lock order: mu, then one shard at a time. Get
 // and DeleteObject take only a shard lock; used only ever grows under mu,
 // which is why UsedBytes never exceeds the capacity, even transiently.
+// Admission (Put deciding whether to evict at all) also runs under mu. The
+// frequency sketches lock themselves and are leaves: taken under mu or
+// under nothing (Get counts after its shard lock is released), never
+// together with a shard lock.
 type Tier struct {
 	capacity int64
 	seed     maphash.Seed
 	epoch    time.Time
+	adm      *admission // nil under PolicyLRU
 
-	mu     sync.Mutex
-	shards [shardCount]shard
+	mu      sync.Mutex
+	shards  [shardCount]shard
+	scratch []victimInfo // guarded by mu: reused by victims
 
 	used      atomic.Int64 // charged bytes of held chunks
 	chunks    atomic.Int64
 	evictions atomic.Int64
+	declined  atomic.Int64
 	closed    atomic.Bool
 }
 
-var _ store.Tier = (*Tier)(nil)
-var _ store.VersionLister = (*Tier)(nil)
+var (
+	_ store.Tier          = (*Tier)(nil)
+	_ store.VersionLister = (*Tier)(nil)
+	_ store.Admitter      = (*Tier)(nil)
+	_ store.Holder        = (*Tier)(nil)
+)
 
 // shard holds the chunks of the objects that hash to it: all chunks of one
 // bucket/key live in the same shard, so DeleteObject and Versions touch
@@ -74,12 +90,13 @@ type shard struct {
 // objectKey names an object; as a struct it is an unambiguous map key.
 type objectKey struct{ bucket, key string }
 
-// entry is one held chunk. All fields but id, data and size (immutable
-// after insertion) are guarded by the shard's mutex.
+// entry is one held chunk. All fields but id, data, size and hash
+// (immutable after insertion) are guarded by the shard's mutex.
 type entry struct {
 	id   store.ChunkID
 	data []byte
-	size int64 // bytes charged against the budget
+	size int64  // bytes charged against the budget
+	hash uint64 // chunkHash of id: its key in the admission sketch
 
 	stamp      int64  // last access (ns since epoch), set by the policy
 	prev, next *entry // policy links
@@ -87,9 +104,17 @@ type entry struct {
 	objPrev, objNext *entry // chain of the object's chunks
 }
 
-// New returns an empty RAM tier.
+// New returns an empty RAM tier. It panics if opts.Policy is not a name
+// ParsePolicy accepts.
 func New(opts Options) *Tier {
+	pol, err := ParsePolicy(opts.Policy)
+	if err != nil {
+		panic(err)
+	}
 	t := &Tier{capacity: max(opts.Capacity, 0), seed: maphash.MakeSeed(), epoch: time.Now()}
+	if pol == PolicyTinyLFU {
+		t.adm = newAdmission(t.capacity)
+	}
 	for i := range t.shards {
 		t.shards[i].reset()
 	}
@@ -103,10 +128,28 @@ func (s *shard) reset() {
 	s.policy = newLRU()
 }
 
+// objectHash hashes bucket/key with the tier's seed.
+func (t *Tier) objectHash(bucket, key string) uint64 {
+	return maphash.String(t.seed, key) ^ maphash.String(t.seed, bucket)*0x9e3779b97f4a7c15
+}
+
+// shardAt returns the shard of the object whose objectHash is oh.
+func (t *Tier) shardAt(oh uint64) *shard { return &t.shards[oh&(shardCount-1)] }
+
 // shardFor returns the shard holding the chunks of bucket/key.
-func (t *Tier) shardFor(bucket, key string) *shard {
-	h := maphash.String(t.seed, key) ^ maphash.String(t.seed, bucket)*0x9e3779b97f4a7c15
-	return &t.shards[h&(shardCount-1)]
+func (t *Tier) shardFor(bucket, key string) *shard { return t.shardAt(t.objectHash(bucket, key)) }
+
+// chunkHash hashes id, whose object hashes to oh, for the admission
+// sketch: every field counts, the result is well mixed in all bits (the
+// sketch stripe uses the top ones) and never 0 (0 is an empty miss mark).
+func (t *Tier) chunkHash(oh uint64, id store.ChunkID) uint64 {
+	h := oh ^ maphash.String(t.seed, id.ETag)*0xbf58476d1ce4e5b9 ^ uint64(id.Index)*0x94d049bb133111eb
+	h ^= h >> 30 // splitmix64 finaliser
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 27
+	h *= 0x94d049bb133111eb
+	h ^= h >> 31
+	return max(h, 1)
 }
 
 // now is the policy clock: monotonic nanoseconds since the tier started.
@@ -118,28 +161,50 @@ func charge(id store.ChunkID, data []byte) int64 {
 }
 
 // Get returns the stored slice itself (no copy); callers must not modify
-// it.
+// it. Under PolicyTinyLFU every Get, hit or miss, counts as an access of
+// the chunk (see admission).
 func (t *Tier) Get(id store.ChunkID) ([]byte, error) {
 	if t.closed.Load() {
 		return nil, ErrClosed
 	}
 	now := t.now()
-	s := t.shardFor(id.Bucket, id.Key)
+	oh := t.objectHash(id.Bucket, id.Key)
+	s := t.shardAt(oh)
 	s.mu.Lock()
 	e := s.entries[id]
 	if e == nil {
 		s.mu.Unlock()
+		if t.adm != nil {
+			t.adm.accessed(t.chunkHash(oh, id), true)
+		}
 		return nil, store.ErrNotFound
 	}
 	s.policy.hit(e, now)
-	data := e.data
+	data, h := e.data, e.hash
 	s.mu.Unlock()
+	if t.adm != nil {
+		t.adm.accessed(h, false)
+	}
 	return data, nil
 }
 
-// Put stores data under id, evicting the policy's victims first if the
-// budget requires. A present id is left as is.
+// Put stores data under id if it fits, evicting the policy's victims first
+// if the budget requires. A present id is left as is. Under PolicyTinyLFU,
+// a Put that would have to evict is declined with store.ErrNotAdmitted,
+// evicting nothing, unless the chunk has been asked for more often lately
+// than every chunk it would evict.
 func (t *Tier) Put(id store.ChunkID, data []byte) error {
+	return t.put(id, data, t.adm != nil)
+}
+
+// PutAlways stores data under id like Put, past the admission policy:
+// for chunks just written, or asked for by a warm-up.
+func (t *Tier) PutAlways(id store.ChunkID, data []byte) error {
+	return t.put(id, data, false)
+}
+
+// put is Put, with the admission filter if filter.
+func (t *Tier) put(id store.ChunkID, data []byte, filter bool) error {
 	size := charge(id, data)
 	if size > t.capacity {
 		return store.ErrTooLarge
@@ -147,18 +212,25 @@ func (t *Tier) Put(id store.ChunkID, data []byte) error {
 	if data == nil {
 		data = []byte{}
 	}
-	s := t.shardFor(id.Bucket, id.Key)
+	oh := t.objectHash(id.Bucket, id.Key)
+	s, h := t.shardAt(oh), t.chunkHash(oh, id)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	// Close takes mu, so this check holds until we return.
 	if t.closed.Load() {
 		return ErrClosed
 	}
+	// Any Put consumes the miss mark, so it discounts one later Put at most.
+	missed := t.adm != nil && t.adm.takeMiss(h)
 	s.mu.Lock()
 	_, present := s.entries[id]
 	s.mu.Unlock()
 	if present {
 		return nil
+	}
+	if filter && t.used.Load()+size > t.capacity && !t.admits(h, missed, size) {
+		t.declined.Add(1)
+		return store.ErrNotAdmitted
 	}
 	for t.used.Load()+size > t.capacity {
 		if !t.evictOne() {
@@ -167,7 +239,7 @@ func (t *Tier) Put(id store.ChunkID, data []byte) error {
 			return store.ErrTooLarge
 		}
 	}
-	e := &entry{id: id, data: data, size: size}
+	e := &entry{id: id, data: data, size: size, hash: h}
 	now := t.now()
 	s.mu.Lock()
 	s.insert(e, now)
@@ -272,6 +344,23 @@ func (t *Tier) Versions(bucket, key string) []string {
 	return vs
 }
 
+// Held returns the bytes of the version etag of bucket/key the tier holds.
+func (t *Tier) Held(bucket, key, etag string) int64 {
+	if t.closed.Load() {
+		return 0
+	}
+	s := t.shardFor(bucket, key)
+	var n int64
+	s.mu.Lock()
+	for e := s.objects[objectKey{bucket, key}]; e != nil; e = e.objNext {
+		if e.id.ETag == etag {
+			n += int64(len(e.data))
+		}
+	}
+	s.mu.Unlock()
+	return n
+}
+
 // Stats reports usage. UsedBytes includes the per-entry overhead.
 func (t *Tier) Stats() store.TierStats {
 	return store.TierStats{
@@ -279,6 +368,7 @@ func (t *Tier) Stats() store.TierStats {
 		CapacityBytes: t.capacity,
 		Chunks:        t.chunks.Load(),
 		Evictions:     t.evictions.Load(),
+		Declined:      t.declined.Load(),
 	}
 }
 

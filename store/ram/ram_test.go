@@ -1,5 +1,5 @@
-// Tests and benchmarks of the RAM tier: the conformance suite, LRU order
-// across shards, budget accounting, and warm-path speed.
+// Tests and benchmarks of the RAM tier: the conformance suite under both
+// policies, LRU order across shards, budget accounting, and warm-path speed.
 package ram
 
 import (
@@ -13,28 +13,53 @@ import (
 )
 
 func newTestTier(t *testing.T, capacity int64) store.Tier {
-	tier := New(Options{Capacity: capacity})
+	tier := New(Options{Capacity: capacity, Policy: PolicyLRU})
 	t.Cleanup(func() { _ = tier.Close() })
 	return tier
 }
 
+// putAlwaysTier is a TinyLFU tier whose Put never declines, for the
+// conformance suite, which expects every Put into a full tier to evict.
+// Put's declining path is tested in admission_test.go.
+type putAlwaysTier struct{ *Tier }
+
+func (p putAlwaysTier) Put(id store.ChunkID, data []byte) error { return p.PutAlways(id, data) }
+
 func TestConformance(t *testing.T) {
-	storetest.RunTier(t, newTestTier)
+	t.Run("LRU", func(t *testing.T) { storetest.RunTier(t, newTestTier) })
+	t.Run("TinyLFU", func(t *testing.T) {
+		storetest.RunTier(t, func(t *testing.T, capacity int64) store.Tier {
+			tier := New(Options{Capacity: capacity})
+			t.Cleanup(func() { _ = tier.Close() })
+			return putAlwaysTier{tier}
+		})
+	})
 }
 
-// TestLRUOrder: the least recently used chunk goes first, across shards.
+// TestLRUOrder: the least recently used chunk goes first, across shards;
+// under TinyLFU, PutAlways evicts in the same order.
 func TestLRUOrder(t *testing.T) {
+	for _, policy := range []string{PolicyLRU, PolicyTinyLFU} {
+		t.Run(policy, func(t *testing.T) { testLRUOrder(t, policy) })
+	}
+}
+
+func testLRUOrder(t *testing.T, policy string) {
 	const size = 1000
 	ids := make([]store.ChunkID, 5)
 	for i := range ids {
 		ids[i] = store.ChunkID{Bucket: "b", Key: fmt.Sprintf("key-%d", i), ETag: "e"}
 	}
 	per := charge(ids[0], make([]byte, size))
-	tier := New(Options{Capacity: 3 * per})
+	tier := New(Options{Capacity: 3 * per, Policy: policy})
 	defer tier.Close()
+	putFn := tier.Put
+	if policy == PolicyTinyLFU {
+		putFn = tier.PutAlways
+	}
 	put := func(i int) {
 		t.Helper()
-		if err := tier.Put(ids[i], make([]byte, size)); err != nil {
+		if err := putFn(ids[i], make([]byte, size)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -117,25 +142,36 @@ func benchIDs(n int) []store.ChunkID {
 	return ids
 }
 
-// BenchmarkGetSmall: warm-path hits on 4 KiB chunks, in random order.
-func BenchmarkGetSmall(b *testing.B) {
-	const n = 1 << 14
-	ids := benchIDs(n)
-	tier := New(Options{Capacity: 1 << 30})
-	defer tier.Close()
+// fullBenchTier returns a tier under policy holding the 4 KiB chunks of
+// ids, and their data.
+func fullBenchTier(b *testing.B, policy string, ids []store.ChunkID) (*Tier, []byte) {
+	tier := New(Options{Capacity: 1 << 30, Policy: policy})
+	b.Cleanup(func() { _ = tier.Close() })
 	data := make([]byte, 4<<10)
 	for _, id := range ids {
 		if err := tier.Put(id, data); err != nil {
 			b.Fatal(err)
 		}
 	}
-	order := rand.Perm(n)
-	b.SetBytes(int64(len(data)))
-	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
-		if _, err := tier.Get(ids[order[i&(n-1)]]); err != nil {
-			b.Fatal(err)
-		}
+	return tier, data
+}
+
+// BenchmarkGetSmall: warm-path hits on 4 KiB chunks, in random order, under
+// each policy (the difference is the cost of counting accesses).
+func BenchmarkGetSmall(b *testing.B) {
+	const n = 1 << 14
+	ids := benchIDs(n)
+	for _, policy := range []string{PolicyLRU, PolicyTinyLFU} {
+		b.Run(policy, func(b *testing.B) {
+			tier, data := fullBenchTier(b, policy, ids)
+			order := rand.Perm(n)
+			b.SetBytes(int64(len(data)))
+			for i := 0; b.Loop(); i++ {
+				if _, err := tier.Get(ids[order[i&(n-1)]]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
@@ -143,28 +179,26 @@ func BenchmarkGetSmall(b *testing.B) {
 func BenchmarkGetSmallParallel(b *testing.B) {
 	const n = 1 << 14
 	ids := benchIDs(n)
-	tier := New(Options{Capacity: 1 << 30})
-	defer tier.Close()
-	data := make([]byte, 4<<10)
-	for _, id := range ids {
-		if err := tier.Put(id, data); err != nil {
-			b.Fatal(err)
-		}
+	for _, policy := range []string{PolicyLRU, PolicyTinyLFU} {
+		b.Run(policy, func(b *testing.B) {
+			tier, data := fullBenchTier(b, policy, ids)
+			b.SetBytes(int64(len(data)))
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				r := rand.New(rand.NewPCG(rand.Uint64(), 1))
+				for pb.Next() {
+					if _, err := tier.Get(ids[r.IntN(n)]); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
 	}
-	b.SetBytes(int64(len(data)))
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		r := rand.New(rand.NewPCG(rand.Uint64(), 1))
-		for pb.Next() {
-			if _, err := tier.Get(ids[r.IntN(n)]); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
 }
 
-// BenchmarkPutSmall: 4 KiB puts into a full tier, so each one evicts.
+// BenchmarkPutSmall: 4 KiB puts into a full tier, so each one evicts
+// (PutAlways: Put would decline these never-read chunks).
 func BenchmarkPutSmall(b *testing.B) {
 	const n = 1 << 16
 	ids := benchIDs(n)
@@ -174,7 +208,7 @@ func BenchmarkPutSmall(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
-		if err := tier.Put(ids[i&(n-1)], data); err != nil {
+		if err := tier.PutAlways(ids[i&(n-1)], data); err != nil {
 			b.Fatal(err)
 		}
 	}

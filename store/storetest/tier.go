@@ -41,6 +41,7 @@ func RunTier(t *testing.T, newTier NewTierFunc) {
 		{"TooLarge", tierTooLarge},
 		{"DeleteObject", tierDeleteObject},
 		{"Versions", tierVersions},
+		{"Held", tierHeld},
 		{"Stats", tierStats},
 		{"Concurrent", tierConcurrent},
 		{"Closed", tierClosed},

@@ -204,6 +204,33 @@ func tierVersions(t *testing.T, newTier NewTierFunc) {
 	}
 }
 
+// tierHeld: a Holder reports the bytes of exactly one version of a key.
+func tierHeld(t *testing.T, newTier NewTierFunc) {
+	tier := newTier(t, 16*tierMiB)
+	h, ok := tier.(store.Holder)
+	if !ok {
+		t.Skip("tier does not implement store.Holder")
+	}
+	for i, id := range tierCollidingIDs {
+		tierMustPut(t, tier, id, TierPayload(id, 100+i))
+	}
+	want := map[[3]string]int64{
+		{"b", "a", "e1"}: 100 + 101, {"b", "a", "e2"}: 102, {"b", "ab", "e1"}: 103,
+		{"b", "a", "e"}: 0, {"b", "x", "e1"}: 0, {"b/x", "y", "e1"}: 107,
+	}
+	for v, n := range want {
+		if got := h.Held(v[0], v[1], v[2]); got != n {
+			t.Fatalf("Held(%q, %q, %q) = %d, want %d", v[0], v[1], v[2], got, n)
+		}
+	}
+	if err := tier.DeleteObject("b", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.Held("b", "a", "e1"); got != 0 {
+		t.Fatalf("Held after DeleteObject = %d", got)
+	}
+}
+
 // tierStats: counters follow puts and deletes.
 func tierStats(t *testing.T, newTier NewTierFunc) {
 	const capacity = 16 * tierMiB
