@@ -34,18 +34,28 @@ func isAdminAPI(c *fiber.Ctx) bool {
 // serveAdminAPI authenticates and answers an admin API request.
 func (s *Server) serveAdminAPI(c *fiber.Ctx, r *request) error {
 	path := string(c.Request().URI().PathOriginal())
-	if path == "/_granary/flush" && r.method == mPOST {
+	switch {
+	case path == "/_granary/flush" && r.method == mPOST:
 		r.op = opFlush
+	case path == warmRoute:
+		r.op = warmOp(r.method)
+	case path == statusRoute && r.method == mGET:
+		r.op = opStatus
 	}
 	auth, err := s.authenticate(c, r)
 	if err != nil {
 		return err
 	}
 	r.auth = auth
-	if r.op != opFlush {
-		return s3err.New(s3err.InvalidRequest, "unknown admin call "+r.method+" "+path)
+	switch r.op {
+	case opFlush:
+		return s.flush(c, r)
+	case opWarmStart, opWarmStatus, opWarmCancel:
+		return s.warm(c, r)
+	case opStatus:
+		return s.status(c, r)
 	}
-	return s.flush(c, r)
+	return s3err.New(s3err.InvalidRequest, "unknown admin call "+r.method+" "+path)
 }
 
 // FlushLine is one line of the flush stream: progress lines, then one

@@ -48,6 +48,7 @@ var sentinels = []struct {
 	{store.ErrSlowDown, s3err.SlowDown},
 	{gateway.ErrReadOnly, s3err.AccessDenied},
 	{gateway.ErrMultipartUnsupported, s3err.NotImplemented},
+	{gateway.ErrNoCatalog, s3err.NotImplemented},
 }
 
 // toS3 translates err. It returns nil for a request whose client is gone

@@ -18,6 +18,10 @@ const (
 	opHealthz
 	opMetrics
 	opFlush
+	opWarmStart
+	opWarmStatus
+	opWarmCancel
+	opStatus
 	opListBuckets
 	opCreateBucket
 	opHeadBucket
@@ -48,6 +52,10 @@ var opNames = [numOps]string{
 	opHealthz:                 "Healthz",
 	opMetrics:                 "Metrics",
 	opFlush:                   "Flush",
+	opWarmStart:               "WarmStart",
+	opWarmStatus:              "WarmStatus",
+	opWarmCancel:              "WarmCancel",
+	opStatus:                  "Status",
 	opListBuckets:             "ListBuckets",
 	opCreateBucket:            "CreateBucket",
 	opHeadBucket:              "HeadBucket",

@@ -48,6 +48,7 @@ func (e *Engine) lookupRAM(id store.ChunkID) ([]byte, bool) {
 		return nil, false
 	}
 	e.m.hits.WithLabelValues("ram").Inc()
+	e.buckets.of(id.Bucket).hits.Add(1)
 	return b, true
 }
 
@@ -61,6 +62,7 @@ func (e *Engine) lookupDisk(id store.ChunkID) ([]byte, bool) {
 		return nil, false
 	}
 	e.m.hits.WithLabelValues("disk").Inc()
+	e.buckets.of(id.Bucket).hits.Add(1)
 	if e.opts.RAM != nil {
 		e.opts.RAM.Put(id, b) // best effort: a full RAM tier just misses later
 	}
@@ -81,17 +83,26 @@ func (e *Engine) lookupLen(id store.ChunkID, n int64) ([]byte, bool) {
 	return b, ok && int64(len(b)) == n
 }
 
+// fetchKind says who wants a chunk.
+type fetchKind int
+
+const (
+	fetchNow   fetchKind = iota // a reader, now
+	fetchAhead                  // a reader's read-ahead
+	fetchKeep                   // a fill of data written or warmed: admitted whatever the tiers' policy
+)
+
 // chunk returns chunk idx of the object version info names, from a tier or
 // from a flight (joined or started). It never blocks on the origin. A
-// read-ahead (ahead) starts no flight past the FlightBytes budget: it
+// read-ahead (fetchAhead) starts no flight past the FlightBytes budget: it
 // returns a zero chunkRef, and the reader asks again when it gets there.
-func (e *Engine) chunk(info store.ObjectInfo, idx int64, ahead bool) chunkRef {
+func (e *Engine) chunk(info store.ObjectInfo, idx int64, kind fetchKind) chunkRef {
 	id := e.chunkID(info, idx)
 	n := e.chunkLen(info.Size, idx)
 	if b, ok := e.lookupLen(id, n); ok {
 		return chunkRef{data: b}
 	}
-	f, started := e.startFlight(id, n, ahead)
+	f, started := e.startFlight(id, n, kind)
 	if f == nil {
 		return chunkRef{}
 	}
@@ -106,19 +117,22 @@ func (e *Engine) chunk(info store.ObjectInfo, idx int64, ahead bool) chunkRef {
 // read-ahead (ahead) that would pass FlightBytes gets no flight (nil), so
 // concurrent cold reads cannot hold unbounded memory. A flight a reader
 // needs now is always started.
-func (e *Engine) startFlight(id store.ChunkID, size int64, ahead bool) (f *flight, started bool) {
+func (e *Engine) startFlight(id store.ChunkID, size int64, kind fetchKind) (f *flight, started bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if f := e.flights[id]; f != nil {
 		e.m.joins.Inc()
+		f.keep = f.keep || kind == fetchKeep
 		return f, false
 	}
-	if ahead && e.flightBytes+size > e.opts.FlightBytes {
+	if kind == fetchAhead && e.flightBytes+size > e.opts.FlightBytes {
 		return nil, false
 	}
 	e.m.misses.Inc()
+	e.buckets.of(id.Bucket).misses.Add(1)
 	e.flightBytes += size
 	f = newFlight(size)
+	f.keep = kind == fetchKeep
 	e.flights[id] = f
 	return f, true
 }
@@ -158,7 +172,10 @@ func (e *Engine) runFlight(id store.ChunkID, f *flight, body io.ReadCloser) {
 		e.flightFailed(id, f, err)
 		return
 	}
-	e.storeChunk(id, data)
+	e.mu.Lock()
+	keep := f.keep
+	e.mu.Unlock()
+	e.storeChunk(id, data, keep)
 }
 
 // retire unregisters f, unless another flight for id took its place, and
@@ -189,15 +206,27 @@ func (e *Engine) flightFailed(id store.ChunkID, f *flight, err error) {
 }
 
 // storeChunk puts a complete chunk into RAM at once and queues it for the
-// disk. Tier errors only cost a later miss, so they are logged, not
-// returned.
-func (e *Engine) storeChunk(id store.ChunkID, data []byte) {
+// disk; keep puts it past the tiers' admission policy. Tier errors only
+// cost a later miss, so they are logged, not returned.
+func (e *Engine) storeChunk(id store.ChunkID, data []byte, keep bool) {
 	if e.opts.RAM != nil {
-		if err := e.opts.RAM.Put(id, data); err != nil && !errors.Is(err, store.ErrTooLarge) {
-			e.log.Warn().Err(err).Str("bucket", id.Bucket).Str("key", id.Key).Msg("ram tier put failed")
-		}
+		e.putTier(e.opts.RAM, "ram", id, data, keep)
 	}
 	if e.filler != nil {
-		e.filler.enqueue(id, data)
+		e.filler.enqueue(id, data, keep)
+	}
+}
+
+// putTier stores a chunk in t, past its admission policy if keep. A chunk
+// too large for the tier, or declined by its policy, is not an error.
+func (e *Engine) putTier(t store.Tier, name string, id store.ChunkID, data []byte, keep bool) {
+	var err error
+	if a, ok := t.(store.Admitter); ok && keep {
+		err = a.PutAlways(id, data)
+	} else {
+		err = t.Put(id, data)
+	}
+	if err != nil && !errors.Is(err, store.ErrTooLarge) && !errors.Is(err, store.ErrNotAdmitted) {
+		e.log.Warn().Err(err).Str("bucket", id.Bucket).Str("key", id.Key).Msg(name + " tier put failed")
 	}
 }

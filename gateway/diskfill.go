@@ -6,7 +6,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +18,7 @@ import (
 type fillJob struct {
 	id   store.ChunkID
 	data []byte
+	keep bool // past the tier's admission policy
 }
 
 // diskFiller owns one goroutine that writes queued chunks to tier.
@@ -51,7 +51,7 @@ func newDiskFiller(e *Engine, tier store.Tier, max int64) *diskFiller {
 
 // enqueue queues a chunk for the disk, or drops it when the queue is full
 // or closed.
-func (f *diskFiller) enqueue(id store.ChunkID, data []byte) {
+func (f *diskFiller) enqueue(id store.ChunkID, data []byte, keep bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if f.closed {
@@ -64,7 +64,7 @@ func (f *diskFiller) enqueue(id store.ChunkID, data []byte) {
 		return
 	}
 	select {
-	case f.jobs <- fillJob{id: id, data: data}:
+	case f.jobs <- fillJob{id: id, data: data, keep: keep}:
 	default:
 		f.queued.Add(-n)
 		f.dropped.Inc()
@@ -74,9 +74,7 @@ func (f *diskFiller) enqueue(id store.ChunkID, data []byte) {
 func (f *diskFiller) run() {
 	defer close(f.done)
 	for job := range f.jobs {
-		if err := f.tier.Put(job.id, job.data); err != nil && !errors.Is(err, store.ErrTooLarge) {
-			f.e.log.Warn().Err(err).Str("bucket", job.id.Bucket).Str("key", job.id.Key).Msg("disk tier put failed")
-		}
+		f.e.putTier(f.tier, "disk", job.id, job.data, job.keep)
 		f.queued.Add(-int64(len(job.data)))
 	}
 }

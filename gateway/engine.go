@@ -10,6 +10,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -95,7 +96,10 @@ type Engine struct {
 	tees   *tees       // nil without Options.TeeDir
 
 	fills     sync.WaitGroup // background fills (see fill.go)
-	writing   atomic.Int64   // request bodies being written (fills yield)
+	warm      warmJobs
+	buckets   bucketStats // chunk lookups per bucket
+	started   time.Time
+	writing   atomic.Int64 // request bodies being written (fills yield)
 	fillCtx   context.Context
 	stopFills context.CancelFunc
 	closing   sync.Once
@@ -120,6 +124,7 @@ func New(opts Options) (*Engine, error) {
 		meta:    newMetaCache(opts.MetaEntries),
 		lists:   newListCache(opts.ListPages),
 		flights: make(map[store.ChunkID]*flight),
+		started: time.Now(),
 	}
 	e.fillCtx, e.stopFills = context.WithCancel(context.Background())
 	if opts.TeeDir != "" {
@@ -148,6 +153,7 @@ func (e *Engine) Close() error {
 	e.closing.Do(func() {
 		e.stopFills()
 		e.fills.Wait()
+		e.warm.wg.Wait()
 		if e.tees != nil {
 			if err := e.tees.close(); err != nil {
 				e.log.Warn().Err(err).Msg("closing the tee store")

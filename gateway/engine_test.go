@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 
 	"github.com/granary-dev/granary/internal/miniotest"
 	"github.com/granary-dev/granary/store"
+	"github.com/granary-dev/granary/store/catalog"
 	"github.com/granary-dev/granary/store/disk"
 	"github.com/granary-dev/granary/store/origin/s3"
 	"github.com/granary-dev/granary/store/ram"
@@ -45,6 +47,7 @@ type rig struct {
 	bucket string
 	disk   *disk.Tier
 	ram    *ram.Tier
+	cat    *catalog.DB
 	reads  int
 }
 
@@ -57,6 +60,8 @@ type rigOptions struct {
 	flightMax int64
 	tee       bool                 // write-through multipart fills the cache
 	modes     map[string]WriteMode // by bucket; "rig" names the rig's bucket
+	catalog   bool                 // open a catalog (warm-ups, LIST from it)
+	capacity  int64                // if > 0: the byte budget of each tier
 }
 
 func newRig(t testing.TB, ro rigOptions) *rig {
@@ -76,8 +81,12 @@ func newRig(t testing.TB, ro rigOptions) *rig {
 	if ro.diskDir == "" {
 		ro.diskDir = t.TempDir()
 	}
-	r.ram = ram.New(ram.Options{Capacity: 256 << 20})
-	r.disk, err = disk.Open(disk.Options{Dir: ro.diskDir, Capacity: 1 << 30, Logger: zerolog.Nop()})
+	ramCap, diskCap := int64(256<<20), int64(1<<30)
+	if ro.capacity > 0 {
+		ramCap, diskCap = ro.capacity, ro.capacity
+	}
+	r.ram = ram.New(ram.Options{Capacity: ramCap})
+	r.disk, err = disk.Open(disk.Options{Dir: ro.diskDir, Capacity: diskCap, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,6 +102,14 @@ func newRig(t testing.TB, ro rigOptions) *rig {
 	}
 	if ro.noPutFill {
 		opts.PutCacheBytes = -1
+	}
+	if ro.catalog {
+		r.cat, err = catalog.Open(catalog.Options{Path: filepath.Join(t.TempDir(), "catalog.db"), Logger: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.cat.Close() })
+		opts.Catalog = r.cat
 	}
 	if r.e, err = New(opts); err != nil {
 		t.Fatal(err)

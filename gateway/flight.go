@@ -23,6 +23,10 @@ type flight struct {
 	// retired is set once the engine stopped counting buf in its flight
 	// budget; guarded by Engine.mu, not mu.
 	retired bool
+	// keep says the chunk goes into the tiers past their admission
+	// policy (a fill of written or warmed data joined the flight);
+	// guarded by Engine.mu.
+	keep bool
 }
 
 func newFlight(size int64) *flight {

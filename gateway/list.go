@@ -80,6 +80,9 @@ func (e *Engine) List(ctx context.Context, bucket string, opts store.ListOptions
 		opts.MaxKeys = 1000
 	}
 	fr := e.freshness(bucket)
+	if page, ok := e.listFromCatalog(bucket, opts, fr); ok {
+		return page, nil
+	}
 	if ent, ok := e.lists.get(bucket, opts); ok && fr.fresh(ent.fetched, time.Now()) {
 		return ent.page, nil
 	}
@@ -112,6 +115,11 @@ func (e *Engine) DeleteBucket(ctx context.Context, bucket string) error {
 	err := e.origin.RemoveBucket(ctx, bucket)
 	if err == nil {
 		e.lists.dropBucket(bucket)
+		if e.opts.Catalog != nil {
+			if derr := e.opts.Catalog.DropBucket(bucket); derr != nil {
+				e.log.Error().Err(derr).Str("bucket", bucket).Msg("catalog: dropping the bucket failed")
+			}
+		}
 	}
 	return err
 }

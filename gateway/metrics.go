@@ -23,6 +23,11 @@ type metrics struct {
 	originBytes   prometheus.Counter
 	originLatency *prometheus.HistogramVec
 	fills         prometheus.Gauge // background cache fills running
+	warmRunning   prometheus.Gauge
+	warmObjects   *prometheus.CounterVec // by result: listed, fetched, cached, failed
+	warmBytes     prometheus.Counter     // fetched by warm-ups
+	warmJobs      *prometheus.CounterVec // finished, by state
+	listIndexed   prometheus.Counter     // LIST pages answered from the catalog
 }
 
 func newMetrics() *metrics {
@@ -58,12 +63,29 @@ func newMetrics() *metrics {
 		fills: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "granary_cache_fills_running", Help: "Objects written through this node being copied into the tiers in the background.",
 		}),
+		warmRunning: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "granary_warm_jobs_running", Help: "Warm-up jobs running.",
+		}),
+		warmObjects: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "granary_warm_objects_total",
+			Help: "Objects seen by warm-ups: listed at the origin, fetched, already cached, failed.",
+		}, []string{"result"}),
+		warmBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "granary_warm_fetched_bytes_total", Help: "Bytes warm-ups brought into the cache.",
+		}),
+		warmJobs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "granary_warm_jobs_total", Help: "Warm-up jobs finished, by state.",
+		}, []string{"state"}),
+		listIndexed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "granary_list_catalog_total", Help: "LIST pages answered from the catalog, without the origin.",
+		}),
 	}
 }
 
 func (m *metrics) register(reg prometheus.Registerer, ram, disk store.Tier, extra ...prometheus.Collector) error {
 	cs := append([]prometheus.Collector{m.hits, m.misses, m.joins, m.metaHits, m.metaMisses,
-		m.staleServed, m.originReqs, m.originBytes, m.originLatency, m.fills}, extra...)
+		m.staleServed, m.originReqs, m.originBytes, m.originLatency, m.fills,
+		m.warmRunning, m.warmObjects, m.warmBytes, m.warmJobs, m.listIndexed}, extra...)
 	for name, t := range map[string]store.Tier{"ram": ram, "disk": disk} {
 		if t != nil {
 			cs = append(cs, tierCollectors(name, t)...)
@@ -90,6 +112,9 @@ func tierCollectors(name string, t store.Tier) []prometheus.Collector {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "granary_tier_evictions_total",
 			Help: "Chunks evicted from a cache tier.", ConstLabels: labels},
 			func() float64 { return float64(t.Stats().Evictions) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "granary_tier_declined_total",
+			Help: "Chunks a full cache tier declined to keep the more popular ones it holds.", ConstLabels: labels},
+			func() float64 { return float64(t.Stats().Declined) }),
 	}
 }
 

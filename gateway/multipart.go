@@ -130,6 +130,8 @@ func (e *Engine) CompleteUpload(ctx context.Context, bucket, key, uploadID strin
 	if err != nil {
 		return info, err
 	}
+	info.Bucket, info.Key = bucket, key
+	e.recordWrite(info)
 	// The origin's answer is the object's info: cache it, unless another
 	// write of the key dropped the entry meanwhile.
 	if seq := e.meta.sequence(); info.ETag != "" && !info.LastModified.IsZero() {

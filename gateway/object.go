@@ -172,7 +172,7 @@ func (e *Engine) fetchWithFirstChunk(ctx context.Context, bucket, key string) (s
 		return info, nil
 	}
 	id := e.chunkID(info, 0)
-	f, started := e.startFlight(id, e.chunkLen(info.Size, 0), false)
+	f, started := e.startFlight(id, e.chunkLen(info.Size, 0), fetchNow)
 	if !started {
 		rc.Close()
 		return info, nil
@@ -200,8 +200,10 @@ func (e *Engine) Put(ctx context.Context, bucket, key string, body io.Reader, si
 	if err != nil {
 		return info, err
 	}
+	info.Bucket, info.Key = bucket, key
+	e.recordWrite(info)
 	if keep != nil && int64(keep.Len()) == size && info.ETag != "" {
-		e.storeChunk(store.ChunkID{Bucket: bucket, Key: key, ETag: info.ETag}, keep.Bytes())
+		e.storeChunk(store.ChunkID{Bucket: bucket, Key: key, ETag: info.ETag}, keep.Bytes(), true)
 	}
 	e.fillWriteBack(info)
 	return info, nil
@@ -232,6 +234,10 @@ func (e *Engine) Copy(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey 
 	}
 	info, err := e.origin.(countingOrigin).Copy(ctx, srcBucket, srcKey, dstBucket, dstKey, meta)
 	e.forgetObject(dstBucket, dstKey)
+	if err == nil {
+		info.Bucket, info.Key = dstBucket, dstKey
+		e.recordWrite(info)
+	}
 	return info, err
 }
 
@@ -242,5 +248,8 @@ func (e *Engine) Delete(ctx context.Context, bucket, key string) error {
 	}
 	err := e.origin.Delete(ctx, bucket, key)
 	e.forgetObject(bucket, key)
+	if err == nil {
+		e.recordDelete(bucket, key)
+	}
 	return err
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/granary-dev/granary/store"
+	"github.com/granary-dev/granary/store/catalog"
 )
 
 // FreshMode says how long cached metadata (HEAD, LIST) may be trusted.
@@ -104,6 +105,10 @@ type Options struct {
 	// DiskQueueBytes bounds the chunks waiting to be written to the disk
 	// tier; past it, disk writes are dropped. 0 means 128 MiB.
 	DiskQueueBytes int64
+	// Catalog, if set, is the node's object index: warm-ups load it, and
+	// LIST under a prefix it covers is answered from it while the
+	// bucket's freshness rule allows (see listFromCatalog).
+	Catalog *catalog.DB
 	// TeeDir, if set, is a directory (emptied at start) where write-through
 	// multipart uploads keep a local copy of their parts, so the completed
 	// object fills the cache without a download; "" means no such fill.

@@ -54,9 +54,12 @@ func (r *objectReader) fill() {
 			close(f.ready)
 			continue
 		}
-		ahead := len(r.window) > 1 // the first future is the chunk read now
+		kind := fetchNow
+		if len(r.window) > 1 { // the first future is the chunk read now
+			kind = fetchAhead
+		}
 		go func() {
-			f.ref = r.e.chunk(r.info, f.idx, ahead)
+			f.ref = r.e.chunk(r.info, f.idx, kind)
 			close(f.ready)
 		}()
 	}
@@ -95,7 +98,7 @@ func (r *objectReader) span() ([]byte, error) {
 	if f.ref.data == nil && f.ref.fl == nil {
 		// A read-ahead found no room in the flight budget; this chunk is
 		// needed now, so it is fetched regardless.
-		f.ref = r.e.chunk(r.info, idx, false)
+		f.ref = r.e.chunk(r.info, idx, fetchNow)
 	}
 	within := r.off - idx*cs
 	b, err := f.ref.bytesAt(r.ctx, int(within))
@@ -103,7 +106,7 @@ func (r *objectReader) span() ([]byte, error) {
 		// The fetch failed in a way that may pass (a dropped connection, a
 		// stalled origin): fetch the chunk once more before giving up.
 		f.retried = true
-		f.ref = r.e.chunk(r.info, idx, false)
+		f.ref = r.e.chunk(r.info, idx, fetchNow)
 		b, err = f.ref.bytesAt(r.ctx, int(within))
 	}
 	if err == io.EOF {

@@ -33,6 +33,8 @@ type Config struct {
 	Domains   StringList `yaml:"domain"`
 	LogLevel  string     `yaml:"log-level"`
 	WriteMode string     `yaml:"write-mode"`
+	// Eviction is the tiers' policy: tinylfu or lru.
+	Eviction string `yaml:"eviction"`
 	// DirtyLimit bounds write-back data not yet at the origin.
 	DirtyLimit Size                    `yaml:"dirty-limit"`
 	Buckets    map[string]BucketConfig `yaml:"buckets"`
@@ -45,6 +47,8 @@ type BucketConfig struct {
 	Freshness string   `yaml:"freshness"`
 	TTL       Duration `yaml:"ttl"`
 	WriteMode string   `yaml:"write-mode"`
+	// Warm lists scheduled warm-ups of the bucket (schedule.go).
+	Warm []WarmSchedule `yaml:"warm"`
 }
 
 // Defaults returns the configuration of a node started with nothing set.
@@ -63,6 +67,7 @@ func Defaults() Config {
 		Domains:   StringList{"localhost"},
 		LogLevel:  "info",
 		WriteMode: string(gateway.WriteThrough),
+		Eviction:  "tinylfu",
 		// DirtyLimit 0: a quarter of the disk budget (see DirtyBytes).
 	}
 }
@@ -113,6 +118,14 @@ func (c Config) Normalize() (Config, error) {
 	}
 	if _, _, err := c.WriteModes(); err != nil {
 		return c, err
+	}
+	if err := c.checkSchedules(); err != nil {
+		return c, err
+	}
+	switch c.Eviction = strings.ToLower(c.Eviction); c.Eviction {
+	case "tinylfu", "lru":
+	default:
+		return c, fmt.Errorf("eviction: unknown policy %q (want tinylfu or lru)", c.Eviction)
 	}
 	return c, nil
 }

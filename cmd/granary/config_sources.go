@@ -82,6 +82,8 @@ var serveSettings = []setting{
 	stringSetting("write-mode", "what buckets do with writes: read-only (refused with AccessDenied), write-through (acknowledged once the origin has the object) "+
 		"or write-back (acknowledged once it is durable on local disk under <data-dir>/writeback, uploaded to the origin in the background); per bucket in the YAML 'buckets:' map",
 		func(c *Config) *string { return &c.WriteMode }),
+	stringSetting("eviction", "`policy` of both cache tiers when full: tinylfu (keeps the chunks asked for most often lately; a new chunk replaces one only if it was asked for more often, so epochs over more data than the cache keep their hit rate) or lru (least recently used out)",
+		func(c *Config) *string { return &c.Eviction }),
 	sizeSetting("dirty-limit", "write-back data not yet at the origin that the node accepts before it answers 503 SlowDown, a `size` (default: a quarter of --disk, at least 1GiB)",
 		func(c *Config) *Size { return &c.DirtyLimit }),
 	stringSetting("region", "`region` reported to clients (GetBucketLocation)",

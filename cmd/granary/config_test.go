@@ -49,7 +49,7 @@ func TestDefaults(t *testing.T) {
 		Listen: "127.0.0.1:9000", DataDir: dataDir, RAM: 1 << 30, Disk: 10 << 30,
 		Origin: "file://" + filepath.Join(dataDir, "origin"), ChunkSize: 8 << 20,
 		Freshness: "ttl", TTL: Duration(time.Minute), Region: "us-east-1",
-		Domains: StringList{"localhost"}, LogLevel: "info", WriteMode: "write-through",
+		Domains: StringList{"localhost"}, LogLevel: "info", WriteMode: "write-through", Eviction: "tinylfu",
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", c, want)
@@ -296,5 +296,18 @@ func TestExampleConfig(t *testing.T) {
 	if err != nil || mode != gateway.WriteThrough || modes["checkpoints"] != gateway.WriteBack || modes["imagenet"] != gateway.ReadOnly ||
 		c.DirtyBytes() != 100<<30 {
 		t.Fatalf("example write modes: %v %v %v, dirty limit %d", mode, modes, err, c.DirtyBytes())
+	}
+}
+
+func TestEvictionPolicy(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if c, err := loadWith(t, []string{"--eviction", "LRU"}, nil); err != nil || c.Eviction != "lru" {
+		t.Fatalf("--eviction LRU: %q, %v", c.Eviction, err)
+	}
+	if c, err := loadWith(t, nil, map[string]string{"GRANARY_EVICTION": "tinylfu"}); err != nil || c.Eviction != "tinylfu" {
+		t.Fatalf("GRANARY_EVICTION: %q, %v", c.Eviction, err)
+	}
+	if _, err := loadWith(t, []string{"--eviction", "fifo"}, nil); err == nil || !strings.Contains(err.Error(), "eviction") {
+		t.Fatalf("--eviction fifo: %v, want an error naming the setting", err)
 	}
 }

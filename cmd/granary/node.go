@@ -21,6 +21,7 @@ import (
 	"github.com/granary-dev/granary/store/disk"
 	"github.com/granary-dev/granary/store/origin/fs"
 	"github.com/granary-dev/granary/store/origin/s3"
+	"github.com/granary-dev/granary/store/catalog"
 	"github.com/granary-dev/granary/store/ram"
 	"github.com/granary-dev/granary/store/writeback"
 )
@@ -38,6 +39,11 @@ type namedCloser struct {
 	name string
 	io.Closer
 }
+
+// closeFunc is a func that cannot fail, as an io.Closer.
+type closeFunc func()
+
+func (f closeFunc) Close() error { f(); return nil }
 
 func (n *node) close(log zerolog.Logger) {
 	for _, c := range n.closers {
@@ -91,8 +97,15 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, 
 		return n, err
 	}
 	n.closers = append([]namedCloser{{"write-back log", wb}}, n.closers...)
+	cat, err := catalog.Open(catalog.Options{Path: filepath.Join(cfg.DataDir, "catalog.db"),
+		Logger: log.With().Str("component", "catalog").Logger()})
+	if err != nil {
+		return n, fmt.Errorf("catalog: %w", err)
+	}
+	n.closers = append([]namedCloser{{"catalog", cat}}, n.closers...)
 	reserve := int64(cfg.RAM) - ramTierBytes(int64(cfg.RAM))
 	eng, err := gateway.New(gateway.Options{
+		Catalog: cat,
 		Origin: wb, RAM: ramTier, Disk: diskTier, ChunkSize: int64(cfg.ChunkSize),
 		FlightBytes: reserve / 2, DiskQueueBytes: diskQueueBytes(reserve, int64(cfg.ChunkSize)),
 		Freshness: fresh, Buckets: buckets, WriteMode: mode, WriteModes: modes,
@@ -104,6 +117,11 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, 
 	}
 	engine.Store(eng)
 	n.closers = append([]namedCloser{{"gateway", eng}}, n.closers...)
+	stop, err := startSchedules(cfg, eng, log.With().Str("component", "schedule").Logger())
+	if err != nil {
+		return n, usageError{err}
+	}
+	n.closers = append([]namedCloser{{"scheduler", closeFunc(stop)}}, n.closers...)
 	n.server, err = api.New(api.Options{
 		Engine: eng, Credentials: sigv4.StaticCredentials{creds.AccessKey: creds.SecretKey},
 		Region: cfg.Region, Domains: cfg.Domains, Registerer: reg, Gatherer: reg,
@@ -167,7 +185,7 @@ func openOrigin(spec originSpec, access, secret string) (store.Origin, error) {
 // leaves that tier nil (the engine then skips it).
 func openTiers(cfg Config, n *node, log zerolog.Logger) (ramTier, diskTier store.Tier, err error) {
 	if cfg.RAM > 0 {
-		r := ram.New(ram.Options{Capacity: ramTierBytes(int64(cfg.RAM))})
+		r := ram.New(ram.Options{Capacity: ramTierBytes(int64(cfg.RAM)), Policy: cfg.Eviction})
 		n.closers = append([]namedCloser{{"ram", r}}, n.closers...)
 		ramTier = r
 	}
@@ -179,7 +197,7 @@ func openTiers(cfg Config, n *node, log zerolog.Logger) (ramTier, diskTier store
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, nil, fmt.Errorf("disk tier: %w", err)
 		}
-		d, err := disk.Open(disk.Options{Dir: dir, Capacity: int64(cfg.Disk),
+		d, err := disk.Open(disk.Options{Dir: dir, Capacity: int64(cfg.Disk), Policy: cfg.Eviction,
 			Logger: log.With().Str("component", "disk").Logger()})
 		if err != nil {
 			return nil, nil, fmt.Errorf("disk tier: %w", err)

@@ -1,0 +1,124 @@
+// Warm-up jobs and the node's status through the signed admin API:
+//
+//	POST   /_granary/warm?bucket=B&prefix=P[&metadata-only=true][&parallel=N]
+//	GET    /_granary/warm            every job's status
+//	GET    /_granary/warm?id=ID      one job's status
+//	DELETE /_granary/warm?id=ID      cancel a job
+//	GET    /_granary/status[?bucket=B[&prefix=P]]
+//
+// Each answers 200 with JSON: a gateway.WarmStatus, or a list of them.
+// A POST answers at once with the new job's status; clients poll it.
+package api
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/granary-dev/granary/api/s3err"
+	"github.com/granary-dev/granary/gateway"
+	"github.com/granary-dev/granary/store"
+)
+
+// warmRoute is the path of the warm-up calls.
+const warmRoute = "/_granary/warm"
+
+// maxWarmParallel bounds the objects a warm-up fetches at once.
+const maxWarmParallel = 256
+
+// warmOp routes a warm-up call by method.
+func warmOp(method string) op {
+	switch method {
+	case mPOST:
+		return opWarmStart
+	case mGET:
+		return opWarmStatus
+	case mDELETE:
+		return opWarmCancel
+	}
+	return opUnknown
+}
+
+// warm answers an authenticated warm-up call.
+func (s *Server) warm(c *fiber.Ctx, r *request) error {
+	args := c.Request().URI().QueryArgs()
+	id := string(args.Peek("id"))
+	switch r.op {
+	case opWarmStart:
+		spec, err := warmSpec(c)
+		if err != nil {
+			return err
+		}
+		r.bucket = spec.Bucket
+		if id, err = s.engine.StartWarm(spec); err != nil {
+			return err
+		}
+	case opWarmCancel:
+		if !s.engine.CancelWarm(id) {
+			return noSuchWarm(id)
+		}
+	case opWarmStatus:
+		if id == "" {
+			return c.JSON(s.engine.WarmJobs())
+		}
+	}
+	st, ok := s.engine.WarmStatus(id)
+	if !ok {
+		return noSuchWarm(id)
+	}
+	return c.JSON(st)
+}
+
+// warmSpec reads a warm-up's parameters from the query.
+func warmSpec(c *fiber.Ctx) (gateway.WarmSpec, error) {
+	args := c.Request().URI().QueryArgs()
+	spec := gateway.WarmSpec{Bucket: string(args.Peek("bucket")), Prefix: string(args.Peek("prefix"))}
+	if err := checkBucket(spec.Bucket); err != nil {
+		return spec, err
+	}
+	if v := args.Peek("metadata-only"); len(v) > 0 {
+		b, err := strconv.ParseBool(string(v))
+		if err != nil {
+			return spec, s3err.New(s3err.InvalidArgument, "metadata-only: want true or false")
+		}
+		spec.MetadataOnly = b
+	}
+	if v := args.Peek("parallel"); len(v) > 0 {
+		n, err := strconv.Atoi(string(v))
+		if err != nil || n < 1 || n > maxWarmParallel {
+			return spec, s3err.New(s3err.InvalidArgument, "parallel: want a number from 1 to "+strconv.Itoa(maxWarmParallel))
+		}
+		spec.Parallel = n
+	}
+	return spec, nil
+}
+
+// statusRoute reports the node: GET /_granary/status[?bucket=B[&prefix=P]]
+// answers a gateway.Status as JSON.
+const statusRoute = "/_granary/status"
+
+func (s *Server) status(c *fiber.Ctx, r *request) error {
+	args := c.Request().URI().QueryArgs()
+	bucket, prefix := string(args.Peek("bucket")), string(args.Peek("prefix"))
+	if bucket != "" {
+		r.bucket = bucket
+		if err := checkBucket(bucket); err != nil {
+			return err
+		}
+		// A missing bucket is an error; an unreachable origin is not:
+		// status reports what the node holds without it.
+		if err := s.engine.HeadBucket(c.UserContext(), bucket); err != nil && !errors.Is(err, store.ErrUnavailable) {
+			return err
+		}
+	}
+	st, err := s.engine.Status(c.UserContext(), bucket, prefix)
+	if err != nil {
+		return err
+	}
+	return c.JSON(st)
+}
+
+func noSuchWarm(id string) error {
+	return s3err.New(s3err.NoSuchKey, "no warm-up job "+strconv.Quote(id))
+}

@@ -1,0 +1,107 @@
+// `granary status`: a node's tiers and, per bucket, what it knows and
+// holds (objects, bytes, cached share per tier, hit rate) and its
+// warm-ups, as text or JSON, through the admin API.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/granary-dev/granary/gateway"
+)
+
+func newStatusCmd(getenv Getenv) *cobra.Command {
+	var cf clientFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status [s3://BUCKET[/PREFIX]]",
+		Short: "Show what a node caches: tiers, buckets, cached share, hit rate, warm-ups",
+		Long: `Show a node's cache tiers (used, capacity, evictions, chunks declined by
+the eviction policy) and, for every bucket it knows (or the one given, under
+PREFIX), the objects and bytes its catalog holds, how much of them is
+cached and in which tier, its hit rate since the node started, and its
+warm-up jobs. --json prints the node's answer as it is.`,
+		Example: `  granary status --endpoint http://127.0.0.1:9000 s3://datasets/imagenet/`,
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			q := url.Values{}
+			if len(args) == 1 {
+				bucket, prefix, err := parseS3URL(args[0])
+				if err != nil {
+					return usageError{err}
+				}
+				q.Set("bucket", bucket)
+				q.Set("prefix", prefix)
+			}
+			endpoint, err := cf.Endpoint(getenv)
+			if err != nil {
+				return usageError{err}
+			}
+			resp, err := adminCall(cmd.Context(), getenv, endpoint, "GET", "/_granary/status", q)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				_, err = cmd.OutOrStdout().Write(append(body, '\n'))
+				return err
+			}
+			var st gateway.Status
+			if err := json.Unmarshal(body, &st); err != nil {
+				return fmt.Errorf("status: bad answer from the node: %w", err)
+			}
+			return printStatus(cmd.OutOrStdout(), st)
+		},
+	}
+	cf.register(cmd.Flags())
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the node's JSON answer")
+	return cmd
+}
+
+// printStatus renders st as three tables: tiers, buckets, warm-ups.
+func printStatus(w io.Writer, st gateway.Status) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "node up since %s\n\nTIER\tUSED\tCAPACITY\tCHUNKS\tEVICTED\tDECLINED\n", st.Started.Format(time.RFC3339))
+	for _, t := range st.Tiers {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\n", t.Name, Size(t.UsedBytes), Size(t.CapacityBytes), t.Chunks, t.Evictions, t.Declined)
+	}
+	fmt.Fprintf(tw, "\nBUCKET\tOBJECTS\tBYTES\tCACHED\tRAM\tDISK\tHIT RATE\tLISTED PREFIXES\n")
+	for _, b := range st.Buckets {
+		var cov []string
+		for _, c := range b.Covered {
+			cov = append(cov, fmt.Sprintf("%q (%s ago)", c.Prefix, time.Since(c.At).Round(time.Second)))
+		}
+		name := b.Bucket
+		if b.Prefix != "" {
+			name += "/" + b.Prefix
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.1f%%\t%s\t%s\t%s\t%s\n", name, b.Objects, Size(b.Bytes), b.CachedPercent,
+			Size(b.CachedByTier["ram"]), Size(b.CachedByTier["disk"]), hitRate(b), strings.Join(cov, ", "))
+	}
+	if len(st.Warm) > 0 {
+		fmt.Fprintf(tw, "\nWARM-UP\tTARGET\tSTATE\tLISTED\tFETCHED\tCACHED\tFAILED\n")
+		for _, j := range st.Warm {
+			fmt.Fprintf(tw, "%s\ts3://%s/%s\t%s\t%d\t%d (%s)\t%d\t%d\n", j.ID, j.Spec.Bucket, j.Spec.Prefix, j.State,
+				j.Listed, j.Fetched, Size(j.FetchedBytes), j.Cached, j.Failed)
+		}
+	}
+	return tw.Flush()
+}
+
+func hitRate(b gateway.BucketStatus) string {
+	if b.Hits+b.Misses == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%% of %d", 100*b.HitRate, b.Hits+b.Misses)
+}

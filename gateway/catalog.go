@@ -1,0 +1,70 @@
+// The catalog seen from the engine: LIST under a covered prefix answered
+// from it while the bucket's freshness rule allows, and writes through
+// this node recorded in it so those answers include them.
+package gateway
+
+import (
+	"time"
+
+	"github.com/granary-dev/granary/store"
+	"github.com/granary-dev/granary/store/catalog"
+)
+
+// listFromCatalog answers a LIST page from the catalog if it covers the
+// prefix and the bucket's rule trusts a listing that old: immutable
+// always, ttl within the TTL of the load, always never. ok is false when
+// the origin must be asked.
+func (e *Engine) listFromCatalog(bucket string, opts store.ListOptions, fr Freshness) (store.ListPage, bool) {
+	c := e.opts.Catalog
+	if c == nil || fr.Mode == Always {
+		return store.ListPage{}, false
+	}
+	at, ok := c.Covered(bucket, opts.Prefix)
+	if !ok || !fr.fresh(at, time.Now()) {
+		return store.ListPage{}, false
+	}
+	page, err := c.List(bucket, opts)
+	if err != nil {
+		e.log.Warn().Err(err).Str("bucket", bucket).Msg("catalog list failed; asking the origin")
+		return store.ListPage{}, false
+	}
+	e.m.listIndexed.Inc()
+	return page, true
+}
+
+// recordWrite notes in the catalog an object written through this node.
+// An origin that does not say when it stored the object gets now, which
+// is within the request's time of the truth.
+func (e *Engine) recordWrite(info store.ObjectInfo) {
+	if e.opts.Catalog == nil || info.ETag == "" {
+		return
+	}
+	mod := info.LastModified
+	if mod.IsZero() {
+		mod = time.Now().UTC().Truncate(time.Second)
+	}
+	ent := catalog.Entry{Key: info.Key, Size: info.Size, ETag: info.ETag, LastModified: mod}
+	if err := e.opts.Catalog.Put(info.Bucket, ent); err != nil {
+		e.catalogFailed(info.Bucket, err)
+	}
+}
+
+// recordDelete notes in the catalog an object deleted through this node.
+func (e *Engine) recordDelete(bucket, key string) {
+	if e.opts.Catalog == nil {
+		return
+	}
+	if err := e.opts.Catalog.Delete(bucket, key); err != nil {
+		e.catalogFailed(bucket, err)
+	}
+}
+
+// catalogFailed handles a catalog that could not record a write: its
+// listing of the bucket can no longer be trusted, so the bucket is
+// dropped from it (LIST goes to the origin until the next warm-up).
+func (e *Engine) catalogFailed(bucket string, err error) {
+	e.log.Error().Err(err).Str("bucket", bucket).Msg("catalog write failed; forgetting the bucket's listing")
+	if derr := e.opts.Catalog.DropBucket(bucket); derr != nil {
+		e.log.Error().Err(derr).Str("bucket", bucket).Msg("catalog: dropping the bucket failed")
+	}
+}
