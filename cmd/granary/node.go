@@ -18,10 +18,10 @@ import (
 	"github.com/granary-dev/granary/api/sigv4"
 	"github.com/granary-dev/granary/gateway"
 	"github.com/granary-dev/granary/store"
+	"github.com/granary-dev/granary/store/catalog"
 	"github.com/granary-dev/granary/store/disk"
 	"github.com/granary-dev/granary/store/origin/fs"
 	"github.com/granary-dev/granary/store/origin/s3"
-	"github.com/granary-dev/granary/store/catalog"
 	"github.com/granary-dev/granary/store/ram"
 	"github.com/granary-dev/granary/store/writeback"
 )
@@ -106,7 +106,7 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, 
 	reserve := int64(cfg.RAM) - ramTierBytes(int64(cfg.RAM))
 	eng, err := gateway.New(gateway.Options{
 		Catalog: cat,
-		Origin: wb, RAM: ramTier, Disk: diskTier, ChunkSize: int64(cfg.ChunkSize),
+		Origin:  wb, RAM: ramTier, Disk: diskTier, ChunkSize: int64(cfg.ChunkSize),
 		FlightBytes: reserve / 2, DiskQueueBytes: diskQueueBytes(reserve, int64(cfg.ChunkSize)),
 		Freshness: fresh, Buckets: buckets, WriteMode: mode, WriteModes: modes,
 		TeeDir:     filepath.Join(cfg.DataDir, "tee"),
