@@ -41,6 +41,8 @@ func (s *Server) serveAdminAPI(c *fiber.Ctx, r *request) error {
 		r.op = warmOp(r.method)
 	case path == statusRoute && r.method == mGET:
 		r.op = opStatus
+	case path == pinRoute:
+		r.op = pinOp(r.method)
 	}
 	auth, err := s.authenticate(c, r)
 	if err != nil {
@@ -54,6 +56,8 @@ func (s *Server) serveAdminAPI(c *fiber.Ctx, r *request) error {
 		return s.warm(c, r)
 	case opStatus:
 		return s.status(c, r)
+	case opPin, opUnpin, opPins:
+		return s.pin(c, r)
 	}
 	return s3err.New(s3err.InvalidRequest, "unknown admin call "+r.method+" "+path)
 }

@@ -49,6 +49,7 @@ var sentinels = []struct {
 	{gateway.ErrReadOnly, s3err.AccessDenied},
 	{gateway.ErrMultipartUnsupported, s3err.NotImplemented},
 	{gateway.ErrNoCatalog, s3err.NotImplemented},
+	{gateway.ErrNoPins, s3err.NotImplemented},
 }
 
 // toS3 translates err. It returns nil for a request whose client is gone

@@ -22,6 +22,9 @@ const (
 	opWarmStatus
 	opWarmCancel
 	opStatus
+	opPin
+	opUnpin
+	opPins
 	opListBuckets
 	opCreateBucket
 	opHeadBucket
@@ -56,6 +59,9 @@ var opNames = [numOps]string{
 	opWarmStatus:              "WarmStatus",
 	opWarmCancel:              "WarmCancel",
 	opStatus:                  "Status",
+	opPin:                     "Pin",
+	opUnpin:                   "Unpin",
+	opPins:                    "Pins",
 	opListBuckets:             "ListBuckets",
 	opCreateBucket:            "CreateBucket",
 	opHeadBucket:              "HeadBucket",

@@ -109,6 +109,9 @@ type Options struct {
 	// LIST under a prefix it covers is answered from it while the
 	// bucket's freshness rule allows (see listFromCatalog).
 	Catalog *catalog.DB
+	// Pins are the pinned prefixes (the same set the tiers were given);
+	// nil means none can be pinned.
+	Pins *Pins
 	// TeeDir, if set, is a directory (emptied at start) where write-through
 	// multipart uploads keep a local copy of their parts, so the completed
 	// object fills the cache without a download; "" means no such fill.

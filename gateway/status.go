@@ -34,6 +34,10 @@ type BucketStatus struct {
 	Cached        int64            `json:"cachedBytes"`
 	CachedPercent float64          `json:"cachedPercent"`
 	CachedByTier  map[string]int64 `json:"cachedByTier"`
+	// Pinned are the bucket's pinned prefixes; PinnedCached the cached
+	// bytes of catalog objects under them.
+	Pinned       []string `json:"pinned,omitempty"`
+	PinnedCached int64    `json:"pinnedCachedBytes"`
 	// Hits and Misses count chunk lookups of the bucket since start.
 	Hits    int64   `json:"hits"`
 	Misses  int64   `json:"misses"`
@@ -133,6 +137,13 @@ func (e *Engine) bucketStatus(ctx context.Context, bucket, prefix string) (Bucke
 	for _, cv := range cov {
 		bs.Covered = append(bs.Covered, CoveredPrefix{Prefix: cv.Prefix, At: cv.At})
 	}
+	if e.opts.Pins != nil {
+		for _, p := range e.opts.Pins.List() {
+			if p.Bucket == bucket {
+				bs.Pinned = append(bs.Pinned, p.Prefix)
+			}
+		}
+	}
 	opts := store.ListOptions{Prefix: prefix, MaxKeys: 1000}
 	for ctx.Err() == nil {
 		page, err := e.opts.Catalog.List(bucket, opts)
@@ -166,6 +177,9 @@ func (e *Engine) addHeld(bs *BucketStatus, bucket string, o store.ObjectInfo) {
 		}
 	}
 	bs.Cached += most
+	if e.opts.Pins != nil && e.opts.Pins.Pinned(bucket, o.Key) {
+		bs.PinnedCached += most
+	}
 }
 
 func cmpString(a, b string) int {

@@ -49,6 +49,20 @@ type BucketConfig struct {
 	WriteMode string   `yaml:"write-mode"`
 	// Warm lists scheduled warm-ups of the bucket (schedule.go).
 	Warm []WarmSchedule `yaml:"warm"`
+	// Pin lists prefixes whose cached data is never evicted.
+	Pin []string `yaml:"pin"`
+}
+
+// ConfiguredPins returns the pinned prefixes of the configuration file,
+// by bucket.
+func (c Config) ConfiguredPins() map[string][]string {
+	pins := map[string][]string{}
+	for name, b := range c.Buckets {
+		if len(b.Pin) > 0 {
+			pins[name] = b.Pin
+		}
+	}
+	return pins
 }
 
 // Defaults returns the configuration of a node started with nothing set.

@@ -69,7 +69,11 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, 
 	if c, ok := origin.(io.Closer); ok {
 		n.closers = append(n.closers, namedCloser{"origin", c})
 	}
-	ramTier, diskTier, err := openTiers(cfg, n, log)
+	pins, err := gateway.NewPins(cfg.ConfiguredPins(), filepath.Join(cfg.DataDir, "pins.json"))
+	if err != nil {
+		return n, err
+	}
+	ramTier, diskTier, err := openTiers(cfg, pins, n, log)
 	if err != nil {
 		return n, err
 	}
@@ -105,8 +109,8 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, 
 	n.closers = append([]namedCloser{{"catalog", cat}}, n.closers...)
 	reserve := int64(cfg.RAM) - ramTierBytes(int64(cfg.RAM))
 	eng, err := gateway.New(gateway.Options{
-		Catalog: cat,
-		Origin:  wb, RAM: ramTier, Disk: diskTier, ChunkSize: int64(cfg.ChunkSize),
+		Catalog: cat, Pins: pins,
+		Origin: wb, RAM: ramTier, Disk: diskTier, ChunkSize: int64(cfg.ChunkSize),
 		FlightBytes: reserve / 2, DiskQueueBytes: diskQueueBytes(reserve, int64(cfg.ChunkSize)),
 		Freshness: fresh, Buckets: buckets, WriteMode: mode, WriteModes: modes,
 		TeeDir:     filepath.Join(cfg.DataDir, "tee"),
@@ -183,7 +187,7 @@ func openOrigin(spec originSpec, access, secret string) (store.Origin, error) {
 // openTiers opens the RAM tier and the disk tier under <data-dir>/cache,
 // registering each with n for closing as soon as it is open; a zero budget
 // leaves that tier nil (the engine then skips it).
-func openTiers(cfg Config, n *node, log zerolog.Logger) (ramTier, diskTier store.Tier, err error) {
+func openTiers(cfg Config, pins store.PinSet, n *node, log zerolog.Logger) (ramTier, diskTier store.Tier, err error) {
 	if cfg.RAM > 0 {
 		r := ram.New(ram.Options{Capacity: ramTierBytes(int64(cfg.RAM)), Policy: cfg.Eviction})
 		n.closers = append([]namedCloser{{"ram", r}}, n.closers...)

@@ -1,0 +1,74 @@
+// Pins through the signed admin API:
+//
+//	POST   /_granary/pin?bucket=B&prefix=P   pin a prefix (idempotent)
+//	DELETE /_granary/pin?bucket=B&prefix=P   unpin it
+//	GET    /_granary/pin                     every pin
+//
+// Each answers 200 with the JSON list of pins ([]gateway.Pin). Pinned data
+// is never evicted; pinning does not fetch anything (warm the prefix).
+package api
+
+import (
+	"errors"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/granary-dev/granary/api/s3err"
+	"github.com/granary-dev/granary/gateway"
+)
+
+// pinRoute is the path of the pin calls.
+const pinRoute = "/_granary/pin"
+
+// pinOp routes a pin call by method.
+func pinOp(method string) op {
+	switch method {
+	case mPOST:
+		return opPin
+	case mDELETE:
+		return opUnpin
+	case mGET:
+		return opPins
+	}
+	return opUnknown
+}
+
+func (s *Server) pin(c *fiber.Ctx, r *request) error {
+	pins, err := s.engine.Pins()
+	if err != nil {
+		return err
+	}
+	if r.op != opPins {
+		args := c.Request().URI().QueryArgs()
+		bucket, prefix := string(args.Peek("bucket")), string(args.Peek("prefix"))
+		r.bucket = bucket
+		if err := checkBucket(bucket); err != nil {
+			return err
+		}
+		if r.op == opPin {
+			err = pins.Add(bucket, prefix)
+		} else {
+			err = pins.Remove(bucket, prefix)
+		}
+		if err != nil {
+			return pinError(err, bucket, prefix)
+		}
+	}
+	list := pins.List()
+	if list == nil {
+		list = []gateway.Pin{}
+	}
+	return c.JSON(list)
+}
+
+// pinError names the pin in the S3 error of a refused change.
+func pinError(err error, bucket, prefix string) error {
+	target := "s3://" + bucket + "/" + prefix
+	switch {
+	case errors.Is(err, gateway.ErrNoSuchPin):
+		return s3err.New(s3err.NoSuchKey, "no pin on "+target)
+	case errors.Is(err, gateway.ErrPinConfigured):
+		return s3err.New(s3err.InvalidRequest, target+" is pinned in the configuration file; remove it there")
+	}
+	return err
+}
