@@ -38,6 +38,9 @@ var (
 	// ErrNotAdmitted means a full tier declined a chunk to keep the
 	// chunks it holds, which have been asked for more often lately.
 	ErrNotAdmitted = errors.New("store: chunk not admitted: the tier keeps more popular chunks")
+	// ErrPinnedFull means a tier could not make room for a chunk:
+	// everything it could evict is pinned.
+	ErrPinnedFull = errors.New("store: tier full of pinned chunks")
 )
 
 // BucketInfo describes one bucket.
@@ -200,4 +203,16 @@ type Admitter interface {
 // holds, without reading them (for status reports).
 type Holder interface {
 	Held(bucket, key, etag string) int64
+}
+
+// PinSet says which objects are pinned: a tier never evicts their chunks
+// (a Put that needs room only pinned chunks hold fails with
+// ErrPinnedFull). Pins change at any time: a tier asks whenever it picks
+// a victim, and may keep the answers it got until Generation changes.
+// Implementations must be safe for concurrent use and fast (a tier may
+// ask under its locks).
+type PinSet interface {
+	Pinned(bucket, key string) bool
+	// Generation changes whenever a pin is added or removed.
+	Generation() uint64
 }
