@@ -150,10 +150,14 @@ func (t *Tier) halveUnits() {
 // eviction frees room for many Puts, and letting them in unchecked would
 // let one winner bring in a segment's worth of losers.
 //
+// The unit compared is the first evictable one: pinned units are set
+// aside on the way, never compared (see pin.go); with none evictable the
+// Put goes ahead, and fails with store.ErrPinnedFull if it needs room.
+//
 // The check and the write are not atomic: concurrent Puts may both pass
 // one check, which only makes the policy a little more lenient; the budget
 // itself is enforced by the reservation.
-func (t *Tier) admits(prior, n int64) bool {
+func (t *Tier) admits(prior, n int64) (bool, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	free := t.highWater()
@@ -161,10 +165,17 @@ func (t *Tier) admits(prior, n int64) bool {
 		free = int64(t.opts.LowWater * float64(t.opts.Capacity))
 	}
 	if t.used+n <= free {
-		return true
+		return true, nil
 	}
-	v := t.lru.back()
-	return v == nil || v.chunks <= 0 || prior*v.chunks > v.freq
+	var v *unit
+	err := t.walkLocked(t.newWalk(), func() { v = nil }, func(u *unit) bool {
+		v = u
+		return false
+	})
+	if err != nil {
+		return false, err
+	}
+	return v == nil || v.chunks <= 0 || prior*v.chunks > v.freq, nil
 }
 
 // highWater is the usage past which a Put triggers eviction.
@@ -176,6 +187,7 @@ func (t *Tier) highWater() int64 {
 func (t *Tier) noteWritten(u *unit, est int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	chunkIndexedLocked(u)
 	u.chunks++
 	u.freq = min(u.freq+min(est, maxFreq), maxFreq*u.chunks)
 }

@@ -90,14 +90,16 @@ func (t *Tier) dropCorrupt(id store.ChunkID, loc index.Location, u *unit, cause 
 		return
 	}
 	t.mu.Lock()
-	noteGoneLocked(u)
+	t.chunkGoneLocked(u)
 	t.mu.Unlock()
 }
 
 // Put stores data under id. The bytes are written (not fsynced) before the
 // index entry is committed; see the package comment. Under PolicyTinyLFU a
 // Put into a full tier may be declined with store.ErrNotAdmitted (see
-// admits); nothing is then written or evicted.
+// admits); nothing is then written or evicted. A Put that needs room and
+// finds only pinned units to evict fails with store.ErrPinnedFull, also
+// having written and evicted nothing.
 func (t *Tier) Put(id store.ChunkID, data []byte) error {
 	return t.put(id, data, t.adm != nil)
 }
@@ -124,16 +126,23 @@ func (t *Tier) put(id store.ChunkID, data []byte, check bool) error {
 	}
 	// A Put follows the Get that missed the chunk, which the estimate
 	// counts: the comparison leaves it out (see admission).
-	if check && !t.admits(max(est-1, 0), n) {
-		t.declined.Add(1)
-		return store.ErrNotAdmitted
+	if check {
+		ok, err := t.admits(max(est-1, 0), n)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			t.declined.Add(1)
+			return store.ErrNotAdmitted
+		}
 	}
 	crc := crc32.Checksum(data, castagnoli)
+	pinned := t.pinnedAtPut(id)
 	var err error
 	if n < t.opts.SmallMax {
-		err = t.putSmall(id, data, crc, est)
+		err = t.putSmall(id, data, crc, est, pinned)
 	} else {
-		err = t.putLarge(id, data, crc, est)
+		err = t.putLarge(id, data, crc, est, pinned)
 	}
 	if err != nil {
 		return err
@@ -157,16 +166,19 @@ func (t *Tier) admitFor(u *unit) func(old *index.Location) bool {
 	}
 }
 
-// putSmall appends data to the active segment and indexes it with
-// frequency est.
-func (t *Tier) putSmall(id store.ChunkID, data []byte, crc uint32, est int64) error {
+// putSmall appends data to the active segment (the pinned one if pinned)
+// and indexes it with frequency est.
+func (t *Tier) putSmall(id store.ChunkID, data []byte, crc uint32, est int64, pinned bool) error {
 	n := int64(len(data))
-	u, off, victims, err := t.reserveSegment(n)
+	u, off, victims, err := t.reserveSegment(n, pinned)
 	t.finishEvictions(victims)
 	if err != nil {
 		return err
 	}
 	defer t.release(u)
+	if pinned {
+		defer t.pinWriteDone(u) // runs before release
+	}
 	if n > 0 {
 		if _, err := u.f.WriteAt(data, off); err != nil {
 			return ioErr("write segment", err) // the reservation is dead space
@@ -185,10 +197,16 @@ func (t *Tier) putSmall(id store.ChunkID, data []byte, crc uint32, est int64) er
 
 // putLarge writes data to a chunk file of its own (temp name, then
 // rename) and indexes it with frequency est.
-func (t *Tier) putLarge(id store.ChunkID, data []byte, crc uint32, est int64) error {
-	u, victims := t.reserveFile(int64(len(data)))
+func (t *Tier) putLarge(id store.ChunkID, data []byte, crc uint32, est int64, pinned bool) error {
+	u, victims, err := t.reserveFile(int64(len(data)), pinned)
 	t.finishEvictions(victims)
+	if err != nil {
+		return err
+	}
 	defer t.release(u)
+	if pinned {
+		defer t.pinWriteDone(u)
+	}
 	if err := t.writeChunkFile(u.id, data); err != nil {
 		t.dropUnit(u)
 		return err
@@ -228,7 +246,8 @@ func (t *Tier) writeChunkFile(id uint64, data []byte) error {
 	return nil
 }
 
-// DeleteObject drops every chunk of every version of bucket/key. Chunk
+// DeleteObject drops every chunk of every version of bucket/key, pinned or
+// not (pins protect from eviction, not from invalidation). Chunk
 // files are removed at once; chunks in segments leave dead space (and no
 // longer count in the segment's admission frequency), which
 // is reclaimed when the segment is evicted (no compaction: a segment is a
@@ -250,7 +269,7 @@ func (t *Tier) DeleteObject(bucket, key string) error {
 		if loc.Kind == index.InFile {
 			ok = u != nil && t.detachLocked(u)
 		} else if u != nil {
-			noteGoneLocked(u)
+			t.chunkGoneLocked(u)
 		}
 		t.mu.Unlock()
 		if ok {

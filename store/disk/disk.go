@@ -2,7 +2,9 @@
 // segment files, large chunks are files of their own, and a bbolt index
 // (store/index) maps each chunk ID to its bytes and their CRC32C. Eviction
 // works on whole units (a segment or a chunk file), least recently used
-// first, between a high and a low watermark, as in CacheLib's Navy.
+// first, between a high and a low watermark, as in CacheLib's Navy. Units
+// holding chunks of pinned objects (Options.Pins) are never evicted; see
+// pin.go.
 //
 // On-disk layout under Options.Dir:
 //
@@ -84,6 +86,10 @@ type Options struct {
 	Policy string
 	// Logger receives recovery and corruption reports. Zero: no logging.
 	Logger zerolog.Logger
+	// Pins says which objects are pinned: their chunks are never evicted,
+	// and a Put that only pinned units could make room for fails with
+	// store.ErrPinnedFull (see pin.go). Nil: nothing is pinned.
+	Pins store.PinSet
 }
 
 // normalize validates o and fills in defaults.
@@ -125,10 +131,11 @@ func (o Options) normalize() (Options, error) {
 // Locking: closeMu is held shared by every operation for its whole
 // duration and exclusively by Close, so Close never pulls a file or the
 // index from under an operation. mu guards the unit table (units, lru,
-// used, active, nextUnit, full) and each unit's refs, detached flag and
-// admission counters. Lock order: closeMu, then bbolt's writer lock, then
-// mu. mu is never held while calling into the index, and never across
-// file I/O except creating a segment file.
+// aside, used, active, pinActive, nextUnit, full, asideGen, staleAside)
+// and each unit's refs, detached flag, admission counters and pin state.
+// Lock order: closeMu, then bbolt's writer lock, then mu. mu is never held
+// while calling into the index (eviction releases it to judge units, see
+// pin.go), and never across file I/O except creating a segment file.
 type Tier struct {
 	opts     Options
 	log      zerolog.Logger
@@ -141,11 +148,17 @@ type Tier struct {
 
 	mu       sync.Mutex
 	units    map[uint64]*unit // live (not detached) units
-	lru      unitList         // live units, most recently accessed first
+	lru      unitList         // live evictable units, most recently accessed first
 	used     int64            // sum of live units' sizes; never > Capacity
 	active   *unit            // segment taking appends, or nil
 	nextUnit uint64           // next unit number; numbers are never reused
 	full     bool             // eviction has run since Open (see admits)
+
+	// Pinning (see pin.go).
+	aside      unitList // live units judged pinned, out of the eviction order
+	pinActive  *unit    // segment taking chunks pinned at Put time, or nil
+	asideGen   uint64   // Generation aside was last re-judged under
+	staleAside bool     // an aside unit's verdict was invalidated since
 
 	adm *admission // PolicyTinyLFU's sketch; nil under PolicyLRU
 
@@ -187,6 +200,7 @@ func Open(opts Options) (*Tier, error) {
 		t.adm = newAdmission(int(opts.SketchItems))
 	}
 	t.lru.init()
+	t.aside.init()
 	for _, d := range []string{t.segDir, t.chunkDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("%w: create %s: %v", ErrIO, d, err)
@@ -250,7 +264,8 @@ func (t *Tier) closeFiles() {
 	}
 	t.units = make(map[uint64]*unit)
 	t.lru.init()
-	t.active = nil
+	t.aside.init()
+	t.active, t.pinActive = nil, nil
 }
 
 // Stats reports usage; UsedBytes counts data files as they lie on disk.

@@ -429,7 +429,7 @@ func TestEvictWhileReading(t *testing.T) {
 		t.Fatal("unit not live")
 	}
 	tier.mu.Lock()
-	victims := tier.evictLocked(0, false)
+	victims, _ := tier.evictLocked(0, false, false)
 	tier.mu.Unlock()
 	tier.finishEvictions(victims)
 	if len(victims) != 1 || tier.Stats().UsedBytes != 0 || tier.Stats().Chunks != 0 {

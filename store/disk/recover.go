@@ -21,7 +21,8 @@ import (
 //   - appends go to a new segment (the old ones are read only), and unit
 //     numbers continue after the highest one seen;
 //   - access times are not persisted: the LRU starts in unit-number order,
-//     i.e. oldest written first.
+//     i.e. oldest written first. Pin verdicts are not persisted either:
+//     every unit starts in the LRU list, unjudged (see pin.go).
 //   - access counts are not persisted either: every unit starts with a
 //     frequency of one access per chunk (see startCounters).
 //
@@ -55,11 +56,14 @@ func (t *Tier) recover() error {
 	t.mu.Lock()
 	var victims []*unit
 	if t.used > int64(t.opts.HighWater*float64(t.opts.Capacity)) {
-		victims = t.evictLocked(int64(t.opts.LowWater*float64(t.opts.Capacity)), false)
+		victims, err = t.evictLocked(int64(t.opts.LowWater*float64(t.opts.Capacity)), false, false)
 	}
 	used, live := t.used, len(t.units)
 	t.mu.Unlock()
 	t.finishEvictions(victims)
+	if err != nil {
+		t.log.Error().Err(err).Msg("evicting down to a smaller capacity")
+	}
 	t.log.Info().Int("units", live).Int64("used_bytes", used).Int64("chunks", t.idx.Count()).
 		Int("lost_units", len(missing)).Int("lost_entries", dropped).Int("orphan_files", orphans).
 		Msg("disk cache opened")

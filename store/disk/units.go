@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/granary-dev/granary/store"
 	"github.com/granary-dev/granary/store/index"
 )
 
@@ -35,6 +36,14 @@ type unit struct {
 	// Admission counters (see admission): live chunks written to the
 	// unit, and the sum of their access counts.
 	chunks, freq int64
+	// Pin state (see pin.go): aside says the unit is in Tier.aside, not
+	// Tier.lru; judged, pinned and gen are the last verdict and the
+	// Generation it holds for; changes counts chunks indexed in or
+	// dropped from the unit; pinWriters counts reservations of chunks
+	// pinned at Put time not yet finished.
+	aside, judged, pinned bool
+	gen, changes          uint64
+	pinWriters            int
 }
 
 // unitList is a ring with a sentinel: front is the most recently used.
@@ -69,7 +78,21 @@ func (l *unitList) back() *unit {
 	return l.root.prev
 }
 
-func (l *unitList) len1() bool { return l.root.next != &l.root && l.root.next == l.root.prev }
+// front returns the most recently used unit, or nil.
+func (l *unitList) front() *unit {
+	if l.root.next == &l.root {
+		return nil
+	}
+	return l.root.next
+}
+
+// prevOf returns the unit used just more recently than u, or nil.
+func (l *unitList) prevOf(u *unit) *unit {
+	if u.prev == &l.root {
+		return nil
+	}
+	return u.prev
+}
 
 // segPath and chunkPath name a unit's file; tmpPath is a chunk file being
 // written.
@@ -93,8 +116,8 @@ func (t *Tier) unitPath(u *unit) string {
 }
 
 // acquire returns the live unit id with a reference taken, marks it
-// recently used and counts a hit in it, or returns nil if it is not live.
-// Only Get calls it.
+// recently used (unless it is set aside as pinned) and counts a hit in
+// it, or returns nil if it is not live. Only Get calls it.
 func (t *Tier) acquire(id uint64) *unit {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -103,7 +126,7 @@ func (t *Tier) acquire(id uint64) *unit {
 		return nil
 	}
 	u.refs++
-	t.lru.touch(u)
+	t.touchLocked(u)
 	noteHitLocked(u)
 	return u
 }
@@ -136,6 +159,13 @@ func (t *Tier) destroy(u *unit) {
 	}
 }
 
+// touchLocked marks u most recently used, unless it is set aside.
+func (t *Tier) touchLocked(u *unit) {
+	if !u.aside {
+		t.lru.touch(u)
+	}
+}
+
 // detachLocked takes u out of the table and the budget. The caller holds
 // mu and must later release the table's reference (outside mu). It
 // reports false if u was already detached.
@@ -145,10 +175,18 @@ func (t *Tier) detachLocked(u *unit) bool {
 	}
 	u.detached = true
 	delete(t.units, u.id)
-	t.lru.remove(u)
+	if u.aside {
+		t.aside.remove(u)
+		u.aside = false
+	} else {
+		t.lru.remove(u)
+	}
 	t.used -= u.size
 	if t.active == u {
 		t.active = nil
+	}
+	if t.pinActive == u {
+		t.pinActive = nil
 	}
 	return true
 }
@@ -164,23 +202,43 @@ func (t *Tier) dropUnit(u *unit) {
 	}
 }
 
-// evictLocked detaches least recently used units until used <= target and
-// returns them; the caller passes them to finishEvictions after unlocking
-// mu. With keepNewest it never detaches the last remaining unit (the one a
-// Put just wrote to), so watermark eviction does not throw away the chunk
-// that triggered it.
-func (t *Tier) evictLocked(target int64, keepNewest bool) []*unit {
-	var victims []*unit
-	for t.used > target {
-		u := t.lru.back()
-		if u == nil || (keepNewest && t.lru.len1()) {
-			break
+// evictLocked detaches evictable units (see pin.go), least recently used
+// first, until used <= target, and returns them; the caller passes them
+// to finishEvictions after unlocking mu. Pinned units met on the way are
+// set aside. With keepNewest it never detaches the most recently used
+// unit (the one a Put just wrote to), so watermark eviction does not
+// throw away the chunk that triggered it. With strict it detaches nothing
+// unless it can reach target, and fails with store.ErrPinnedFull.
+//
+// Caller holds mu, which is released meanwhile if units must be judged:
+// the caller must not rely on state it read before the call.
+func (t *Tier) evictLocked(target int64, keepNewest, strict bool) ([]*unit, error) {
+	if t.used <= target {
+		return nil, nil
+	}
+	w := t.newWalk()
+	t.refreshAsideLocked(w)
+	var picked []*unit
+	var freed int64
+	err := t.walkLocked(w, func() { picked, freed = picked[:0], 0 }, func(u *unit) bool {
+		if t.used-freed <= target || keepNewest && u == t.lru.front() {
+			return false
 		}
+		picked = append(picked, u)
+		freed += u.size
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if strict && t.used-freed > target {
+		return nil, store.ErrPinnedFull
+	}
+	for _, u := range picked {
 		t.detachLocked(u)
-		victims = append(victims, u)
 		t.full = true
 	}
-	return victims
+	return picked, nil
 }
 
 // finishEvictions drops the index entries of evicted units and releases
@@ -204,36 +262,50 @@ func (t *Tier) finishEvictions(victims []*unit) {
 	}
 }
 
-// makeRoomLocked evicts until n more bytes fit the budget. Caller holds mu.
-func (t *Tier) makeRoomLocked(n int64) []*unit {
-	return t.evictLocked(t.opts.Capacity-n, false)
+// makeRoomLocked evicts until n more bytes fit the budget, or fails with
+// store.ErrPinnedFull having evicted nothing (see evictLocked, also for
+// mu). Caller holds mu.
+func (t *Tier) makeRoomLocked(n int64) ([]*unit, error) {
+	return t.evictLocked(t.opts.Capacity-n, false, true)
 }
 
-// reserveSegment reserves n bytes at the end of the active segment (a new
-// one if none or if it is full), evicting first if the budget requires.
-// It returns the segment with a reference taken, the offset, and the
-// evicted units for finishEvictions.
-func (t *Tier) reserveSegment(n int64) (*unit, int64, []*unit, error) {
+// reserveSegment reserves n bytes at the end of the active segment, or of
+// the pinned one if pinned (a new one if none or if it is full), evicting
+// first if the budget requires. It returns the segment with a reference
+// taken (and, if pinned, a pinned writer counted: see pinWriteDone), the
+// offset, and the evicted units for finishEvictions.
+func (t *Tier) reserveSegment(n int64, pinned bool) (*unit, int64, []*unit, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	victims := t.makeRoomLocked(n)
-	if t.active == nil || t.active.size+n > t.opts.SegmentSize {
-		if err := t.newSegmentLocked(); err != nil {
+	victims, err := t.makeRoomLocked(n)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	active := &t.active
+	if pinned {
+		active = &t.pinActive
+	}
+	if *active == nil || (*active).size+n > t.opts.SegmentSize {
+		if err := t.newSegmentLocked(active); err != nil {
 			return nil, 0, victims, err
 		}
 	}
-	u := t.active
+	u := *active
 	off := u.size
 	u.size += n
 	t.used += n
 	u.refs++
-	t.lru.touch(u)
+	if pinned {
+		u.pinWriters++
+	}
+	t.touchLocked(u)
 	return u, off, victims, nil
 }
 
-// newSegmentLocked creates a segment file and makes it the active one. The
-// sealed segment stays live and readable. Caller holds mu.
-func (t *Tier) newSegmentLocked() error {
+// newSegmentLocked creates a segment file and makes it the active one
+// (*active: Tier.active or Tier.pinActive). The sealed segment stays live
+// and readable. Caller holds mu.
+func (t *Tier) newSegmentLocked(active **unit) error {
 	id := t.nextUnit
 	f, err := os.OpenFile(t.segPath(id), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
@@ -243,25 +315,33 @@ func (t *Tier) newSegmentLocked() error {
 	u := &unit{id: id, kind: index.InSegment, f: f, refs: 1}
 	t.units[id] = u
 	t.lru.pushFront(u)
-	t.active = u
+	*active = u
 	return nil
 }
 
 // reserveFile reserves a new chunk-file unit of n bytes, evicting first if
-// the budget requires. The unit is returned with a writer reference.
-func (t *Tier) reserveFile(n int64) (*unit, []*unit) {
+// the budget requires. The unit is returned with a writer reference (and,
+// if pinned, a pinned writer counted).
+func (t *Tier) reserveFile(n int64, pinned bool) (*unit, []*unit, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	victims := t.makeRoomLocked(n)
+	victims, err := t.makeRoomLocked(n)
+	if err != nil {
+		return nil, nil, err
+	}
 	u := &unit{id: t.nextUnit, kind: index.InFile, size: n, refs: 2}
+	if pinned {
+		u.pinWriters = 1
+	}
 	t.nextUnit++
 	t.units[u.id] = u
 	t.lru.pushFront(u)
 	t.used += n
-	return u, victims
+	return u, victims, nil
 }
 
-// afterPut applies the watermarks: past HighWater, evict to LowWater, or
+// afterPut applies the watermarks: past HighWater, evict to LowWater (as
+// far as pinned units allow: it stops when only they are left), or
 // under PolicyTinyLFU by one segment's worth at most (see admits: a full
 // tier fills the band between the watermarks only with chunks that beat
 // the LRU unit, so in a steady workload a batch would leave it empty).
@@ -273,9 +353,13 @@ func (t *Tier) afterPut() {
 	}
 	t.mu.Lock()
 	var victims []*unit
+	var err error
 	if t.used > high {
-		victims = t.evictLocked(low, true)
+		victims, err = t.evictLocked(low, true, false)
 	}
 	t.mu.Unlock()
+	if err != nil {
+		t.log.Error().Err(err).Msg("evicting down to the low watermark")
+	}
 	t.finishEvictions(victims)
 }

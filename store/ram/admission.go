@@ -138,19 +138,23 @@ type victimInfo struct {
 	hash uint64
 }
 
-// admits reports whether a chunk with hash h, charged size bytes, beats
-// every chunk that would be evicted to make room for it: its frequency
-// (discounted by its own miss if missed) must be strictly greater than
-// each victim's. Ties keep the incumbent. Caller holds t.mu.
-func (t *Tier) admits(h uint64, missed bool, size int64) bool {
+// candidate returns the frequency a chunk with hash h competes with:
+// its estimate, discounted by its own miss if missed. At 0 or below it
+// loses to any victim (no frequency is below 0).
+func (t *Tier) candidate(h uint64, missed bool) int {
 	cand := t.adm.frequency(h)
 	if missed {
 		cand--
 	}
-	if cand <= 0 {
-		return false // no victim's frequency is below 0
-	}
-	for _, v := range t.victims(t.used.Load() + size - t.capacity) {
+	return cand
+}
+
+// beats reports whether a chunk of frequency cand beats every chunk of vs
+// (the victims that would be evicted to make room for it): cand must be
+// strictly greater than each one's frequency. Ties keep the incumbent.
+// Pinned chunks are never among the victims, so never compared.
+func (t *Tier) beats(cand int, vs []victimInfo) bool {
+	for _, v := range vs {
 		if t.adm.frequency(v.hash) >= cand {
 			return false
 		}
@@ -159,22 +163,22 @@ func (t *Tier) admits(h uint64, missed bool, size int64) bool {
 }
 
 // victims returns the chunks the global eviction order would evict, first
-// to last, to free need bytes: the merge by rank of every shard's first
-// victims. The merged prefix never takes more than need bytes from one
-// shard, so each shard's walk stops once it has gathered that much. The result is a snapshot: a concurrent Get may reorder
-// a shard before the evictions, which then take the shard's current
-// victims (as evictOne always did). The slice is t.scratch, valid until
-// the next call. Caller holds t.mu.
-func (t *Tier) victims(need int64) []victimInfo {
+// to last, to free need bytes (fewer if every other chunk is pinned):
+// the merge by rank of every shard's first evictable victims. The pinned
+// chunks met on the way are set aside (gen as for shard.victim). The
+// merged prefix never takes more than need bytes from one shard, so each
+// shard's walk stops once it has gathered that much. The result is a snapshot: a concurrent Get may
+// reorder a shard before the evictions, which then take the shard's
+// current victims (as evictOne always did). The slice is t.scratch, valid
+// until the next call. Caller holds t.mu.
+func (t *Tier) victims(need int64, gen uint64) []victimInfo {
 	vs := t.scratch[:0]
 	for i := range t.shards {
 		s := &t.shards[i]
 		s.mu.Lock()
-		var got int64
-		for e, rank := s.policy.victim(); e != nil && got < need; e, rank = s.policy.after(e) {
+		s.walkEvictable(t, gen, need, func(e *entry, rank int64) {
 			vs = append(vs, victimInfo{rank: rank, size: e.size, hash: e.hash})
-			got += e.size
-		}
+		})
 		s.mu.Unlock()
 	}
 	slices.SortFunc(vs, func(a, b victimInfo) int { return cmp.Compare(a.rank, b.rank) })

@@ -4,7 +4,8 @@ package ram
 
 // policy orders the entries of one shard for eviction. Every method runs
 // under the owning shard's mutex, so implementations need no locking. The
-// prev/next fields of entry belong to the policy.
+// prev/next fields of an entry belong to the policy while it holds the
+// entry (between added and removed).
 //
 // Eviction is global: the tier asks every shard for its victim and evicts
 // the one with the lowest rank, so ranks must be comparable across shards
@@ -21,7 +22,9 @@ type policy interface {
 	victim() (e *entry, rank int64)
 	// after returns the entry the policy would evict after e (which it
 	// holds) and its rank, or nil if e is the last. Admission walks
-	// victim, after(victim), ... to see what a Put would evict.
+	// victim, after(victim), ... to see what a Put would evict, and may
+	// remove e (to set it aside as pinned) after asking for its next:
+	// removing e must not change what after returned.
 	after(e *entry) (next *entry, rank int64)
 }
 

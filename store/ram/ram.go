@@ -38,6 +38,9 @@ type Options struct {
 	// ParsePolicy, which also accepts other spellings of them. New panics
 	// on any other value, so validate configuration with ParsePolicy.
 	Policy string
+	// Pins says which objects are pinned: their chunks are never evicted
+	// (see pin.go). Nil pins nothing.
+	Pins store.PinSet
 }
 
 // Tier is an in-memory store.Tier. It is safe for concurrent use.
@@ -51,16 +54,19 @@ type Options struct {
 // Admission (Put deciding whether to evict at all) also runs under mu. The
 // frequency sketches lock themselves and are leaves: taken under mu or
 // under nothing (Get counts after its shard lock is released), never
-// together with a shard lock.
+// together with a shard lock. Pins.Pinned and Pins.Generation are called
+// under mu and sometimes a shard lock (the PinSet contract allows it).
 type Tier struct {
 	capacity int64
 	seed     maphash.Seed
 	epoch    time.Time
-	adm      *admission // nil under PolicyLRU
+	adm      *admission   // nil under PolicyLRU
+	pins     store.PinSet // nil: nothing pinned
 
 	mu      sync.Mutex
 	shards  [shardCount]shard
 	scratch []victimInfo // guarded by mu: reused by victims
+	judged  uint64       // guarded by mu: pin generation of every aside list (pin.go)
 
 	used      atomic.Int64 // charged bytes of held chunks
 	chunks    atomic.Int64
@@ -84,6 +90,7 @@ type shard struct {
 	entries map[store.ChunkID]*entry
 	objects map[objectKey]*entry // head of each object's chain of chunks
 	policy  policy
+	aside   *lru     // chunks of pinned objects, out of the policy (pin.go)
 	_       [64]byte // keep hot mutexes of neighbouring shards off one cache line
 }
 
@@ -98,10 +105,17 @@ type entry struct {
 	size int64  // bytes charged against the budget
 	hash uint64 // chunkHash of id: its key in the admission sketch
 
+	// aside: the entry is in the shard's aside list, not in its policy
+	// (pin.go). Get reads it: it sits by the fields Get touches anyway.
+	aside      bool
 	stamp      int64  // last access (ns since epoch), set by the policy
-	prev, next *entry // policy links
+	prev, next *entry // policy links, or the aside list's when aside
 
 	objPrev, objNext *entry // chain of the object's chunks
+
+	// freeGen is 1 + the pin generation under which the entry was last
+	// found unpinned (0: never); written under Tier.mu too (pin.go).
+	freeGen uint64
 }
 
 // New returns an empty RAM tier. It panics if opts.Policy is not a name
@@ -111,7 +125,10 @@ func New(opts Options) *Tier {
 	if err != nil {
 		panic(err)
 	}
-	t := &Tier{capacity: max(opts.Capacity, 0), seed: maphash.MakeSeed(), epoch: time.Now()}
+	t := &Tier{capacity: max(opts.Capacity, 0), seed: maphash.MakeSeed(), epoch: time.Now(), pins: opts.Pins}
+	if t.pins != nil {
+		t.judged = t.pins.Generation() // nothing is aside yet
+	}
 	if pol == PolicyTinyLFU {
 		t.adm = newAdmission(t.capacity)
 	}
@@ -126,6 +143,7 @@ func (s *shard) reset() {
 	s.entries = make(map[store.ChunkID]*entry)
 	s.objects = make(map[objectKey]*entry)
 	s.policy = newLRU()
+	s.aside = newLRU()
 }
 
 // objectHash hashes bucket/key with the tier's seed.
@@ -179,7 +197,9 @@ func (t *Tier) Get(id store.ChunkID) ([]byte, error) {
 		}
 		return nil, store.ErrNotFound
 	}
-	s.policy.hit(e, now)
+	if !e.aside { // an aside (pinned) chunk stays aside: pin.go
+		s.policy.hit(e, now)
+	}
 	data, h := e.data, e.hash
 	s.mu.Unlock()
 	if t.adm != nil {
@@ -203,7 +223,9 @@ func (t *Tier) PutAlways(id store.ChunkID, data []byte) error {
 	return t.put(id, data, false)
 }
 
-// put is Put, with the admission filter if filter.
+// put is Put, with the admission filter if filter. It fails with
+// store.ErrPinnedFull, evicting nothing, if the chunks it could evict are
+// all pinned (a pin added while it evicts can still stop it half way).
 func (t *Tier) put(id store.ChunkID, data []byte, filter bool) error {
 	size := charge(id, data)
 	if size > t.capacity {
@@ -228,15 +250,9 @@ func (t *Tier) put(id store.ChunkID, data []byte, filter bool) error {
 	if present {
 		return nil
 	}
-	if filter && t.used.Load()+size > t.capacity && !t.admits(h, missed, size) {
-		t.declined.Add(1)
-		return store.ErrNotAdmitted
-	}
-	for t.used.Load()+size > t.capacity {
-		if !t.evictOne() {
-			// Unreachable while used matches the entries; refuse rather
-			// than overrun the budget if it ever does not.
-			return store.ErrTooLarge
+	if need := t.used.Load() + size - t.capacity; need > 0 {
+		if err := t.makeRoom(need, size, h, missed, filter); err != nil {
+			return err
 		}
 	}
 	e := &entry{id: id, data: data, size: size, hash: h}
@@ -249,15 +265,55 @@ func (t *Tier) put(id store.ChunkID, data []byte, filter bool) error {
 	return nil
 }
 
-// evictOne evicts the lowest-ranked victim over all shards. It reports
-// false if no shard holds anything. Caller holds t.mu.
-func (t *Tier) evictOne() bool {
+// makeRoom evicts until a chunk charged size bytes fits, need bytes at
+// first (concurrent deletes may lower that). If filter, the chunk (hash h,
+// missed as takeMiss said) must first beat every victim (beats). Pinned
+// chunks are never victims: if the evictable ones cannot free need
+// bytes, makeRoom fails with store.ErrPinnedFull before evicting any.
+// Caller holds t.mu.
+func (t *Tier) makeRoom(need, size int64, h uint64, missed, filter bool) error {
+	gen := t.judgePins()
+	// Pins first, so that a full-of-pinned tier says so whatever the
+	// candidate's frequency.
+	if t.pins != nil && !t.canFree(need, gen) {
+		return store.ErrPinnedFull
+	}
+	if filter {
+		cand := t.candidate(h, missed)
+		if cand <= 0 || !t.beats(cand, t.victims(need, gen)) {
+			t.declined.Add(1)
+			return store.ErrNotAdmitted
+		}
+	}
+	for t.used.Load()+size > t.capacity {
+		if !t.evictOne(gen) {
+			if t.pins != nil {
+				return store.ErrPinnedFull // a pin added since the walk
+			}
+			// Unreachable while used matches the entries; refuse rather
+			// than overrun the budget if it ever does not.
+			return store.ErrTooLarge
+		}
+	}
+	return nil
+}
+
+// evictOne evicts the lowest-ranked evictable victim over all shards
+// (gen as for shard.victim). It reports false if no shard holds an
+// evictable chunk. Caller holds t.mu.
+func (t *Tier) evictOne(gen uint64) bool {
 	var best *shard
 	bestRank := int64(math.MaxInt64)
 	for i := range t.shards {
 		s := &t.shards[i]
 		s.mu.Lock()
-		if e, rank := s.policy.victim(); e != nil && (best == nil || rank < bestRank) {
+		e, rank := s.policy.victim()
+		if e != nil && t.pins != nil && e.freeGen != gen+1 {
+			// Not yet judged under gen: the same test as s.victim's, which
+			// is not inlined; this scan is most of an evicting Put.
+			e, rank = s.victim(t, gen)
+		}
+		if e != nil && (best == nil || rank < bestRank) {
 			best, bestRank = s, rank
 		}
 		s.mu.Unlock()
@@ -266,10 +322,11 @@ func (t *Tier) evictOne() bool {
 		return false
 	}
 	// The victim may have changed since the scan (a hit or a delete); the
-	// shard's current victim is as good a choice. If the shard emptied,
-	// the caller's loop re-checks the budget and scans again.
+	// shard's current victim is as good a choice. If the shard emptied
+	// (or holds only pinned chunks now), the caller's loop re-checks the
+	// budget and scans again.
 	best.mu.Lock()
-	if e, _ := best.policy.victim(); e != nil {
+	if e, _ := best.victim(t, gen); e != nil {
 		best.remove(e)
 		t.used.Add(-e.size)
 		t.chunks.Add(-1)
@@ -290,7 +347,8 @@ func (s *shard) insert(e *entry, now int64) {
 	s.policy.added(e, now)
 }
 
-// remove drops e from the shard's maps and policy. Caller holds s.mu.
+// remove drops e from the shard's maps and policy (or aside list).
+// Caller holds s.mu.
 func (s *shard) remove(e *entry) {
 	delete(s.entries, e.id)
 	k := objectKey{e.id.Bucket, e.id.Key}
@@ -305,7 +363,12 @@ func (s *shard) remove(e *entry) {
 		e.objNext.objPrev = e.objPrev
 	}
 	e.objPrev, e.objNext = nil, nil
-	s.policy.removed(e)
+	if e.aside {
+		s.aside.removed(e)
+		e.aside = false
+	} else {
+		s.policy.removed(e)
+	}
 }
 
 // DeleteObject drops every chunk of every version of bucket/key.
