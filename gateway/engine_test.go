@@ -62,6 +62,7 @@ type rigOptions struct {
 	modes     map[string]WriteMode // by bucket; "rig" names the rig's bucket
 	catalog   bool                 // open a catalog (warm-ups, LIST from it)
 	capacity  int64                // if > 0: the byte budget of each tier
+	pins      *Pins                // given to the tiers and the engine
 }
 
 func newRig(t testing.TB, ro rigOptions) *rig {
@@ -85,14 +86,18 @@ func newRig(t testing.TB, ro rigOptions) *rig {
 	if ro.capacity > 0 {
 		ramCap, diskCap = ro.capacity, ro.capacity
 	}
-	r.ram = ram.New(ram.Options{Capacity: ramCap})
-	r.disk, err = disk.Open(disk.Options{Dir: ro.diskDir, Capacity: diskCap, Logger: zerolog.Nop()})
+	var pins store.PinSet
+	if ro.pins != nil {
+		pins = ro.pins
+	}
+	r.ram = ram.New(ram.Options{Capacity: ramCap, Pins: pins})
+	r.disk, err = disk.Open(disk.Options{Dir: ro.diskDir, Capacity: diskCap, Pins: pins, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.disk.Close() })
 	opts := Options{Origin: origin, RAM: r.ram, Disk: r.disk, ChunkSize: ro.chunk,
-		Freshness: ro.fresh, Registerer: r.reg, Logger: zerolog.Nop()}
+		Freshness: ro.fresh, Registerer: r.reg, Logger: zerolog.Nop(), Pins: ro.pins}
 	opts.FlightBytes = ro.flightMax
 	if ro.tee {
 		opts.TeeDir = t.TempDir()

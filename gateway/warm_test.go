@@ -205,3 +205,45 @@ func TestWarmTooBig(t *testing.T) {
 	}
 	t.Logf("error: %s", st.Error)
 }
+
+// TestPinnedPrefixSurvivesPressure: a warmed, pinned prefix stays cached
+// while far more than the cache's worth of other data is read through
+// it, under the default policy and LRU alike.
+func TestPinnedPrefixSurvivesPressure(t *testing.T) {
+	pins, err := NewPins(nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw := &switchOrigin{}
+	r := newRig(t, rigOptions{chunk: 64 << 10, catalog: true, capacity: 4 << 20, pins: pins,
+		wrap: func(o store.Origin) store.Origin { sw.Origin = o; return sw }})
+	pinned := map[string][]byte{}
+	for i := range 8 {
+		k := fmt.Sprintf("keep/%d", i)
+		pinned[k] = randBytes(t, 128<<10)
+		r.seed(k, pinned[k])
+	}
+	if err := pins.Add(r.bucket, "keep/"); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.warm(WarmSpec{Prefix: "keep/"}); st.State != WarmDone || st.Fetched != 8 {
+		t.Fatalf("warm-up of the pinned prefix: %+v", st)
+	}
+	// 12 MiB of other objects, each read three times, through a 4 MiB cache.
+	for i := range 48 {
+		k := fmt.Sprintf("churn/%d", i)
+		r.seed(k, randBytes(t, 256<<10))
+		for range 3 {
+			r.read(k, nil)
+		}
+	}
+	if n := r.ram.Stats().Evictions + r.disk.Stats().Evictions; n == 0 {
+		t.Fatal("no eviction: the test put the cache under no pressure")
+	}
+	sw.down.Store(true)
+	for k, want := range pinned {
+		if got := r.read(k, nil); !bytes.Equal(got, want) {
+			t.Fatalf("pinned %s after the pressure, origin down: %d bytes", k, len(got))
+		}
+	}
+}
