@@ -218,8 +218,9 @@ func (e *Engine) storeChunk(id store.ChunkID, data []byte, keep bool) {
 }
 
 // putTier stores a chunk in t, past its admission policy if keep. A chunk
-// too large for the tier, declined by its policy, or without room because
-// the rest is pinned, is not an error: it is only not cached.
+// too large for the tier, declined by its policy, without room because the
+// rest is pinned, or past its bucket's quota, is not an error: it is only
+// not cached.
 func (e *Engine) putTier(t store.Tier, name string, id store.ChunkID, data []byte, keep bool) {
 	var err error
 	if a, ok := t.(store.Admitter); ok && keep {
@@ -227,7 +228,8 @@ func (e *Engine) putTier(t store.Tier, name string, id store.ChunkID, data []byt
 	} else {
 		err = t.Put(id, data)
 	}
-	if err != nil && !errors.Is(err, store.ErrTooLarge) && !errors.Is(err, store.ErrNotAdmitted) && !errors.Is(err, store.ErrPinnedFull) {
+	if err != nil && !errors.Is(err, store.ErrTooLarge) && !errors.Is(err, store.ErrNotAdmitted) &&
+		!errors.Is(err, store.ErrPinnedFull) && !errors.Is(err, store.ErrOverQuota) {
 		e.log.Warn().Err(err).Str("bucket", id.Bucket).Str("key", id.Key).Msg(name + " tier put failed")
 	}
 }

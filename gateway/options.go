@@ -112,6 +112,9 @@ type Options struct {
 	// Pins are the pinned prefixes (the same set the tiers were given);
 	// nil means none can be pinned.
 	Pins *Pins
+	// Quotas cap each bucket's bytes in each tier (the same set the
+	// tiers were given); nil means none.
+	Quotas store.Quotas
 	// TeeDir, if set, is a directory (emptied at start) where write-through
 	// multipart uploads keep a local copy of their parts, so the completed
 	// object fills the cache without a download; "" means no such fill.

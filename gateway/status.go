@@ -38,6 +38,10 @@ type BucketStatus struct {
 	// bytes of catalog objects under them.
 	Pinned       []string `json:"pinned,omitempty"`
 	PinnedCached int64    `json:"pinnedCachedBytes"`
+	// TierBytes is what each tier holds of the whole bucket; Quota its
+	// cap per tier (0: none).
+	TierBytes map[string]int64 `json:"tierBytes"`
+	Quota     int64            `json:"quota,omitempty"`
 	// Hits and Misses count chunk lookups of the bucket since start.
 	Hits    int64   `json:"hits"`
 	Misses  int64   `json:"misses"`
@@ -121,7 +125,15 @@ func (e *Engine) statusBuckets(bucket string) ([]string, error) {
 // bucketStatus walks the catalog under bucket/prefix and asks the tiers
 // how much of each object version they hold.
 func (e *Engine) bucketStatus(ctx context.Context, bucket, prefix string) (BucketStatus, error) {
-	bs := BucketStatus{Bucket: bucket, Prefix: prefix, CachedByTier: map[string]int64{}}
+	bs := BucketStatus{Bucket: bucket, Prefix: prefix, CachedByTier: map[string]int64{}, TierBytes: map[string]int64{}}
+	for name, t := range map[string]store.Tier{"ram": e.opts.RAM, "disk": e.opts.Disk} {
+		if s, ok := t.(store.BucketSizer); ok {
+			bs.TierBytes[name] = s.BucketBytes(bucket)
+		}
+	}
+	if e.opts.Quotas != nil {
+		bs.Quota = max(0, e.opts.Quotas.Quota(bucket))
+	}
 	c := e.buckets.of(bucket)
 	bs.Hits, bs.Misses = c.hits.Load(), c.misses.Load()
 	if n := bs.Hits + bs.Misses; n > 0 {

@@ -51,6 +51,9 @@ func (w *warmRun) run(ctx context.Context) error {
 		return w.load(ctx, nil)
 	}
 	capacity := w.e.cacheCapacity()
+	if q := w.e.opts.Quotas; q != nil && q.Quota(w.spec.Bucket) > 0 {
+		capacity = min(capacity, q.Quota(w.spec.Bucket))
+	}
 	work := make(chan store.ObjectInfo, 1024)
 	wait := w.fetchers(ctx, work)
 	var total int64
@@ -76,7 +79,7 @@ func (w *warmRun) run(ctx context.Context) error {
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case total > capacity:
-		return fmt.Errorf("%w: s3://%s/%s holds %d bytes, the cache at most %d (listing loaded; fetching stopped at the cache's size)",
+		return fmt.Errorf("%w: s3://%s/%s holds %d bytes, the cache (or the bucket's quota) at most %d (listing loaded; fetching stopped there)",
 			ErrTooBig, w.spec.Bucket, w.spec.Prefix, total, capacity)
 	}
 	return w.st.failure()

@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/granary-dev/granary/gateway"
+	"github.com/granary-dev/granary/store"
 )
 
 // Config holds every non-secret setting of a node. The YAML keys are the
@@ -51,6 +52,27 @@ type BucketConfig struct {
 	Warm []WarmSchedule `yaml:"warm"`
 	// Pin lists prefixes whose cached data is never evicted.
 	Pin []string `yaml:"pin"`
+	// Quota caps the bucket's cached bytes in each tier (0: none).
+	Quota Size `yaml:"quota"`
+}
+
+// quotaMap is the buckets' quotas, a store.Quotas.
+type quotaMap map[string]int64
+
+func (q quotaMap) Quota(bucket string) int64 { return q[bucket] }
+
+// Quotas returns the buckets' quotas, or nil if none has one.
+func (c Config) Quotas() store.Quotas {
+	q := quotaMap{}
+	for name, b := range c.Buckets {
+		if b.Quota > 0 {
+			q[name] = int64(b.Quota)
+		}
+	}
+	if len(q) == 0 {
+		return nil
+	}
+	return q
 }
 
 // ConfiguredPins returns the pinned prefixes of the configuration file,

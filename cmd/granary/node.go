@@ -109,7 +109,7 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, 
 	n.closers = append([]namedCloser{{"catalog", cat}}, n.closers...)
 	reserve := int64(cfg.RAM) - ramTierBytes(int64(cfg.RAM))
 	eng, err := gateway.New(gateway.Options{
-		Catalog: cat, Pins: pins,
+		Catalog: cat, Pins: pins, Quotas: cfg.Quotas(),
 		Origin: wb, RAM: ramTier, Disk: diskTier, ChunkSize: int64(cfg.ChunkSize),
 		FlightBytes: reserve / 2, DiskQueueBytes: diskQueueBytes(reserve, int64(cfg.ChunkSize)),
 		Freshness: fresh, Buckets: buckets, WriteMode: mode, WriteModes: modes,

@@ -76,7 +76,7 @@ func printStatus(w io.Writer, st gateway.Status) error {
 	for _, t := range st.Tiers {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\n", t.Name, Size(t.UsedBytes), Size(t.CapacityBytes), t.Chunks, t.Evictions, t.Declined)
 	}
-	fmt.Fprintf(tw, "\nBUCKET\tOBJECTS\tBYTES\tCACHED\tRAM\tDISK\tHIT RATE\tLISTED PREFIXES\n")
+	fmt.Fprintf(tw, "\nBUCKET\tOBJECTS\tBYTES\tCACHED\tRAM\tDISK\tQUOTA\tHIT RATE\tPINNED\tLISTED PREFIXES\n")
 	for _, b := range st.Buckets {
 		var cov []string
 		for _, c := range b.Covered {
@@ -86,8 +86,12 @@ func printStatus(w io.Writer, st gateway.Status) error {
 		if b.Prefix != "" {
 			name += "/" + b.Prefix
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%.1f%%\t%s\t%s\t%s\t%s\n", name, b.Objects, Size(b.Bytes), b.CachedPercent,
-			Size(b.CachedByTier["ram"]), Size(b.CachedByTier["disk"]), hitRate(b), strings.Join(cov, ", "))
+		quota := "-"
+		if b.Quota > 0 {
+			quota = Size(b.Quota).String()
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.1f%%\t%s\t%s\t%s\t%s\t%s\t%s\n", name, b.Objects, Size(b.Bytes), b.CachedPercent,
+			Size(b.TierBytes["ram"]), Size(b.TierBytes["disk"]), quota, hitRate(b), strings.Join(b.Pinned, ", "), strings.Join(cov, ", "))
 	}
 	if len(st.Warm) > 0 {
 		fmt.Fprintf(tw, "\nWARM-UP\tTARGET\tSTATE\tLISTED\tFETCHED\tCACHED\tFAILED\n")

@@ -74,15 +74,17 @@ func TestWarmCommandThenOriginDown(t *testing.T) {
 			t.Fatalf("%s with the origin down: %d bytes, want %d", k, len(got), len(v))
 		}
 	}
-	n := 0
-	for o := range cl.ListObjectsIter(ctx, "dset", minio.ListObjectsOptions{Prefix: "train/", Recursive: true, MaxKeys: 7}) {
-		if o.Err != nil {
-			t.Fatalf("listing with the origin down: %v", o.Err)
+	for _, v1 := range []bool{false, true} {
+		n := 0
+		for o := range cl.ListObjectsIter(ctx, "dset", minio.ListObjectsOptions{Prefix: "train/", Recursive: true, MaxKeys: 7, UseV1: v1}) {
+			if o.Err != nil {
+				t.Fatalf("listing (v1 %v) with the origin down: %v", v1, o.Err)
+			}
+			n++
 		}
-		n++
-	}
-	if n != 40 {
-		t.Fatalf("listing with the origin down: %d keys, want 40", n)
+		if n != 40 {
+			t.Fatalf("listing (v1 %v) with the origin down: %d keys, want 40", v1, n)
+		}
 	}
 	out.Reset()
 	code = execute(ctx, []string{"status", "--endpoint", endpoint, "--json", "s3://dset/train/"}, &out, &out, envMap(env))
