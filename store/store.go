@@ -41,6 +41,9 @@ var (
 	// ErrPinnedFull means a tier could not make room for a chunk:
 	// everything it could evict is pinned.
 	ErrPinnedFull = errors.New("store: tier full of pinned chunks")
+	// ErrOverQuota means a chunk would take its bucket past its quota in
+	// the tier.
+	ErrOverQuota = errors.New("store: bucket at its cache quota")
 )
 
 // BucketInfo describes one bucket.
@@ -215,4 +218,22 @@ type PinSet interface {
 	Pinned(bucket, key string) bool
 	// Generation changes whenever a pin is added or removed.
 	Generation() uint64
+}
+
+// Quotas caps what each bucket may hold in a tier. A Put or PutAlways
+// that would take a bucket's bytes in the tier past its quota fails with
+// ErrOverQuota and changes nothing: the bucket's cached chunks leave by
+// ordinary eviction, and only then does it get new ones. A tier counts a
+// chunk's bytes (len of its data) against its bucket; quotas may change
+// at any time and apply from the next Put. Implementations must be safe
+// for concurrent use and fast.
+type Quotas interface {
+	// Quota returns the bucket's cap in bytes; 0 or less means none.
+	Quota(bucket string) int64
+}
+
+// BucketSizer is a Tier that can tell how many bytes of a bucket it holds
+// (chunk data, as counted against quotas).
+type BucketSizer interface {
+	BucketBytes(bucket string) int64
 }
