@@ -183,10 +183,12 @@ func (t *Tier) highWater() int64 {
 	return int64(t.opts.HighWater * float64(t.opts.Capacity))
 }
 
-// noteWritten counts a chunk just indexed in u with frequency est.
-func (t *Tier) noteWritten(u *unit, est int64) {
+// noteWritten counts a chunk of n bytes of bucket just indexed in u with
+// frequency est.
+func (t *Tier) noteWritten(u *unit, est int64, bucket string, n int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.bytesAddedLocked(u, bucket, n)
 	chunkIndexedLocked(u)
 	u.chunks++
 	u.freq = min(u.freq+min(est, maxFreq), maxFreq*u.chunks)

@@ -82,7 +82,8 @@ func (t *Tier) dropCorrupt(id store.ChunkID, loc index.Location, u *unit, cause 
 	t.log.Warn().Err(cause).Str("bucket", id.Bucket).Str("key", id.Key).
 		Str("etag", id.ETag).Int64("index", id.Index).Uint64("unit", loc.Unit).
 		Msg("dropping a corrupt chunk")
-	if _, err := t.idx.Remove(id, loc); err != nil {
+	removed, err := t.idx.Remove(id, loc)
+	if err != nil {
 		t.log.Error().Err(err).Msg("dropping a corrupt chunk from the index")
 	}
 	if loc.Kind == index.InFile {
@@ -91,6 +92,10 @@ func (t *Tier) dropCorrupt(id store.ChunkID, loc index.Location, u *unit, cause 
 	}
 	t.mu.Lock()
 	t.chunkGoneLocked(u)
+	if removed {
+		// Only the caller that removed the entry uncounts its bytes.
+		t.bytesAddedLocked(u, id.Bucket, -loc.Length)
+	}
 	t.mu.Unlock()
 }
 
@@ -99,7 +104,9 @@ func (t *Tier) dropCorrupt(id store.ChunkID, loc index.Location, u *unit, cause 
 // Put into a full tier may be declined with store.ErrNotAdmitted (see
 // admits); nothing is then written or evicted. A Put that needs room and
 // finds only pinned units to evict fails with store.ErrPinnedFull, also
-// having written and evicted nothing.
+// having written and evicted nothing. A Put that would take its bucket
+// past its quota (Options.Quotas) fails with store.ErrOverQuota before
+// any of that, changing nothing (not counted as declined).
 func (t *Tier) Put(id store.ChunkID, data []byte) error {
 	return t.put(id, data, t.adm != nil)
 }
@@ -117,6 +124,11 @@ func (t *Tier) put(id store.ChunkID, data []byte, check bool) error {
 	if len(index.ChunkKey(id)) > index.MaxKeyLen {
 		return fmt.Errorf("%w: chunk name too long to index", store.ErrInvalidKey)
 	}
+	done, err := t.admitQuota(id.Bucket, n)
+	if err != nil {
+		return err
+	}
+	defer done()
 	if loc, err := t.idx.Lookup(id); err == nil && t.isLive(loc.Unit) {
 		return nil // chunks are immutable: already held
 	}
@@ -138,7 +150,6 @@ func (t *Tier) put(id store.ChunkID, data []byte, check bool) error {
 	}
 	crc := crc32.Checksum(data, castagnoli)
 	pinned := t.pinnedAtPut(id)
-	var err error
 	if n < t.opts.SmallMax {
 		err = t.putSmall(id, data, crc, est, pinned)
 	} else {
@@ -186,8 +197,8 @@ func (t *Tier) putSmall(id store.ChunkID, data []byte, crc uint32, est int64, pi
 	}
 	loc := index.Location{Kind: index.InSegment, Unit: u.id, Offset: off, Length: n, CRC: crc}
 	inserted, err := t.idx.Insert(id, loc, t.admitFor(u))
-	if inserted {
-		t.noteWritten(u, est)
+	if inserted && err == nil {
+		t.noteWritten(u, est, id.Bucket, n)
 	}
 	if err != nil {
 		return ioErr("index insert", err)
@@ -213,8 +224,8 @@ func (t *Tier) putLarge(id store.ChunkID, data []byte, crc uint32, est int64, pi
 	}
 	loc := index.Location{Kind: index.InFile, Unit: u.id, Length: int64(len(data)), CRC: crc}
 	inserted, err := t.idx.Insert(id, loc, t.admitFor(u))
-	if inserted {
-		t.noteWritten(u, est)
+	if inserted && err == nil { // an error means the entry was not committed
+		t.noteWritten(u, est, id.Bucket, loc.Length)
 	} else {
 		t.dropUnit(u) // a concurrent Put won, or u was evicted already
 	}
@@ -270,6 +281,7 @@ func (t *Tier) DeleteObject(bucket, key string) error {
 			ok = u != nil && t.detachLocked(u)
 		} else if u != nil {
 			t.chunkGoneLocked(u)
+			t.bytesAddedLocked(u, bucket, -loc.Length)
 		}
 		t.mu.Unlock()
 		if ok {

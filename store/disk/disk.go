@@ -4,7 +4,8 @@
 // works on whole units (a segment or a chunk file), least recently used
 // first, between a high and a low watermark, as in CacheLib's Navy. Units
 // holding chunks of pinned objects (Options.Pins) are never evicted; see
-// pin.go.
+// pin.go. Per-bucket quotas (Options.Quotas) cap the chunk bytes each
+// bucket may hold; see quota.go.
 //
 // On-disk layout under Options.Dir:
 //
@@ -90,6 +91,11 @@ type Options struct {
 	// and a Put that only pinned units could make room for fails with
 	// store.ErrPinnedFull (see pin.go). Nil: nothing is pinned.
 	Pins store.PinSet
+	// Quotas caps the chunk bytes each bucket may hold: a Put or
+	// PutAlways that would take its bucket past its quota fails with
+	// store.ErrOverQuota before admission and eviction, changing nothing
+	// (see quota.go). Asked once per Put. Nil: no quotas.
+	Quotas store.Quotas
 }
 
 // normalize validates o and fills in defaults.
@@ -136,6 +142,8 @@ func (o Options) normalize() (Options, error) {
 // Lock order: closeMu, then bbolt's writer lock, then mu. mu is never held
 // while calling into the index (eviction releases it to judge units, see
 // pin.go), and never across file I/O except creating a segment file.
+// qmu guards the per-bucket byte counts (bucketBytes, pending; see
+// quota.go) and is taken after mu, never before it.
 type Tier struct {
 	opts     Options
 	log      zerolog.Logger
@@ -161,6 +169,11 @@ type Tier struct {
 	staleAside bool     // an aside unit's verdict was invalidated since
 
 	adm *admission // PolicyTinyLFU's sketch; nil under PolicyLRU
+
+	// Quotas (see quota.go).
+	qmu         sync.Mutex
+	bucketBytes map[string]int64 // bucket -> chunk bytes in live units
+	pending     map[string]int64 // bucket -> bytes of quota-checked Puts in flight
 
 	evictions   atomic.Int64 // chunks dropped by eviction
 	declined    atomic.Int64 // Puts declined by admission
@@ -195,6 +208,9 @@ func Open(opts Options) (*Tier, error) {
 		segDir:   filepath.Join(opts.Dir, "segments"),
 		chunkDir: filepath.Join(opts.Dir, "chunks"),
 		units:    make(map[uint64]*unit),
+
+		bucketBytes: make(map[string]int64),
+		pending:     make(map[string]int64),
 	}
 	if opts.Policy == PolicyTinyLFU {
 		t.adm = newAdmission(int(opts.SketchItems))
@@ -266,6 +282,7 @@ func (t *Tier) closeFiles() {
 	t.lru.init()
 	t.aside.init()
 	t.active, t.pinActive = nil, nil
+	t.resetBucketBytesLocked()
 }
 
 // Stats reports usage; UsedBytes counts data files as they lie on disk.

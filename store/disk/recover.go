@@ -25,10 +25,13 @@ import (
 //     every unit starts in the LRU list, unjudged (see pin.go).
 //   - access counts are not persisted either: every unit starts with a
 //     frequency of one access per chunk (see startCounters).
+//   - per-bucket bytes are summed from the index, per unit (see
+//     quota.go); this reads every entry once.
 //
 // Entries whose bytes a crash truncated or lost are not looked for here
 // (that would read every chunk); the CRC32C check drops them on first read.
-// The cost is one index seek per unit, not per chunk.
+// Apart from the per-bucket sums, the cost is one index seek per unit,
+// not per chunk.
 func (t *Tier) recover() error {
 	segs, err := t.scanDir(t.segDir, ".seg")
 	if err != nil {
@@ -49,6 +52,9 @@ func (t *Tier) recover() error {
 	dropped, err := t.idx.DropUnits(missing)
 	if err != nil {
 		return ioErr("drop lost units", err)
+	}
+	if err := t.loadBucketBytes(); err != nil {
+		return err
 	}
 	orphans := t.removeOrphans(segs, t.segPath) + t.removeOrphans(files, t.chunkPath)
 	t.startCounters()

@@ -44,6 +44,9 @@ type unit struct {
 	aside, judged, pinned bool
 	gen, changes          uint64
 	pinWriters            int
+	// buckets holds the chunk bytes per bucket indexed in the unit (see
+	// quota.go); nil until the first.
+	buckets map[string]int64
 }
 
 // unitList is a ring with a sentinel: front is the most recently used.
@@ -182,6 +185,7 @@ func (t *Tier) detachLocked(u *unit) bool {
 		t.lru.remove(u)
 	}
 	t.used -= u.size
+	t.bytesDetachedLocked(u)
 	if t.active == u {
 		t.active = nil
 	}

@@ -1,9 +1,11 @@
-// Reverse-map queries: which objects a unit holds chunks of (the disk
-// tier asks when it judges whether a unit is pinned).
+// Whole-unit queries: which objects a unit holds chunks of (the disk tier
+// asks when it judges whether a unit is pinned), and how many bytes each
+// unit holds per bucket (asked at Open).
 package index
 
 import (
 	"bytes"
+	"encoding/binary"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -59,4 +61,39 @@ func objectPrefixLen(k []byte) (int, bool) {
 		return 0, false
 	}
 	return len(k) - len(rest), true
+}
+
+// UnitBucketBytes returns, per unit and per bucket, the sum of the
+// lengths of the chunks indexed there (the disk tier rebuilds its
+// per-bucket counts from it at Open). It reads every entry once, in key
+// order; malformed entries are skipped.
+func (d *DB) UnitBucketBytes() (map[uint64]map[string]int64, error) {
+	out := make(map[uint64]map[string]int64)
+	err := d.db.View(func(tx *bolt.Tx) error {
+		var lastRaw []byte // bucket name bytes of the previous entry
+		var last string
+		c := tx.Bucket(bucketChunks).Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			loc, err := decodeLocation(v)
+			if err != nil {
+				continue
+			}
+			n, w := binary.Uvarint(k)
+			if w <= 0 || n > uint64(len(k)-w) {
+				continue
+			}
+			// Chunks of a bucket are contiguous: convert its name once.
+			if raw := k[w : w+int(n)]; lastRaw == nil || !bytes.Equal(raw, lastRaw) {
+				lastRaw, last = bytes.Clone(raw), string(raw)
+			}
+			m := out[loc.Unit]
+			if m == nil {
+				m = make(map[string]int64)
+				out[loc.Unit] = m
+			}
+			m[last] += loc.Length
+		}
+		return nil
+	})
+	return out, d.wrap(err)
 }

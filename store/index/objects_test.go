@@ -1,7 +1,9 @@
-// Tests of UnitObjects: distinct objects per unit, from the reverse map.
+// Tests of the whole-unit queries: UnitObjects (distinct objects per unit,
+// from the reverse map) and UnitBucketBytes.
 package index
 
 import (
+	"maps"
 	"slices"
 	"testing"
 
@@ -58,5 +60,37 @@ func TestUnitObjects(t *testing.T) {
 	}
 	if got := unitObjects(t, d, 9, 100); len(got) != 0 {
 		t.Fatalf("empty unit: %q", got)
+	}
+}
+
+// TestUnitBucketBytes: lengths summed per unit and bucket, following a
+// move to another unit and a delete; buckets whose names prefix each
+// other stay apart.
+func TestUnitBucketBytes(t *testing.T) {
+	d, _ := openTest(t)
+	put := func(bucket, key string, i int64, unit uint64, n int64) {
+		t.Helper()
+		id := store.ChunkID{Bucket: bucket, Key: key, ETag: "e", Index: i}
+		loc := Location{Kind: InSegment, Unit: unit, Offset: i, Length: n}
+		if _, err := d.Insert(id, loc, func(*Location) bool { return true }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("b", "k", 0, 1, 10)
+	put("b", "k", 1, 1, 20)
+	put("bb", "k", 0, 1, 5)
+	put("b", "z", 0, 2, 7)
+	put("c", "x", 0, 2, 3)
+	put("c", "x", 0, 3, 4) // moves to unit 3
+	if _, err := d.DeleteObject("b", "z"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.UnitBucketBytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[uint64]map[string]int64{1: {"b": 30, "bb": 5}, 3: {"c": 4}}
+	if !maps.EqualFunc(got, want, maps.Equal) {
+		t.Fatalf("UnitBucketBytes = %v, want %v", got, want)
 	}
 }

@@ -41,6 +41,10 @@ type Options struct {
 	// Pins says which objects are pinned: their chunks are never evicted
 	// (see pin.go). Nil pins nothing.
 	Pins store.PinSet
+	// Quotas caps the chunk bytes each bucket may hold in the tier: a Put
+	// or PutAlways that would take a bucket past its quota fails with
+	// store.ErrOverQuota (see quota.go). Nil sets no quotas.
+	Quotas store.Quotas
 }
 
 // Tier is an in-memory store.Tier. It is safe for concurrent use.
@@ -56,12 +60,15 @@ type Options struct {
 // under nothing (Get counts after its shard lock is released), never
 // together with a shard lock. Pins.Pinned and Pins.Generation are called
 // under mu and sometimes a shard lock (the PinSet contract allows it).
+// Quotas.Quota is called under no lock; bytes locks itself and is a leaf
+// (quota.go).
 type Tier struct {
 	capacity int64
 	seed     maphash.Seed
 	epoch    time.Time
 	adm      *admission   // nil under PolicyLRU
 	pins     store.PinSet // nil: nothing pinned
+	quotas   store.Quotas // nil: no quotas
 
 	mu      sync.Mutex
 	shards  [shardCount]shard
@@ -73,6 +80,8 @@ type Tier struct {
 	evictions atomic.Int64
 	declined  atomic.Int64
 	closed    atomic.Bool
+
+	bytes bucketBytes // chunk data bytes per bucket (quota.go)
 }
 
 var (
@@ -80,6 +89,7 @@ var (
 	_ store.VersionLister = (*Tier)(nil)
 	_ store.Admitter      = (*Tier)(nil)
 	_ store.Holder        = (*Tier)(nil)
+	_ store.BucketSizer   = (*Tier)(nil)
 )
 
 // shard holds the chunks of the objects that hash to it: all chunks of one
@@ -125,7 +135,7 @@ func New(opts Options) *Tier {
 	if err != nil {
 		panic(err)
 	}
-	t := &Tier{capacity: max(opts.Capacity, 0), seed: maphash.MakeSeed(), epoch: time.Now(), pins: opts.Pins}
+	t := &Tier{capacity: max(opts.Capacity, 0), seed: maphash.MakeSeed(), epoch: time.Now(), pins: opts.Pins, quotas: opts.Quotas}
 	if t.pins != nil {
 		t.judged = t.pins.Generation() // nothing is aside yet
 	}
@@ -224,6 +234,9 @@ func (t *Tier) PutAlways(id store.ChunkID, data []byte) error {
 }
 
 // put is Put, with the admission filter if filter. It fails with
+// store.ErrOverQuota, before admission and eviction and changing nothing
+// (not even a miss mark), if the chunk would take its bucket past its
+// quota, whether or not the tier holds the chunk already. It fails with
 // store.ErrPinnedFull, evicting nothing, if the chunks it could evict are
 // all pinned (a pin added while it evicts can still stop it half way).
 func (t *Tier) put(id store.ChunkID, data []byte, filter bool) error {
@@ -231,6 +244,7 @@ func (t *Tier) put(id store.ChunkID, data []byte, filter bool) error {
 	if size > t.capacity {
 		return store.ErrTooLarge
 	}
+	q := t.quota(id.Bucket) // the only Quota call of this Put
 	if data == nil {
 		data = []byte{}
 	}
@@ -241,6 +255,9 @@ func (t *Tier) put(id store.ChunkID, data []byte, filter bool) error {
 	// Close takes mu, so this check holds until we return.
 	if t.closed.Load() {
 		return ErrClosed
+	}
+	if t.overQuota(id.Bucket, q, int64(len(data))) {
+		return store.ErrOverQuota
 	}
 	// Any Put consumes the miss mark, so it discounts one later Put at most.
 	missed := t.adm != nil && t.adm.takeMiss(h)
@@ -261,6 +278,7 @@ func (t *Tier) put(id store.ChunkID, data []byte, filter bool) error {
 	s.insert(e, now)
 	t.used.Add(size)
 	t.chunks.Add(1)
+	t.bytes.add(id.Bucket, int64(len(data)))
 	s.mu.Unlock()
 	return nil
 }
@@ -330,6 +348,7 @@ func (t *Tier) evictOne(gen uint64) bool {
 		best.remove(e)
 		t.used.Add(-e.size)
 		t.chunks.Add(-1)
+		t.bytes.add(e.id.Bucket, -int64(len(e.data)))
 		t.evictions.Add(1)
 	}
 	best.mu.Unlock()
@@ -379,13 +398,16 @@ func (t *Tier) DeleteObject(bucket, key string) error {
 	s := t.shardFor(bucket, key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var n int64 // data bytes dropped: one count update for the object
 	for e := s.objects[objectKey{bucket, key}]; e != nil; {
 		next := e.objNext
 		s.remove(e)
 		t.used.Add(-e.size)
 		t.chunks.Add(-1)
+		n += int64(len(e.data))
 		e = next
 	}
+	t.bytes.add(bucket, -n)
 	return nil
 }
 
@@ -451,5 +473,6 @@ func (t *Tier) Close() error {
 	}
 	t.used.Store(0)
 	t.chunks.Store(0)
+	t.bytes.reset()
 	return nil
 }
