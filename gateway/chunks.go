@@ -90,6 +90,7 @@ const (
 	fetchNow   fetchKind = iota // a reader, now
 	fetchAhead                  // a reader's read-ahead
 	fetchKeep                   // a fill of data written or warmed: admitted whatever the tiers' policy
+	fetchNone                   // nothing to fetch (a metadata lookup without the first chunk)
 )
 
 // chunk returns chunk idx of the object version info names, from a tier or

@@ -63,6 +63,7 @@ type rigOptions struct {
 	catalog   bool                 // open a catalog (warm-ups, LIST from it)
 	capacity  int64                // if > 0: the byte budget of each tier
 	pins      *Pins                // given to the tiers and the engine
+	quotas    store.Quotas         // given to the tiers and the engine
 }
 
 func newRig(t testing.TB, ro rigOptions) *rig {
@@ -90,14 +91,14 @@ func newRig(t testing.TB, ro rigOptions) *rig {
 	if ro.pins != nil {
 		pins = ro.pins
 	}
-	r.ram = ram.New(ram.Options{Capacity: ramCap, Pins: pins})
-	r.disk, err = disk.Open(disk.Options{Dir: ro.diskDir, Capacity: diskCap, Pins: pins, Logger: zerolog.Nop()})
+	r.ram = ram.New(ram.Options{Capacity: ramCap, Pins: pins, Quotas: ro.quotas})
+	r.disk, err = disk.Open(disk.Options{Dir: ro.diskDir, Capacity: diskCap, Pins: pins, Quotas: ro.quotas, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.disk.Close() })
 	opts := Options{Origin: origin, RAM: r.ram, Disk: r.disk, ChunkSize: ro.chunk,
-		Freshness: ro.fresh, Registerer: r.reg, Logger: zerolog.Nop(), Pins: ro.pins}
+		Freshness: ro.fresh, Registerer: r.reg, Logger: zerolog.Nop(), Pins: ro.pins, Quotas: ro.quotas}
 	opts.FlightBytes = ro.flightMax
 	if ro.tee {
 		opts.TeeDir = t.TempDir()

@@ -14,19 +14,25 @@ import (
 
 // Head returns an object's info, from the cache while it is fresh.
 func (e *Engine) Head(ctx context.Context, bucket, key string) (store.ObjectInfo, error) {
-	return e.objectInfo(ctx, bucket, key, false)
+	info, _, err := e.objectInfo(ctx, bucket, key, fetchNone)
+	return info, err
 }
 
 // HeadFresh returns an object's info as the origin has it now, whatever
 // the bucket's freshness rule, and refreshes the cache with it. It serves
 // conditions that must hold at the origin (those of a server-side copy).
 func (e *Engine) HeadFresh(ctx context.Context, bucket, key string) (store.ObjectInfo, error) {
-	return e.loadInfo(ctx, bucket, key, false)
+	l, err := e.loadInfo(ctx, bucket, key, fetchNone)
+	return l.info, err
 }
 
 // Get opens an object (or the range of it opts ask for).
 func (e *Engine) Get(ctx context.Context, bucket, key string, opts GetOptions) (*Object, error) {
-	info, err := e.objectInfo(ctx, bucket, key, wantsFirstChunk(opts.Range, e.opts.ChunkSize))
+	first := fetchNone
+	if wantsFirstChunk(opts.Range, e.opts.ChunkSize) {
+		first = fetchNow
+	}
+	info, fl, err := e.objectInfo(ctx, bucket, key, first)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +62,11 @@ func (e *Engine) Get(ctx context.Context, bucket, key string, opts GetOptions) (
 			return obj, nil
 		}
 	}
-	obj.ReadCloser = e.newReader(ctx, info, off, n)
+	r := e.newReader(ctx, info, off, n)
+	if off < e.opts.ChunkSize {
+		r.first = fl // the metadata load's first chunk: read it, never again
+	}
+	obj.ReadCloser = r
 	return obj, nil
 }
 
@@ -67,41 +77,54 @@ func wantsFirstChunk(r *Range, chunkSize int64) bool {
 	return r == nil || (r.Suffix == 0 && r.Start < chunkSize)
 }
 
+// loaded is a metadata load's result: the info and, if the load fetched
+// the first chunk in the same origin call, its flight (every caller
+// joins it, so the chunk is read from the origin once even when the tiers
+// decline to keep it).
+type loaded struct {
+	info  store.ObjectInfo
+	first *flight
+}
+
 // objectInfo returns the info of bucket/key: cached while fresh, else loaded
-// once for all concurrent callers.
-func (e *Engine) objectInfo(ctx context.Context, bucket, key string, prefetch bool) (store.ObjectInfo, error) {
+// once for all concurrent callers. A load that is not fetchNone fetches the
+// first chunk in the same origin call (as that kind) when no tier holds the
+// object, and returns its flight.
+func (e *Engine) objectInfo(ctx context.Context, bucket, key string, first fetchKind) (store.ObjectInfo, *flight, error) {
 	k := metaKey(bucket, key)
 	if ent, ok := e.meta.get(k); ok && e.freshness(bucket).fresh(ent.checked, time.Now()) {
 		e.m.metaHits.Inc()
-		return ent.info, nil
+		return ent.info, nil, nil
 	}
 	e.m.metaMisses.Inc()
 	ch := e.sf.DoChan(k, func() (any, error) {
 		ctx, cancel := e.detached(ctx)
 		defer cancel()
-		return e.loadInfo(ctx, bucket, key, prefetch)
+		return e.loadInfo(ctx, bucket, key, first)
 	})
 	select {
 	case res := <-ch:
 		if res.Err != nil {
-			return store.ObjectInfo{}, res.Err
+			return store.ObjectInfo{}, nil, res.Err
 		}
-		return res.Val.(store.ObjectInfo), nil
+		l := res.Val.(loaded)
+		return l.info, l.first, nil
 	case <-ctx.Done():
-		return store.ObjectInfo{}, ctx.Err()
+		return store.ObjectInfo{}, nil, ctx.Err()
 	}
 }
 
 // loadInfo asks the origin for bucket/key's info: a revalidation when a
 // stale entry exists, else a first fetch.
-func (e *Engine) loadInfo(ctx context.Context, bucket, key string, prefetch bool) (store.ObjectInfo, error) {
+func (e *Engine) loadInfo(ctx context.Context, bucket, key string, first fetchKind) (loaded, error) {
 	k := metaKey(bucket, key)
 	seq := e.meta.sequence()
 	stale, had := e.meta.get(k)
 	var info store.ObjectInfo
+	var fl *flight
 	var err error
-	if !had && prefetch && !e.holdsVersions(bucket, key) {
-		info, err = e.fetchWithFirstChunk(ctx, bucket, key)
+	if !had && first != fetchNone && !e.holdsVersions(bucket, key) {
+		info, fl, err = e.fetchWithFirstChunk(ctx, bucket, key, first)
 	} else {
 		info, err = e.origin.Stat(ctx, bucket, key)
 	}
@@ -112,20 +135,20 @@ func (e *Engine) loadInfo(ctx context.Context, bucket, key string, prefetch bool
 		e.m.staleServed.Inc()
 		e.log.Warn().Err(err).Str("bucket", bucket).Str("key", key).Msg("origin unavailable; serving stale metadata")
 		e.meta.putIf(seq, k, stale.info, time.Now())
-		return stale.info, nil
+		return loaded{info: stale.info}, nil
 	case errors.Is(err, store.ErrNoSuchKey):
 		if had {
 			e.forgetObject(bucket, key)
 		}
-		return info, err
+		return loaded{info: info}, err
 	case err != nil:
-		return info, err
+		return loaded{info: info}, err
 	}
 	if had && stale.info.ETag != info.ETag {
 		e.forgetData(bucket, key) // the old version's chunks are dead
 	}
 	e.meta.putIf(seq, k, info, time.Now())
-	return info, nil
+	return loaded{info: info, first: fl}, nil
 }
 
 // unavailable reports whether err means the origin could not answer in
@@ -149,8 +172,9 @@ func (e *Engine) holdsVersions(bucket, key string) bool {
 // fetchWithFirstChunk reads the object's info and first chunk in one origin
 // call (a cold small object costs one round trip, not two) and hands the
 // body to a flight. Origins that refuse the range (an empty object, say)
-// get a plain Stat instead.
-func (e *Engine) fetchWithFirstChunk(ctx context.Context, bucket, key string) (store.ObjectInfo, error) {
+// get a plain Stat instead. The flight returned (nil if none) is the first
+// chunk's, started as kind or joined.
+func (e *Engine) fetchWithFirstChunk(ctx context.Context, bucket, key string, kind fetchKind) (store.ObjectInfo, *flight, error) {
 	// The body outlives this call (a flight reads it), so it gets a context
 	// of its own, ended when the flight closes the body or the body stalls.
 	bodyCtx, watch, cancel := watchStalls(context.WithoutCancel(ctx), e.opts.FetchTimeout)
@@ -163,22 +187,23 @@ func (e *Engine) fetchWithFirstChunk(ctx context.Context, bucket, key string) (s
 	switch {
 	case errors.Is(err, store.ErrNoSuchKey), errors.Is(err, store.ErrNoSuchBucket),
 		errors.Is(err, store.ErrUnavailable), errors.Is(err, store.ErrAccessDenied):
-		return info, err
+		return info, nil, err
 	case err != nil:
-		return e.origin.Stat(ctx, bucket, key)
+		info, err = e.origin.Stat(ctx, bucket, key)
+		return info, nil, err
 	}
 	if info.Size == 0 {
 		rc.Close()
-		return info, nil
+		return info, nil, nil
 	}
 	id := e.chunkID(info, 0)
-	f, started := e.startFlight(id, e.chunkLen(info.Size, 0), fetchNow)
+	f, started := e.startFlight(id, e.chunkLen(info.Size, 0), kind)
 	if !started {
 		rc.Close()
-		return info, nil
+		return info, f, nil
 	}
 	go e.runFlight(id, f, rc)
-	return info, nil
+	return info, f, nil
 }
 
 // Put writes an object through to the origin and returns once the origin

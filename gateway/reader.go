@@ -31,6 +31,9 @@ type objectReader struct {
 	next   int64 // next chunk index to put in the window
 	last   int64 // last chunk index of the range
 	window []*future
+	// first, if set, is chunk 0's flight from the metadata load: the
+	// window takes it instead of looking chunk 0 up again.
+	first *flight
 }
 
 func (e *Engine) newReader(ctx context.Context, info store.ObjectInfo, off, n int64) *objectReader {
@@ -49,6 +52,11 @@ func (r *objectReader) fill() {
 		f := &future{idx: r.next, ready: make(chan struct{})}
 		r.window = append(r.window, f)
 		r.next++
+		if f.idx == 0 && r.first != nil {
+			f.ref, r.first = chunkRef{fl: r.first}, nil
+			close(f.ready)
+			continue
+		}
 		if b, ok := r.e.lookupRAM(r.e.chunkID(r.info, f.idx)); ok && int64(len(b)) == r.e.chunkLen(r.info.Size, f.idx) {
 			f.ref = chunkRef{data: b}
 			close(f.ready)

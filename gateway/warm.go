@@ -164,14 +164,22 @@ func (w *warmRun) fetchers(ctx context.Context, work <-chan store.ObjectInfo) (w
 // chunk, in the same origin call, when the tiers hold none of it) and
 // every chunk into the tiers, admitted whatever their policy.
 func (e *Engine) warmObject(ctx context.Context, o store.ObjectInfo) error {
-	info, err := e.objectInfo(ctx, o.Bucket, o.Key, true)
+	info, first, err := e.objectInfo(ctx, o.Bucket, o.Key, fetchKeep)
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.Key, err)
 	}
 	if info.ETag != o.ETag {
 		return fmt.Errorf("%s changed at the origin during the warm-up", o.Key)
 	}
-	for idx := int64(0); idx*e.opts.ChunkSize < info.Size; idx++ {
+	start := int64(0)
+	if first != nil {
+		// The load fetched chunk 0 as a keep flight, which stores it.
+		if _, err := (chunkRef{fl: first}).bytesAt(ctx, int(e.chunkLen(info.Size, 0)-1)); err != nil {
+			return fmt.Errorf("%s: %w", o.Key, err)
+		}
+		start = 1
+	}
+	for idx := start; idx*e.opts.ChunkSize < info.Size; idx++ {
 		n := e.chunkLen(info.Size, idx)
 		if _, ok := e.lookupLen(e.chunkID(info, idx), n); ok {
 			continue

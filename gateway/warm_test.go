@@ -247,3 +247,68 @@ func TestPinnedPrefixSurvivesPressure(t *testing.T) {
 		}
 	}
 }
+
+// quotaSet gives every bucket the same quota.
+type quotaSet int64
+
+func (q quotaSet) Quota(string) int64 { return int64(q) }
+
+// TestQuotaCapsBucket: a bucket never holds more than its quota in a
+// tier, its reads past it still succeed (from the origin), and status
+// reports its bytes per tier and the quota.
+func TestQuotaCapsBucket(t *testing.T) {
+	const quota = 1 << 20
+	r := newRig(t, rigOptions{chunk: 64 << 10, catalog: true, quotas: quotaSet(quota)})
+	objs := map[string][]byte{}
+	for i := range 12 {
+		k := fmt.Sprintf("q/%d", i)
+		objs[k] = randBytes(t, 256<<10)
+		r.seed(k, objs[k])
+	}
+	for k, want := range objs {
+		if got := r.read(k, nil); !bytes.Equal(got, want) {
+			t.Fatalf("%s: %d bytes", k, len(got))
+		}
+	}
+	r.e.Close() // the disk queue written out
+	st, err := r.e.Status(context.Background(), r.bucket, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := st.Buckets[0]
+	if b.Quota != quota || b.TierBytes["ram"] == 0 || b.TierBytes["ram"] > quota || b.TierBytes["disk"] == 0 || b.TierBytes["disk"] > quota {
+		t.Fatalf("a bucket with a 1 MiB quota after reading 3 MiB: %+v", b)
+	}
+}
+
+// TestDeclinedChunkFetchedOnce: a cold read whose chunk the full tiers
+// decline (they hold more popular chunks) still costs one origin read:
+// the reader takes the bytes of the metadata load's flight.
+func TestDeclinedChunkFetchedOnce(t *testing.T) {
+	r := newRig(t, rigOptions{chunk: 64 << 10, capacity: 2 << 20})
+	for i := range 40 { // more than the tiers hold, each read three times
+		k := fmt.Sprintf("hot/%d", i)
+		r.seed(k, randBytes(t, 60<<10))
+		for range 3 {
+			r.read(k, nil)
+		}
+	}
+	cold := map[string][]byte{}
+	for i := range 20 {
+		k := fmt.Sprintf("cold/%d", i)
+		cold[k] = randBytes(t, 60<<10)
+		r.seed(k, cold[k])
+	}
+	gets := r.originGets()
+	for k, want := range cold {
+		if got := r.read(k, nil); !bytes.Equal(got, want) {
+			t.Fatalf("%s: %d bytes", k, len(got))
+		}
+	}
+	if n := r.originGets() - gets; n != len(cold) {
+		t.Fatalf("%d origin reads for %d cold objects", n, len(cold))
+	}
+	if r.ram.Stats().Declined == 0 {
+		t.Fatal("the RAM tier declined nothing: the test exercised no decline")
+	}
+}

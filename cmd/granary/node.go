@@ -189,7 +189,7 @@ func openOrigin(spec originSpec, access, secret string) (store.Origin, error) {
 // leaves that tier nil (the engine then skips it).
 func openTiers(cfg Config, pins store.PinSet, n *node, log zerolog.Logger) (ramTier, diskTier store.Tier, err error) {
 	if cfg.RAM > 0 {
-		r := ram.New(ram.Options{Capacity: ramTierBytes(int64(cfg.RAM)), Policy: cfg.Eviction, Pins: pins})
+		r := ram.New(ram.Options{Capacity: ramTierBytes(int64(cfg.RAM)), Policy: cfg.Eviction, Pins: pins, Quotas: cfg.Quotas()})
 		n.closers = append([]namedCloser{{"ram", r}}, n.closers...)
 		ramTier = r
 	}
@@ -201,7 +201,7 @@ func openTiers(cfg Config, pins store.PinSet, n *node, log zerolog.Logger) (ramT
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, nil, fmt.Errorf("disk tier: %w", err)
 		}
-		d, err := disk.Open(disk.Options{Dir: dir, Capacity: int64(cfg.Disk), Policy: cfg.Eviction, Pins: pins,
+		d, err := disk.Open(disk.Options{Dir: dir, Capacity: int64(cfg.Disk), Policy: cfg.Eviction, Pins: pins, Quotas: cfg.Quotas(),
 			Logger: log.With().Str("component", "disk").Logger()})
 		if err != nil {
 			return nil, nil, fmt.Errorf("disk tier: %w", err)
