@@ -31,7 +31,7 @@ type WarmSpec struct {
 	Prefix string `json:"prefix"`
 	// MetadataOnly loads the listing into the catalog and no data.
 	MetadataOnly bool `json:"metadataOnly"`
-	// Parallel is how many objects are fetched at once; 0 means 8.
+	// Parallel is how many objects are fetched at once; 0 means 16.
 	Parallel int `json:"parallel"`
 }
 
@@ -142,7 +142,7 @@ func (w *warmRun) lister(ctx context.Context) func() (catalog.Entry, bool, error
 func (w *warmRun) fetchers(ctx context.Context, work <-chan store.ObjectInfo) (wait func()) {
 	par := w.spec.Parallel
 	if par <= 0 {
-		par = 8
+		par = 16
 	}
 	var wg sync.WaitGroup
 	for range par {

@@ -71,7 +71,7 @@ Interrupting the command cancels the warm-up.`,
 	}
 	f.client.register(cmd.Flags())
 	cmd.Flags().BoolVar(&f.metadataOnly, "metadata-only", false, "load the listing only, no data")
-	cmd.Flags().IntVar(&f.parallel, "parallel", 8, "objects fetched at once (`N`, 1 to 256)")
+	cmd.Flags().IntVar(&f.parallel, "parallel", 16, "objects fetched at once (`N`, 1 to 256)")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "cancel the warm-up after this `duration` (0: no limit)")
 	return cmd
 }

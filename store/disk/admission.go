@@ -70,8 +70,9 @@ func checkPolicy(p string) (string, error) {
 // (which compares the candidate's estimate minus the miss that caused
 // it) never beats a unit: the cache keeps a fixed set. Halving keeps it
 // (a unit's sum is halved once, rounding down less than each counter
-// does). Only sketch overcounts (collisions, see Options.SketchItems)
-// let a candidate win, each costing one chunk's worth of eviction.
+// does). A candidate must also beat the unit's mean by a whole access
+// (see admits), so a sketch overcount of one (a collision, see
+// Options.SketchItems) does not let it in; only larger overcounts do.
 type admission struct {
 	sk     *sketch.Sketch
 	hash   func(store.ChunkID) uint64 // seeded per tier; tests fix it
@@ -175,7 +176,10 @@ func (t *Tier) admits(prior, n int64) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return v == nil || v.chunks <= 0 || prior*v.chunks > v.freq, nil
+	// The candidate must beat the unit's mean by a whole access: admitting
+	// it evicts every chunk of the unit, so the common sketch overcount
+	// (one, from a collision) must not be enough to throw a unit away.
+	return v == nil || v.chunks <= 0 || prior*v.chunks > v.freq+v.chunks, nil
 }
 
 // highWater is the usage past which a Put triggers eviction.

@@ -198,7 +198,7 @@ func TestAdmission(t *testing.T) {
 		}
 	}
 	hot, hotData := chunk("hot", 0, 16<<10)
-	getN(t, tier, hot, 3) // 2 before the miss that puts it: more than the units' 1
+	getN(t, tier, hot, 4) // 3 before the miss that puts it: a whole access more than the units' 1
 	mustPut(t, tier, hot, hotData)
 	mustGet(t, tier, hot, hotData)
 	if err := tier.PutAlways(cold, coldData); err != nil {

@@ -1,0 +1,325 @@
+// The epochs scenario (issue 6, "Speed"): a training data set of small
+// files read whole, in a fresh random order each epoch, by parallel
+// workers, from a slow origin (MinIO behind the slow proxy) directly and
+// through `granary serve`: with a cache that holds the data set, with a
+// warm-up (`granary warm`) before the first epoch, and with a cache half
+// the data set's size under each eviction policy. Each epoch reports
+// samples/s and the node's chunk hit rate.
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+
+	"github.com/granary-dev/granary/internal/miniotest"
+	"github.com/granary-dev/granary/internal/slowproxy"
+)
+
+// epochsBucket is the scenario's bucket on MinIO; every key is under
+// epochsPrefix.
+const (
+	epochsBucket = "epochs"
+	epochsPrefix = "train/"
+)
+
+// epochsPlan is the shape of an epochs run.
+type epochsPlan struct {
+	files       int // samples in the data set, one object each
+	fileSize    int // bytes per sample: below the chunk size, so one chunk each
+	workers     int // parallel readers
+	epochs      int // epochs per configuration whose cache holds the data set
+	evictEpochs int // epochs per configuration whose cache holds half of it
+	evictRAM    int64
+}
+
+func fullEpochsPlan() epochsPlan {
+	return epochsPlan{files: 20_000, fileSize: 100 << 10, workers: 16, epochs: 3, evictEpochs: 3, evictRAM: 64 << 20}
+}
+
+func quickEpochsPlan() epochsPlan {
+	return epochsPlan{files: 2_000, fileSize: 100 << 10, workers: 16, epochs: 3, evictEpochs: 4, evictRAM: 16 << 20}
+}
+
+// dataBytes is the data set's size.
+func (p epochsPlan) dataBytes() int64 { return int64(p.files) * int64(p.fileSize) }
+
+// fitBudget is --ram and --disk of a node whose RAM tier alone holds the
+// data set (with room for the RAM tier's working reserve) and whose disk
+// tier holds it twice.
+func (p epochsPlan) fitBudget() (ram, disk int64) {
+	return p.dataBytes()*3/2 + 256<<20, 2 * p.dataBytes()
+}
+
+// evictBudget is --ram and --disk of a node whose cache is half the data
+// set. Every chunk the node reads lands in RAM and is queued to disk, and
+// a disk hit is copied back into RAM, so RAM mostly holds a subset of the
+// disk tier: the disk tier is the capacity, and RAM is kept small so it
+// adds little beyond it.
+func (p epochsPlan) evictBudget() (ram, disk int64) {
+	return p.evictRAM, p.dataBytes() / 2
+}
+
+// epochsSlow is the link to the origin unless -slow-* flags say
+// otherwise: a remote object store as a small-file reader sees it, where
+// the round trip per request dominates (20 ms each way), with a
+// per-connection and an aggregate bandwidth cap.
+func epochsSlow() slowproxy.Options {
+	return slowproxy.Options{Stream: 25e6, Total: 100e6, Latency: 20 * time.Millisecond}
+}
+
+// newEpochsObjects builds the data set: windows at distinct offsets into
+// one random pool, as newDataset does (4099 does not divide the window
+// range, and files*4099 stays below the pool for the plans here, so no
+// two samples share their bytes).
+func newEpochsObjects(p epochsPlan) []object {
+	const poolSize = 64 << 20
+	pool := randomBytes(poolSize, 6)
+	objs := make([]object, p.files)
+	for i := range objs {
+		off := i * 4099 % (poolSize - p.fileSize)
+		objs[i] = object{key: fmt.Sprintf("%s%06d", epochsPrefix, i), data: pool[off : off+p.fileSize]}
+	}
+	return objs
+}
+
+// epochsRun is one epochs scenario in progress.
+type epochsRun struct {
+	plan  epochsPlan
+	objs  []object
+	bin   string // granary binary; "" runs the direct rows only
+	mio   *miniotest.Server
+	proxy *slowproxy.Proxy
+	rep   *epochsReport
+	logf  func(string, ...any)
+}
+
+// runEpochs measures the scenario; with o.granary empty, only the direct
+// rows. A failure after some rows were measured logs the partial report.
+func runEpochs(ctx context.Context, o options, logw io.Writer) (*epochsReport, error) {
+	p := fullEpochsPlan()
+	if o.quick {
+		p = quickEpochsPlan()
+	}
+	slow := epochsSlow()
+	for _, name := range o.slowSet {
+		switch name {
+		case "slow-stream":
+			slow.Stream = o.slow.Stream
+		case "slow-total":
+			slow.Total = o.slow.Total
+		case "slow-latency":
+			slow.Latency = o.slow.Latency
+		}
+	}
+	logf := func(format string, args ...any) { fmt.Fprintf(logw, "loadtest: epochs: "+format+"\n", args...) }
+	mio, err := miniotest.Start()
+	if err != nil {
+		return nil, err
+	}
+	defer mio.Stop()
+	r := &epochsRun{plan: p, objs: newEpochsObjects(p), bin: o.granary, mio: mio, logf: logf,
+		rep: &epochsReport{plan: p, slow: slow, quick: o.quick, started: time.Now()}}
+	d := &dataset{bucket: epochsBucket, sets: []objectSet{{objects: r.objs}}}
+	if err := seedMinio(ctx, d, mio, logf); err != nil {
+		return nil, err
+	}
+	if r.proxy, err = slowproxy.Start(mio.Endpoint, slow); err != nil {
+		return nil, err
+	}
+	defer r.proxy.Close()
+	r.rep.loadStart = loadAverage()
+	if err := r.measure(ctx); err != nil {
+		if len(r.rep.rows) > 0 {
+			r.rep.loadEnd = loadAverage()
+			logf("partial report before the failure:\n%s", r.rep.markdown())
+		}
+		return nil, err
+	}
+	r.rep.loadEnd = loadAverage()
+	return r.rep, nil
+}
+
+// measure runs every configuration in the report's order.
+func (r *epochsRun) measure(ctx context.Context) error {
+	if err := r.direct(ctx); err != nil {
+		return err
+	}
+	if r.bin == "" {
+		return nil
+	}
+	ram, disk := r.plan.fitBudget()
+	if err := r.gateway(ctx, gwConfig{name: cfgFits, ram: ram, disk: disk, epochs: r.plan.epochs}); err != nil {
+		return err
+	}
+	if err := r.gateway(ctx, gwConfig{name: cfgWarm, ram: ram, disk: disk, epochs: r.plan.epochs, warm: true}); err != nil {
+		return err
+	}
+	ram, disk = r.plan.evictBudget()
+	for _, policy := range []string{"lru", "tinylfu"} {
+		c := gwConfig{name: cfgHalf + policy, ram: ram, disk: disk, epochs: r.plan.evictEpochs, eviction: policy}
+		if err := r.gateway(ctx, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// direct reads the epochs from the origin through the slow link: as many
+// as any configuration reads, so each gateway epoch has its direct one.
+func (r *epochsRun) direct(ctx context.Context) error {
+	cl, tr, sc, err := newCountingS3Client(r.proxy.Addr(), r.mio.AccessKey, r.mio.SecretKey)
+	if err != nil {
+		return err
+	}
+	defer tr.CloseIdleConnections()
+	for e := 1; e <= max(r.plan.epochs, r.plan.evictEpochs); e++ {
+		row, err := r.epoch(ctx, cl, sc, e)
+		if err != nil {
+			return fmt.Errorf("direct epoch %d: %w", e, err)
+		}
+		row.config = cfgDirect
+		r.add(row)
+	}
+	return nil
+}
+
+// epoch reads every sample once in epoch e's order (the same order for
+// every configuration, a fresh one each epoch) and returns its row: the
+// time taken and the requests sc counted meanwhile.
+func (r *epochsRun) epoch(ctx context.Context, cl *minio.Client, sc *statusCounter, e int) (epochRow, error) {
+	req0, failed0 := sc.snapshot()
+	elapsed, n, err := readRandom(ctx, r.objs, r.plan.workers, uint64(1000+e), openS3(ctx, cl, epochsBucket))
+	if err == nil && n != len(r.objs) {
+		err = fmt.Errorf("verified %d samples of %d", n, len(r.objs))
+	}
+	req1, failed1 := sc.snapshot()
+	return epochRow{epoch: strconv.Itoa(e), files: n, elapsed: elapsed, requests: req1 - req0, failed: failed1 - failed0}, err
+}
+
+func (r *epochsRun) add(row epochRow) {
+	hit := "-"
+	if row.lookups() > 0 {
+		hit = fmt.Sprintf("%.2f%%", 100*row.hitRate())
+	}
+	r.logf("%-45s epoch %-7s %6.0f samples/s  hit rate %-7s  lookups %.0f  origin GETs %.0f  requests %d (%d not 2xx)",
+		row.config, row.epoch, row.samplesPerSec(), hit, row.lookups(), row.originGets, row.requests, row.failed)
+	r.rep.rows = append(r.rep.rows, row)
+}
+
+// gwConfig is one granary configuration measured over its epochs.
+type gwConfig struct {
+	name      string
+	ram, disk int64
+	eviction  string // --eviction; "" leaves the node's default
+	warm      bool   // run `granary warm` on the data set before epoch 1
+	epochs    int
+}
+
+// gateway starts a fresh node (empty cache) for c, reads c.epochs epochs
+// through it and stops it.
+func (r *epochsRun) gateway(ctx context.Context, c gwConfig) error {
+	// The data set never changes under a training job: immutable metadata
+	// keeps a HEAD round trip to the slow origin off every cached read
+	// (with the default 1 m TTL a long epoch would revalidate each sample).
+	args := []string{"--freshness", "immutable"}
+	if c.eviction != "" {
+		args = append(args, "--eviction", c.eviction)
+	}
+	g, err := startGranary(r.bin, r.proxy.Addr(), r.mio.AccessKey, r.mio.SecretKey, c.ram, c.disk, args...)
+	if err != nil {
+		if c.eviction != "" {
+			return fmt.Errorf("%s: granary serve --eviction %s did not start (a build without the --eviction flag fails so): %w", c.name, c.eviction, err)
+		}
+		return fmt.Errorf("%s: %w", c.name, err)
+	}
+	defer g.stop()
+	if err := r.gatewayEpochs(ctx, c, g); err != nil {
+		return fmt.Errorf("%s: %w\ngranary log tail:\n%s", c.name, err, g.tail())
+	}
+	return nil
+}
+
+// gatewayEpochs runs c's warm-up (if any) and epochs against g, reading
+// g's cache counters before and after each.
+func (r *epochsRun) gatewayEpochs(ctx context.Context, c gwConfig, g *granaryProc) error {
+	cl, tr, sc, err := newCountingS3Client(g.addr, granaryAccess, granarySecret)
+	if err != nil {
+		return err
+	}
+	defer tr.CloseIdleConnections()
+	before, err := scrapeMetrics(ctx, g.endpoint())
+	if err != nil {
+		return err
+	}
+	if c.warm {
+		ok, err := r.warmUp(ctx, c, g, before)
+		if err != nil || !ok {
+			return err
+		}
+		if before, err = scrapeMetrics(ctx, g.endpoint()); err != nil {
+			return err
+		}
+	}
+	bound := 0.0 // the cache holds the data set: no bound below 1
+	if c.eviction != "" {
+		bound = capacityBound(before, c.disk, r.plan.dataBytes())
+	}
+	for e := 1; e <= c.epochs; e++ {
+		row, err := r.epoch(ctx, cl, sc, e)
+		if err != nil {
+			return fmt.Errorf("epoch %d: %w", e, err)
+		}
+		after, err := scrapeMetrics(ctx, g.endpoint())
+		if err != nil {
+			return err
+		}
+		row.config, row.cache, row.bound = c.name, after.cache().minus(before.cache()), bound
+		row.dropped = after.sum("granary_disk_fill_dropped_total") - before.sum("granary_disk_fill_dropped_total")
+		row.originGets = after.originGets() - before.originGets()
+		r.add(row)
+		before = after
+	}
+	return nil
+}
+
+// warmUp runs `granary warm` on the data set's prefix and adds its row.
+// It reports false, with an n/a row, when the binary has no warm command.
+func (r *epochsRun) warmUp(ctx context.Context, c gwConfig, g *granaryProc, before metricSet) (bool, error) {
+	cmd := exec.CommandContext(ctx, r.bin, "warm", "--endpoint", g.endpoint(), "s3://"+epochsBucket+"/"+epochsPrefix)
+	cmd.Env = append(os.Environ(), "GRANARY_ACCESS_KEY="+granaryAccess, "GRANARY_SECRET_KEY="+granarySecret)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	err := cmd.Run()
+	elapsed := time.Since(start)
+	if err != nil {
+		if !hasWarmCommand(ctx, r.bin) {
+			r.add(epochRow{config: c.name, epoch: epochWarmUp, note: "n/a (no warm command in this build)"})
+			return false, nil
+		}
+		return false, fmt.Errorf("granary warm: %v\n%s", err, out.Bytes())
+	}
+	after, err := scrapeMetrics(ctx, g.endpoint())
+	if err != nil {
+		return false, err
+	}
+	r.add(epochRow{config: c.name, epoch: epochWarmUp, files: r.plan.files, elapsed: elapsed,
+		cache: after.cache().minus(before.cache()), originGets: after.originGets() - before.originGets()})
+	return true, nil
+}
+
+// hasWarmCommand tells whether bin has a warm subcommand: without one,
+// `bin warm` fails with cobra's unknown command error (and `bin warm
+// --endpoint ...` with an unknown flag error, as the root has no flags).
+func hasWarmCommand(ctx context.Context, bin string) bool {
+	out, err := exec.CommandContext(ctx, bin, "warm").CombinedOutput()
+	return err == nil || !bytes.Contains(out, []byte(`unknown command "warm"`))
+}
