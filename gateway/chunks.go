@@ -38,12 +38,32 @@ func (e *Engine) chunkLen(size, idx int64) int64 {
 	return min(e.opts.ChunkSize, size-idx*e.opts.ChunkSize)
 }
 
+// look says which tiers record a lookup as an access. The tiers' admission
+// policy counts accesses, so one read of a chunk must be recorded once by
+// each tier it asks, however often the engine looks (the fast path, the
+// reader's window, the fetch, the flight's second look).
+type look int
+
+const (
+	lookAll  look = iota // a first look: both tiers record it
+	lookDisk             // RAM was asked already: it only peeks
+	lookNone             // a look again, or a fill's: both peek
+)
+
+// tierGet gets id from t, recording the access or only peeking.
+func tierGet(t store.Tier, id store.ChunkID, record bool) ([]byte, error) {
+	if p, ok := t.(store.Peeker); ok && !record {
+		return p.Peek(id)
+	}
+	return t.Get(id)
+}
+
 // lookupRAM returns the chunk if the RAM tier holds it.
-func (e *Engine) lookupRAM(id store.ChunkID) ([]byte, bool) {
+func (e *Engine) lookupRAM(id store.ChunkID, record bool) ([]byte, bool) {
 	if e.opts.RAM == nil {
 		return nil, false
 	}
-	b, err := e.opts.RAM.Get(id)
+	b, err := tierGet(e.opts.RAM, id, record)
 	if err != nil {
 		return nil, false
 	}
@@ -53,11 +73,11 @@ func (e *Engine) lookupRAM(id store.ChunkID) ([]byte, bool) {
 }
 
 // lookupDisk returns the chunk if the disk tier holds it, and promotes it.
-func (e *Engine) lookupDisk(id store.ChunkID) ([]byte, bool) {
+func (e *Engine) lookupDisk(id store.ChunkID, record bool) ([]byte, bool) {
 	if e.opts.Disk == nil {
 		return nil, false
 	}
-	b, err := e.opts.Disk.Get(id)
+	b, err := tierGet(e.opts.Disk, id, record)
 	if err != nil {
 		return nil, false
 	}
@@ -69,17 +89,14 @@ func (e *Engine) lookupDisk(id store.ChunkID) ([]byte, bool) {
 	return b, true
 }
 
-func (e *Engine) lookup(id store.ChunkID) ([]byte, bool) {
-	if b, ok := e.lookupRAM(id); ok {
-		return b, true
+// lookupLen looks in RAM, then on disk, for a chunk of known length. A hit
+// of another length (a tier filled under another chunk size) is a miss,
+// never served.
+func (e *Engine) lookupLen(id store.ChunkID, n int64, l look) ([]byte, bool) {
+	b, ok := e.lookupRAM(id, l == lookAll)
+	if !ok {
+		b, ok = e.lookupDisk(id, l != lookNone)
 	}
-	return e.lookupDisk(id)
-}
-
-// lookupLen is lookup for a chunk of known length. A hit of another length
-// (a tier filled under another chunk size) is a miss, never served.
-func (e *Engine) lookupLen(id store.ChunkID, n int64) ([]byte, bool) {
-	b, ok := e.lookup(id)
 	return b, ok && int64(len(b)) == n
 }
 
@@ -97,10 +114,10 @@ const (
 // from a flight (joined or started). It never blocks on the origin. A
 // read-ahead (fetchAhead) starts no flight past the FlightBytes budget: it
 // returns a zero chunkRef, and the reader asks again when it gets there.
-func (e *Engine) chunk(info store.ObjectInfo, idx int64, kind fetchKind) chunkRef {
+func (e *Engine) chunk(info store.ObjectInfo, idx int64, kind fetchKind, l look) chunkRef {
 	id := e.chunkID(info, idx)
 	n := e.chunkLen(info.Size, idx)
-	if b, ok := e.lookupLen(id, n); ok {
+	if b, ok := e.lookupLen(id, n, l); ok {
 		return chunkRef{data: b}
 	}
 	f, started := e.startFlight(id, n, kind)
@@ -149,7 +166,7 @@ func (e *Engine) startFlight(id store.ChunkID, size int64, kind fetchKind) (f *f
 func (e *Engine) runFlight(id store.ChunkID, f *flight, body io.ReadCloser) {
 	defer e.retire(id, f)
 	if body == nil {
-		if b, ok := e.lookupLen(id, int64(len(f.buf))); ok {
+		if b, ok := e.lookupLen(id, int64(len(f.buf)), lookNone); ok {
 			copy(f.buf, b)
 			f.publish(len(b), nil, true)
 			return

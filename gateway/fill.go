@@ -71,7 +71,7 @@ func (e *Engine) fillFrom(ctx context.Context, info store.ObjectInfo) {
 			return
 		}
 		n := e.chunkLen(info.Size, idx)
-		ref := e.chunk(info, idx, fetchKeep)
+		ref := e.chunk(info, idx, fetchKeep, lookNone)
 		if _, err := ref.bytesAt(ctx, int(n-1)); err != nil && err != io.EOF {
 			return
 		}

@@ -55,7 +55,7 @@ func (e *Engine) Get(ctx context.Context, bucket, key string, opts GetOptions) (
 	}
 	// Fast path: a range inside one chunk that RAM holds is a sub-slice.
 	if idx := off / e.opts.ChunkSize; (off+n-1)/e.opts.ChunkSize == idx {
-		if b, ok := e.lookupRAM(e.chunkID(info, idx)); ok && int64(len(b)) == e.chunkLen(info.Size, idx) {
+		if b, ok := e.lookupRAM(e.chunkID(info, idx), true); ok && int64(len(b)) == e.chunkLen(info.Size, idx) {
 			within := off - idx*e.opts.ChunkSize
 			obj.whole = b[within : within+n]
 			obj.ReadCloser = &bytesReader{data: obj.whole}
@@ -63,6 +63,9 @@ func (e *Engine) Get(ctx context.Context, bucket, key string, opts GetOptions) (
 		}
 	}
 	r := e.newReader(ctx, info, off, n)
+	if idx := off / e.opts.ChunkSize; (off+n-1)/e.opts.ChunkSize == idx {
+		r.ramAsked = idx // the fast path asked RAM for it
+	}
 	if off < e.opts.ChunkSize {
 		r.first = fl // the metadata load's first chunk: read it, never again
 	}

@@ -34,11 +34,14 @@ type objectReader struct {
 	// first, if set, is chunk 0's flight from the metadata load: the
 	// window takes it instead of looking chunk 0 up again.
 	first *flight
+	// ramAsked is the chunk whose RAM lookup Get recorded already (-1:
+	// none), so the window only peeks at it.
+	ramAsked int64
 }
 
 func (e *Engine) newReader(ctx context.Context, info store.ObjectInfo, off, n int64) *objectReader {
 	ctx, cancel := context.WithCancel(ctx)
-	r := &objectReader{e: e, ctx: ctx, cancel: cancel, info: info, off: off, end: off + n}
+	r := &objectReader{e: e, ctx: ctx, cancel: cancel, info: info, off: off, end: off + n, ramAsked: -1}
 	r.next = off / e.opts.ChunkSize
 	r.last = (off + n - 1) / e.opts.ChunkSize
 	return r
@@ -57,7 +60,7 @@ func (r *objectReader) fill() {
 			close(f.ready)
 			continue
 		}
-		if b, ok := r.e.lookupRAM(r.e.chunkID(r.info, f.idx)); ok && int64(len(b)) == r.e.chunkLen(r.info.Size, f.idx) {
+		if b, ok := r.e.lookupRAM(r.e.chunkID(r.info, f.idx), f.idx != r.ramAsked); ok && int64(len(b)) == r.e.chunkLen(r.info.Size, f.idx) {
 			f.ref = chunkRef{data: b}
 			close(f.ready)
 			continue
@@ -67,7 +70,7 @@ func (r *objectReader) fill() {
 			kind = fetchAhead
 		}
 		go func() {
-			f.ref = r.e.chunk(r.info, f.idx, kind)
+			f.ref = r.e.chunk(r.info, f.idx, kind, lookDisk)
 			close(f.ready)
 		}()
 	}
@@ -106,7 +109,7 @@ func (r *objectReader) span() ([]byte, error) {
 	if f.ref.data == nil && f.ref.fl == nil {
 		// A read-ahead found no room in the flight budget; this chunk is
 		// needed now, so it is fetched regardless.
-		f.ref = r.e.chunk(r.info, idx, fetchNow)
+		f.ref = r.e.chunk(r.info, idx, fetchNow, lookNone)
 	}
 	within := r.off - idx*cs
 	b, err := f.ref.bytesAt(r.ctx, int(within))
@@ -114,7 +117,7 @@ func (r *objectReader) span() ([]byte, error) {
 		// The fetch failed in a way that may pass (a dropped connection, a
 		// stalled origin): fetch the chunk once more before giving up.
 		f.retried = true
-		f.ref = r.e.chunk(r.info, idx, fetchNow)
+		f.ref = r.e.chunk(r.info, idx, fetchNow, lookNone)
 		b, err = f.ref.bytesAt(r.ctx, int(within))
 	}
 	if err == io.EOF {

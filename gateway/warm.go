@@ -181,11 +181,11 @@ func (e *Engine) warmObject(ctx context.Context, o store.ObjectInfo) error {
 	}
 	for idx := start; idx*e.opts.ChunkSize < info.Size; idx++ {
 		n := e.chunkLen(info.Size, idx)
-		if _, ok := e.lookupLen(e.chunkID(info, idx), n); ok {
+		if _, ok := e.lookupLen(e.chunkID(info, idx), n, lookNone); ok {
 			continue
 		}
 		e.yieldToWrites(ctx)
-		ref := e.chunk(info, idx, fetchKeep)
+		ref := e.chunk(info, idx, fetchKeep, lookNone)
 		if _, err := ref.bytesAt(ctx, int(n-1)); err != nil {
 			if errors.Is(err, store.ErrPreconditionFailed) {
 				return fmt.Errorf("%s changed at the origin during the warm-up: %w", o.Key, err)

@@ -237,3 +237,11 @@ type Quotas interface {
 type BucketSizer interface {
 	BucketBytes(bucket string) int64
 }
+
+// Peeker is a Tier that can return a chunk without recording an access
+// (no change to its recency or frequency), for a caller looking again for
+// a chunk one read has already asked it for: an admission policy must
+// count each read once.
+type Peeker interface {
+	Peek(id ChunkID) ([]byte, error)
+}

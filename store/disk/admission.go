@@ -168,18 +168,30 @@ func (t *Tier) admits(prior, n int64) (bool, error) {
 	if t.used+n <= free {
 		return true, nil
 	}
+	// The victim compared is the first evictable unit that holds chunks:
+	// units holding none (a segment opened for writes that were then all
+	// declined drifts to the back of the LRU list) cost nothing to evict,
+	// and if they free enough the Put goes ahead without a comparison.
 	var v *unit
-	err := t.walkLocked(t.newWalk(), func() { v = nil }, func(u *unit) bool {
+	var empty int64
+	err := t.walkLocked(t.newWalk(), func() { v, empty = nil, 0 }, func(u *unit) bool {
+		if u.chunks <= 0 {
+			empty += u.size
+			return true
+		}
 		v = u
 		return false
 	})
 	if err != nil {
 		return false, err
 	}
+	if v == nil || t.used-empty+n <= free {
+		return true, nil
+	}
 	// The candidate must beat the unit's mean by a whole access: admitting
 	// it evicts every chunk of the unit, so the common sketch overcount
 	// (one, from a collision) must not be enough to throw a unit away.
-	return v == nil || v.chunks <= 0 || prior*v.chunks > v.freq+v.chunks, nil
+	return prior*v.chunks > v.freq+v.chunks, nil
 }
 
 // highWater is the usage past which a Put triggers eviction.

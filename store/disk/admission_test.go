@@ -3,6 +3,7 @@
 package disk
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -303,5 +304,31 @@ func TestCountersRestartAndDelete(t *testing.T) {
 	}
 	if c, f := unitOf(t, tier, ids[1]); c != 7 || f != 7 {
 		t.Fatalf("after a delete: %d chunks, freq %d; want 7 and 7", c, f)
+	}
+}
+
+// TestPeekRecordsNothing: Peek reads a chunk without counting an access:
+// its unit's frequency and the sketch stay as they were, where a Get adds
+// one to each.
+func TestPeekRecordsNothing(t *testing.T) {
+	tier := openT(t, Options{Dir: t.TempDir(), Capacity: 64 << 20})
+	id, data := chunk("k", 0, 4<<10)
+	mustPut(t, tier, id, data)
+	u := tier.units[lookup(t, tier, id).Unit]
+	freq := func() int64 { tier.mu.Lock(); defer tier.mu.Unlock(); return u.freq }
+	f0, e0 := freq(), tier.adm.sk.Estimate(tier.adm.hash(id))
+	for range 3 {
+		if b, err := tier.Peek(id); err != nil || !bytes.Equal(b, data) {
+			t.Fatalf("Peek: %v", err)
+		}
+	}
+	if f, e := freq(), tier.adm.sk.Estimate(tier.adm.hash(id)); f != f0 || e != e0 {
+		t.Fatalf("Peek counted: unit freq %d -> %d, estimate %d -> %d", f0, f, e0, e)
+	}
+	if _, err := tier.Get(id); err != nil {
+		t.Fatal(err)
+	}
+	if f, e := freq(), tier.adm.sk.Estimate(tier.adm.hash(id)); f != f0+1 || e != e0+1 {
+		t.Fatalf("Get: unit freq %d -> %d, estimate %d -> %d, want one more each", f0, f, e0, e)
 	}
 }

@@ -16,11 +16,25 @@ import (
 // bytes are bad, short or missing is dropped and reported as
 // store.ErrNotFound, so the caller fetches it again.
 func (t *Tier) Get(id store.ChunkID) ([]byte, error) {
+	return t.get(id, true)
+}
+
+// Peek returns the chunk like Get, but records no access: neither its
+// unit's recency nor any frequency changes. The engine peeks when it looks
+// again for a chunk a read has already asked for.
+func (t *Tier) Peek(id store.ChunkID) ([]byte, error) {
+	return t.get(id, false)
+}
+
+// get reads the chunk, recording the access if access is set.
+func (t *Tier) get(id store.ChunkID, access bool) ([]byte, error) {
 	if err := t.begin(); err != nil {
 		return nil, err
 	}
 	defer t.end()
-	t.recordGet(id)
+	if access {
+		t.recordGet(id)
+	}
 	loc, err := t.idx.Lookup(id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -32,7 +46,7 @@ func (t *Tier) Get(id store.ChunkID) ([]byte, error) {
 	case err != nil:
 		return nil, ioErr("index lookup", err)
 	}
-	u := t.acquire(loc.Unit)
+	u := t.acquire(loc.Unit, access)
 	if u == nil {
 		// Evicted (its entries are being or will be dropped) or lost.
 		return nil, store.ErrNotFound

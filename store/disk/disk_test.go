@@ -424,7 +424,7 @@ func TestEvictWhileReading(t *testing.T) {
 	id, data := chunk("k", 0, 4<<10)
 	mustPut(t, tier, id, data)
 	loc := lookup(t, tier, id)
-	u := tier.acquire(loc.Unit) // as Get does before reading
+	u := tier.acquire(loc.Unit, true) // as Get does before reading
 	if u == nil {
 		t.Fatal("unit not live")
 	}

@@ -7,57 +7,12 @@ package disk
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/granary-dev/granary/store"
+	"github.com/granary-dev/granary/store/storetest"
 )
-
-// testPins pins objects by "bucket/key" prefix.
-type testPins struct {
-	mu       sync.Mutex
-	prefixes map[string]bool // guarded by mu
-	gen      atomic.Uint64
-	calls    atomic.Int64 // Pinned calls
-}
-
-var _ store.PinSet = (*testPins)(nil)
-
-func newPins(prefixes ...string) *testPins {
-	p := &testPins{prefixes: make(map[string]bool)}
-	for _, pre := range prefixes {
-		p.prefixes[pre] = true
-	}
-	return p
-}
-
-func (p *testPins) Pinned(bucket, key string) bool {
-	p.calls.Add(1)
-	name := bucket + "/" + key
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for pre := range p.prefixes {
-		if strings.HasPrefix(name, pre) {
-			return true
-		}
-	}
-	return false
-}
-
-func (p *testPins) Generation() uint64 { return p.gen.Load() }
-
-func (p *testPins) set(prefix string, pinned bool) {
-	p.mu.Lock()
-	if pinned {
-		p.prefixes[prefix] = true
-	} else {
-		delete(p.prefixes, prefix)
-	}
-	p.mu.Unlock()
-	p.gen.Add(1)
-}
 
 func pinOptions(dir, policy string, pins store.PinSet) Options {
 	return Options{Dir: dir, Capacity: 512 << 10, SegmentSize: 64 << 10, SmallMax: 16 << 10,
@@ -159,7 +114,7 @@ func forEachMode(t *testing.T, fn func(t *testing.T, policy string, always bool)
 // evict them. Get never asks the PinSet.
 func TestPinnedSurvivePressure(t *testing.T) {
 	forEachMode(t, func(t *testing.T, policy string, always bool) {
-		pins := newPins("b/pinned/")
+		pins := storetest.NewPins("b/pinned/")
 		tier := openFixed(t, pinOptions(t.TempDir(), policy, pins))
 		var pinned, loose []testChunk
 		for j := range 3 {
@@ -172,14 +127,14 @@ func TestPinnedSurvivePressure(t *testing.T) {
 		if tier.Stats().Evictions == before {
 			t.Fatal("pressure evicted nothing")
 		}
-		calls := pins.calls.Load()
+		calls := pins.Calls()
 		allThere(t, tier, pinned)
-		if got := pins.calls.Load(); got != calls {
+		if got := pins.Calls(); got != calls {
 			t.Fatalf("Get asked the PinSet %d times", got-calls)
 		}
 		allGone(t, tier, loose)
 
-		pins.set("b/pinned/", false)
+		pins.Set("b/pinned/", false)
 		p.always = true
 		p.press(t, 250)
 		allGone(t, tier, pinned)
@@ -190,7 +145,7 @@ func TestPinnedSurvivePressure(t *testing.T) {
 // moves) are protected from then on.
 func TestPinAfterPut(t *testing.T) {
 	forEachMode(t, func(t *testing.T, policy string, always bool) {
-		pins := newPins()
+		pins := storetest.NewPins()
 		tier := openFixed(t, pinOptions(t.TempDir(), policy, pins))
 		p := &presser{tier: tier, always: always}
 		p.press(t, 20)
@@ -204,7 +159,7 @@ func TestPinAfterPut(t *testing.T) {
 			p.press(t, 1)
 		}
 		allThere(t, tier, late)
-		pins.set("b/late/", true)
+		pins.Set("b/late/", true)
 		p.press(t, 200)
 		allThere(t, tier, late)
 	})
@@ -223,11 +178,11 @@ func snapshot(t *testing.T, tier *Tier, dir string) tierSnapshot {
 
 // fillPinned fills the tier with 8 pinned objects of one segment each
 // (8 chunks of 8 KiB), "full/o<j>/x" under prefix "b/full/o<j>/".
-func fillPinned(t *testing.T, tier *Tier, pins *testPins) [][]testChunk {
+func fillPinned(t *testing.T, tier *Tier, pins *storetest.Pins) [][]testChunk {
 	t.Helper()
 	var objs [][]testChunk
 	for j := range 8 {
-		pins.set(fmt.Sprintf("b/full/o%d/", j), true)
+		pins.Set(fmt.Sprintf("b/full/o%d/", j), true)
 		objs = append(objs, putObject(t, tier, fmt.Sprintf("full/o%d/x", j), 8, false))
 	}
 	if s := tier.Stats(); s.UsedBytes != s.CapacityBytes || s.Evictions != 0 {
@@ -243,7 +198,7 @@ func TestPinnedFull(t *testing.T) {
 	for _, policy := range []string{PolicyLRU, PolicyTinyLFU} {
 		t.Run(policy, func(t *testing.T) {
 			dir := t.TempDir()
-			pins := newPins()
+			pins := storetest.NewPins()
 			tier := openFixed(t, pinOptions(dir, policy, pins))
 			objs := fillPinned(t, tier, pins)
 			want := snapshot(t, tier, dir)
@@ -264,7 +219,7 @@ func TestPinnedFull(t *testing.T) {
 			for _, cs := range objs {
 				allThere(t, tier, cs)
 			}
-			pins.set("b/full/o5/", false)
+			pins.Set("b/full/o5/", false)
 			id, data := chunk("new", 0, 24<<10)
 			if err := tier.PutAlways(id, data); err != nil {
 				t.Fatalf("PutAlways after unpinning: %v", err)
@@ -285,7 +240,7 @@ func TestPinnedFull(t *testing.T) {
 // file at once), and the room it leaves in a pinned segment is evicted.
 func TestDeletePinned(t *testing.T) {
 	dir := t.TempDir()
-	pins := newPins()
+	pins := storetest.NewPins()
 	tier := openFixed(t, pinOptions(dir, PolicyLRU, pins))
 	objs := fillPinned(t, tier, pins)
 	if err := tier.DeleteObject("b", "full/o2/x"); err != nil {
@@ -303,8 +258,8 @@ func TestDeletePinned(t *testing.T) {
 	}
 	mustGet(t, tier, id, data)
 
-	pins.set("b/big/", true)
-	pins.set("b/full/o4/", false)
+	pins.Set("b/big/", true)
+	pins.Set("b/full/o4/", false)
 	big := putObject(t, tier, "big/x", 1, true)
 	before := diskUsage(t, dir)
 	if err := tier.DeleteObject("b", "big/x"); err != nil {
@@ -320,7 +275,7 @@ func TestDeletePinned(t *testing.T) {
 // the first evictable unit, not with a popular pinned one at the back of
 // the LRU list; the Put then evicts the evictable unit.
 func TestAdmissionSkipsPinned(t *testing.T) {
-	pins := newPins("b/hot/")
+	pins := storetest.NewPins("b/hot/")
 	tier := openFixed(t, pinOptions(t.TempDir(), PolicyTinyLFU, pins))
 	hot := putObject(t, tier, "hot/x", 8, false)
 	for range 10 {
@@ -349,7 +304,7 @@ func TestAdmissionSkipsPinned(t *testing.T) {
 // ones are still never evicted.
 func TestPinRestart(t *testing.T) {
 	dir := t.TempDir()
-	pins := newPins("b/pinned/")
+	pins := storetest.NewPins("b/pinned/")
 	tier, err := Open(pinOptions(dir, PolicyLRU, pins))
 	if err != nil {
 		t.Fatal(err)
@@ -369,7 +324,7 @@ func TestPinRestart(t *testing.T) {
 func TestPinConcurrent(t *testing.T) {
 	for _, policy := range []string{PolicyLRU, PolicyTinyLFU} {
 		t.Run(policy, func(t *testing.T) {
-			pins := newPins("b/keep/", "b/flip/")
+			pins := storetest.NewPins("b/keep/", "b/flip/")
 			tier := openFixed(t, pinOptions(t.TempDir(), policy, pins))
 			keep := putObject(t, tier, "keep/x", 6, true)
 			var wg sync.WaitGroup
@@ -379,7 +334,7 @@ func TestPinConcurrent(t *testing.T) {
 			}
 			wg.Go(func() {
 				for i := range 200 {
-					pins.set("b/flip/", i%2 == 1)
+					pins.Set("b/flip/", i%2 == 1)
 				}
 			})
 			wg.Go(func() {

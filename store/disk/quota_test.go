@@ -10,35 +10,11 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/granary-dev/granary/store"
+	"github.com/granary-dev/granary/store/storetest"
 )
-
-// testQuotas caps buckets by name and counts how often it is asked.
-type testQuotas struct {
-	mu     sync.Mutex
-	quotas map[string]int64 // guarded by mu
-	calls  atomic.Int64
-}
-
-var _ store.Quotas = (*testQuotas)(nil)
-
-func newQuotas() *testQuotas { return &testQuotas{quotas: make(map[string]int64)} }
-
-func (q *testQuotas) Quota(bucket string) int64 {
-	q.calls.Add(1)
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.quotas[bucket]
-}
-
-func (q *testQuotas) set(bucket string, n int64) {
-	q.mu.Lock()
-	q.quotas[bucket] = n
-	q.mu.Unlock()
-}
 
 // quotaOptions: 32 KiB segments, chunks of 16 KiB and more in files.
 func quotaOptions(dir, policy string, q store.Quotas) Options {
@@ -98,8 +74,8 @@ func checkCounts(t *testing.T, tier *Tier, buckets ...string) {
 // filling; eviction, then deletion, give it room again.
 func TestQuotaCapsBucket(t *testing.T) {
 	forEachMode(t, func(t *testing.T, policy string, always bool) {
-		q := newQuotas()
-		q.set("capped", 40<<10)
+		q := storetest.NewQuotas()
+		q.Set("capped", 40<<10)
 		tier := openFixed(t, quotaOptions(t.TempDir(), policy, q))
 		put := tier.Put
 		if always {
@@ -113,11 +89,11 @@ func TestQuotaCapsBucket(t *testing.T) {
 		}
 		before := tier.Stats()
 		id, data := qchunk("capped", 10, 4<<10)
-		calls := q.calls.Load()
+		calls := q.Calls()
 		if err := put(id, data); !errors.Is(err, store.ErrOverQuota) {
 			t.Fatalf("put past the quota: %v, want ErrOverQuota", err)
 		}
-		if n := q.calls.Load() - calls; n != 1 {
+		if n := q.Calls() - calls; n != 1 {
 			t.Fatalf("Quota asked %d times by one Put, want 1", n)
 		}
 		if after := tier.Stats(); after != before {
@@ -170,7 +146,7 @@ func TestQuotaCapsBucket(t *testing.T) {
 // refused as over quota, before admission, and is not counted as a
 // decline.
 func TestQuotaNotDeclined(t *testing.T) {
-	q := newQuotas()
+	q := storetest.NewQuotas()
 	tier := openFixed(t, quotaOptions(t.TempDir(), PolicyTinyLFU, q))
 	p := &presser{tier: tier, always: true}
 	p.press(t, 80) // full: admission now compares
@@ -191,7 +167,7 @@ func TestQuotaNotDeclined(t *testing.T) {
 		}
 	}
 	declined := tier.Stats().Declined
-	q.set("capped", 1<<10)
+	q.Set("capped", 1<<10)
 	if err := tier.Put(id, data); !errors.Is(err, store.ErrOverQuota) {
 		t.Fatalf("put over quota: %v, want ErrOverQuota", err)
 	}
@@ -288,28 +264,28 @@ func TestBucketBytesFollow(t *testing.T) {
 // TestQuotaChange: a lowered quota refuses the next Put but keeps what
 // the bucket holds; removing it lets Puts in again. Get never asks.
 func TestQuotaChange(t *testing.T) {
-	q := newQuotas()
-	q.set("c", 100<<10)
+	q := storetest.NewQuotas()
+	q.Set("c", 100<<10)
 	tier := openFixed(t, quotaOptions(t.TempDir(), PolicyLRU, q))
 	held := map[string]int64{}
 	for i := range 10 {
 		qput(t, tier, held, "c", i, 4<<10)
 	}
-	q.set("c", 20<<10)
+	q.Set("c", 20<<10)
 	id, data := qchunk("c", 10, 4<<10)
 	if err := tier.Put(id, data); !errors.Is(err, store.ErrOverQuota) {
 		t.Fatalf("put after lowering the quota: %v, want ErrOverQuota", err)
 	}
 	wantBytes(t, tier, held)
-	calls := q.calls.Load()
+	calls := q.Calls()
 	for i := range 10 {
 		id, data := qchunk("c", i, 4<<10)
 		mustGet(t, tier, id, data)
 	}
-	if q.calls.Load() != calls {
+	if q.Calls() != calls {
 		t.Fatal("Get asked the quotas")
 	}
-	q.set("c", 0)
+	q.Set("c", 0)
 	qput(t, tier, held, "c", 10, 4<<10)
 	wantBytes(t, tier, held)
 }
@@ -321,9 +297,9 @@ func TestQuotaChange(t *testing.T) {
 func TestQuotaConcurrent(t *testing.T) {
 	for _, policy := range []string{PolicyLRU, PolicyTinyLFU} {
 		t.Run(policy, func(t *testing.T) {
-			q := newQuotas()
+			q := storetest.NewQuotas()
 			const quota = 48 << 10
-			q.set("q", quota)
+			q.Set("q", quota)
 			tier := openFixed(t, quotaOptions(t.TempDir(), policy, q))
 			var wg sync.WaitGroup
 			errs := make(chan error, 8)

@@ -121,7 +121,7 @@ func (t *Tier) unitPath(u *unit) string {
 // acquire returns the live unit id with a reference taken, marks it
 // recently used (unless it is set aside as pinned) and counts a hit in
 // it, or returns nil if it is not live. Only Get calls it.
-func (t *Tier) acquire(id uint64) *unit {
+func (t *Tier) acquire(id uint64, access bool) *unit {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	u := t.units[id]
@@ -129,8 +129,10 @@ func (t *Tier) acquire(id uint64) *unit {
 		return nil
 	}
 	u.refs++
-	t.touchLocked(u)
-	noteHitLocked(u)
+	if access {
+		t.touchLocked(u)
+		noteHitLocked(u)
+	}
 	return u
 }
 

@@ -11,57 +11,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/granary-dev/granary/store"
+	"github.com/granary-dev/granary/store/storetest"
 )
-
-// testPins is a store.PinSet of "bucket/key" prefixes. It counts its
-// Pinned calls.
-type testPins struct {
-	mu       sync.Mutex
-	prefixes map[string]bool // guarded by mu
-	gen      atomic.Uint64
-	calls    atomic.Int64
-}
-
-func newTestPins(prefixes ...string) *testPins {
-	p := &testPins{prefixes: make(map[string]bool)}
-	for _, pre := range prefixes {
-		p.prefixes[pre] = true
-	}
-	return p
-}
-
-func (p *testPins) Pinned(bucket, key string) bool {
-	p.calls.Add(1)
-	name := bucket + "/" + key
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for pre := range p.prefixes {
-		if strings.HasPrefix(name, pre) {
-			return true
-		}
-	}
-	return false
-}
-
-func (p *testPins) Generation() uint64 { return p.gen.Load() }
-
-// set pins (on) or unpins prefix and bumps the generation.
-func (p *testPins) set(prefix string, on bool) {
-	p.mu.Lock()
-	if on {
-		p.prefixes[prefix] = true
-	} else {
-		delete(p.prefixes, prefix)
-	}
-	p.mu.Unlock()
-	p.gen.Add(1)
-}
 
 // pinIDs returns n one-chunk IDs named prefix-NNNNNN in bucket "b";
 // prefixes of equal length give chunks of equal charge.
@@ -184,7 +139,7 @@ func TestPinnedSurvivePressure(t *testing.T) {
 	for _, policy := range []string{PolicyLRU, PolicyTinyLFU} {
 		for _, p := range putters {
 			t.Run(policy+"/"+p.name, func(t *testing.T) {
-				pins := newTestPins("b/pin-")
+				pins := storetest.NewPins("b/pin-")
 				tier := New(Options{Capacity: 20 * chunkCost, Policy: policy, Pins: pins})
 				defer tier.Close()
 				pinned, filler, more := pinIDs("pin", 8), pinIDs("fil", 12), pinIDs("mor", 200)
@@ -194,18 +149,18 @@ func TestPinnedSurvivePressure(t *testing.T) {
 				if s := tier.Stats(); s.Evictions < 12 || s.Chunks != 20 {
 					t.Fatalf("after pressure: %+v; want >= 12 evictions and 20 chunks", s)
 				}
-				calls := pins.calls.Load()
+				calls := pins.Calls()
 				if n := present(t, tier, pinned); n != len(pinned) {
 					t.Fatalf("%d of %d pinned chunks left", n, len(pinned))
 				}
-				if got := pins.calls.Load(); got != calls {
+				if got := pins.Calls(); got != calls {
 					t.Fatalf("Gets called Pinned %d times", got-calls)
 				}
 				if n := checkTier(t, tier); n != len(pinned) {
 					t.Fatalf("%d chunks aside, want %d", n, len(pinned))
 				}
 
-				pins.set("b/pin-", false)
+				pins.Set("b/pin-", false)
 				mustPut(t, tier, pinIDs("end", 40))
 				if n := present(t, tier, pinned); n != 0 {
 					t.Fatalf("%d unpinned chunks survived 40 PutAlways", n)
@@ -222,7 +177,7 @@ func TestPinnedSurvivePressure(t *testing.T) {
 // evictable victims only: frequent pinned chunks at the eviction end do
 // not keep out a chunk that beats the unpinned ones behind them.
 func TestAdmissionSkipsPinned(t *testing.T) {
-	pins := newTestPins("b/pin-")
+	pins := storetest.NewPins("b/pin-")
 	tier := New(Options{Capacity: 10 * chunkCost, Policy: PolicyTinyLFU, Pins: pins})
 	defer tier.Close()
 	pinned, filler := pinIDs("pin", 5), pinIDs("fil", 5)
@@ -249,7 +204,7 @@ func TestAdmissionSkipsPinned(t *testing.T) {
 func TestPinAfterCached(t *testing.T) {
 	for _, policy := range []string{PolicyLRU, PolicyTinyLFU} {
 		t.Run(policy, func(t *testing.T) {
-			pins := newTestPins()
+			pins := storetest.NewPins()
 			tier := New(Options{Capacity: 20 * chunkCost, Policy: policy, Pins: pins})
 			defer tier.Close()
 			early := pinIDs("aaa", 20)
@@ -258,7 +213,7 @@ func TestPinAfterCached(t *testing.T) {
 			if n := present(t, tier, early[1:]); n != 19 {
 				t.Fatalf("%d of 19 early chunks held", n)
 			}
-			pins.set("b/aaa-", true)
+			pins.Set("b/aaa-", true)
 			mustPut(t, tier, pinIDs("bbb", 100))
 			if n := present(t, tier, early[1:]); n != 19 {
 				t.Fatalf("%d of 19 pinned chunks left", n)
@@ -278,7 +233,7 @@ func TestPinnedFull(t *testing.T) {
 	for _, policy := range []string{PolicyLRU, PolicyTinyLFU} {
 		for _, p := range putters {
 			t.Run(policy+"/"+p.name, func(t *testing.T) {
-				pins := newTestPins("b/pin-")
+				pins := storetest.NewPins("b/pin-")
 				tier := New(Options{Capacity: 10 * chunkCost, Policy: policy, Pins: pins})
 				defer tier.Close()
 				pinned, loose := pinIDs("pin", 9), pinIDs("fil", 1)
@@ -328,7 +283,7 @@ func TestPinnedFull(t *testing.T) {
 // TestDeletePinned: DeleteObject removes a pinned object's chunks,
 // whether set aside or not, and the tier works on.
 func TestDeletePinned(t *testing.T) {
-	pins := newTestPins("b/pin-")
+	pins := storetest.NewPins("b/pin-")
 	tier := New(Options{Capacity: 10 * chunkCost, Policy: PolicyLRU, Pins: pins})
 	defer tier.Close()
 	obj := pinIDs("pin", 1)[0]
@@ -370,7 +325,7 @@ func TestDeletePinned(t *testing.T) {
 // only with ErrNotAdmitted or ErrPinnedFull, and never evict the chunks
 // of a prefix pinned throughout.
 func TestConcurrentPins(t *testing.T) {
-	pins := newTestPins("b/kee-", "b/fl0-")
+	pins := storetest.NewPins("b/kee-", "b/fl0-")
 	keep, flips := pinIDs("kee", 4), [][]store.ChunkID{pinIDs("fl0", 16), pinIDs("fl1", 16)}
 	loose := pinIDs("lo0", 32)
 	var all []store.ChunkID
@@ -389,7 +344,7 @@ func TestConcurrentPins(t *testing.T) {
 						return
 					default:
 					}
-					pins.set(fmt.Sprintf("b/fl%d-", i%2), i%4 < 2)
+					pins.Set(fmt.Sprintf("b/fl%d-", i%2), i%4 < 2)
 					runtime.Gosched()
 				}
 			})
@@ -448,9 +403,9 @@ func BenchmarkPutSmallPins(b *testing.B) {
 	data := make([]byte, 4<<10)
 	for _, frac := range []int{0, 4} {
 		b.Run(map[int]string{0: "none", 4: "quarter"}[frac], func(b *testing.B) {
-			pins := newTestPins()
+			pins := storetest.NewPins()
 			if frac > 0 {
-				pins.set("train/pinned-", true)
+				pins.Set("train/pinned-", true)
 			}
 			capacity := int64(n/4) * charge(ids[0], data)
 			tier := New(Options{Capacity: capacity, Pins: pins})

@@ -14,30 +14,8 @@ import (
 	"testing"
 
 	"github.com/granary-dev/granary/store"
+	"github.com/granary-dev/granary/store/storetest"
 )
-
-// testQuotas is a store.Quotas backed by a map. It counts its Quota calls.
-type testQuotas struct {
-	mu    sync.Mutex
-	q     map[string]int64 // guarded by mu
-	calls atomic.Int64
-}
-
-func newTestQuotas() *testQuotas { return &testQuotas{q: make(map[string]int64)} }
-
-func (q *testQuotas) Quota(bucket string) int64 {
-	q.calls.Add(1)
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.q[bucket]
-}
-
-// set sets bucket's quota (0 removes it).
-func (q *testQuotas) set(bucket string, n int64) {
-	q.mu.Lock()
-	q.q[bucket] = n
-	q.mu.Unlock()
-}
 
 // quotaIDs returns n one-chunk IDs bucket/k-NNNNNN; buckets of equal
 // length give chunks of equal charge (with pinData, 256 bytes of data).
@@ -112,8 +90,8 @@ func TestQuotaCapsBucket(t *testing.T) {
 func testQuotaCapsBucket(t *testing.T, pol string, p putter) {
 	qa, qb := quotaIDs("qa", 10), quotaIDs("qb", 20)
 	cost := charge(qa[0], pinData(qa[0]))
-	quotas := newTestQuotas()
-	quotas.set("qa", 5*quotaChunk)
+	quotas := storetest.NewQuotas()
+	quotas.Set("qa", 5*quotaChunk)
 	tier := New(Options{Capacity: 20 * cost, Policy: pol, Quotas: quotas})
 	defer tier.Close()
 
@@ -231,14 +209,14 @@ func TestBucketBytesFollows(t *testing.T) {
 // never on Get.
 func TestQuotaChange(t *testing.T) {
 	ids := quotaIDs("qa", 12)
-	quotas := newTestQuotas()
-	quotas.set("qa", 10*quotaChunk)
+	quotas := storetest.NewQuotas()
+	quotas.Set("qa", 10*quotaChunk)
 	tier := New(Options{Capacity: 1 << 20, Quotas: quotas})
 	defer tier.Close()
 	p := putters[0]
 
 	putAll(t, tier, p, ids[:6], nil)
-	quotas.set("qa", 4*quotaChunk)
+	quotas.Set("qa", 4*quotaChunk)
 	putAll(t, tier, p, ids[6:7], store.ErrOverQuota)
 	if got := tier.BucketBytes("qa"); got != 6*quotaChunk {
 		t.Fatalf("BucketBytes(qa) = %d after lowering the quota; want %d (nothing evicted)", got, 6*quotaChunk)
@@ -250,25 +228,25 @@ func TestQuotaChange(t *testing.T) {
 	}
 	putAll(t, tier, p, ids[6:7], nil) // 4 chunks: at the quota
 	putAll(t, tier, p, ids[7:8], store.ErrOverQuota)
-	quotas.set("qa", 5*quotaChunk)
+	quotas.Set("qa", 5*quotaChunk)
 	putAll(t, tier, p, ids[7:8], nil)
 	putAll(t, tier, p, ids[8:9], store.ErrOverQuota)
-	quotas.set("qa", -1)
+	quotas.Set("qa", -1)
 	putAll(t, tier, p, ids[8:10], nil)
-	quotas.set("qa", 0)
+	quotas.Set("qa", 0)
 	putAll(t, tier, p, ids[10:], nil)
 	if got := tier.BucketBytes("qa"); got != 9*quotaChunk {
 		t.Fatalf("BucketBytes(qa) = %d; want %d", got, 9*quotaChunk)
 	}
 	checkBucketBytes(t, tier)
 
-	calls := quotas.calls.Load()
+	calls := quotas.Calls()
 	present(t, tier, ids)
-	if n := quotas.calls.Load(); n != calls {
+	if n := quotas.Calls(); n != calls {
 		t.Fatalf("Get asked Quotas %d times", n-calls)
 	}
 	putAll(t, tier, putters[1], quotaIDs("qb", 3), nil)
-	if n := quotas.calls.Load() - calls; n != 3 {
+	if n := quotas.Calls() - calls; n != 3 {
 		t.Fatalf("3 Puts asked Quotas %d times; want 3", n)
 	}
 }
@@ -286,9 +264,9 @@ func TestConcurrentQuotas(t *testing.T) {
 func testConcurrentQuotas(t *testing.T, pol string) {
 	buckets := []string{"q0", "q1", "q2", "q3"}
 	caps := map[string]int64{"q0": 8 * quotaChunk, "q1": 30 * quotaChunk}
-	quotas := newTestQuotas()
+	quotas := storetest.NewQuotas()
 	for b, n := range caps {
-		quotas.set(b, n)
+		quotas.Set(b, n)
 	}
 	var ids []store.ChunkID
 	for _, b := range buckets {

@@ -89,6 +89,7 @@ var (
 	_ store.VersionLister = (*Tier)(nil)
 	_ store.Admitter      = (*Tier)(nil)
 	_ store.Holder        = (*Tier)(nil)
+	_ store.Peeker        = (*Tier)(nil)
 	_ store.BucketSizer   = (*Tier)(nil)
 )
 
@@ -216,6 +217,22 @@ func (t *Tier) Get(id store.ChunkID) ([]byte, error) {
 		t.adm.accessed(h, false)
 	}
 	return data, nil
+}
+
+// Peek returns the chunk like Get, but records no access: neither its
+// recency nor its frequency changes. The engine peeks when it looks again
+// for a chunk a read has already asked for.
+func (t *Tier) Peek(id store.ChunkID) ([]byte, error) {
+	if t.closed.Load() {
+		return nil, ErrClosed
+	}
+	s := t.shardAt(t.objectHash(id.Bucket, id.Key))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.entries[id]; e != nil {
+		return e.data, nil
+	}
+	return nil, store.ErrNotFound
 }
 
 // Put stores data under id if it fits, evicting the policy's victims first

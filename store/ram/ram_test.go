@@ -213,3 +213,46 @@ func BenchmarkPutSmall(b *testing.B) {
 		}
 	}
 }
+
+// TestPeekRecordsNothing: Peek returns a chunk without making it recent
+// (LRU) or more popular (TinyLFU): a peeked chunk is evicted, or loses a
+// tie, as if it had not been asked for.
+func TestPeekRecordsNothing(t *testing.T) {
+	ids := make([]store.ChunkID, 4)
+	for i := range ids {
+		ids[i] = store.ChunkID{Bucket: "b", Key: fmt.Sprintf("key-%d", i), ETag: "e"}
+	}
+	per := charge(ids[0], make([]byte, 1000))
+	lru := New(Options{Capacity: 3 * per, Policy: PolicyLRU})
+	defer lru.Close()
+	for _, id := range ids[:3] {
+		if err := lru.Put(id, make([]byte, 1000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b, err := lru.Peek(ids[0]); err != nil || len(b) != 1000 {
+		t.Fatalf("Peek: %d bytes, %v", len(b), err)
+	}
+	if _, err := lru.Peek(ids[3]); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Peek of a missing chunk: %v", err)
+	}
+	if err := lru.Put(ids[3], make([]byte, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lru.Get(ids[0]); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the peeked least recent chunk was kept: %v", err)
+	}
+	lfu := New(Options{Capacity: 3 * per, Policy: PolicyTinyLFU})
+	defer lfu.Close()
+	for _, id := range ids[:3] {
+		if err := lfu.PutAlways(id, make([]byte, 1000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 5 {
+		lfu.Peek(ids[3]) // a missing chunk peeked at: no popularity
+	}
+	if err := lfu.Put(ids[3], make([]byte, 1000)); !errors.Is(err, store.ErrNotAdmitted) {
+		t.Fatalf("Put after peeks only: %v, want ErrNotAdmitted", err)
+	}
+}
