@@ -51,7 +51,7 @@ func (s *Server) warm(c *fiber.Ctx, r *request) error {
 			return err
 		}
 		r.bucket = spec.Bucket
-		if id, err = s.engine.StartWarm(spec); err != nil {
+		if id, err = s.engine.StartWarm(c.UserContext(), spec); err != nil {
 			return err
 		}
 	case opWarmCancel:

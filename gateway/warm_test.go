@@ -56,7 +56,7 @@ func warmRig(t *testing.T, capacity int64) (*rig, *switchOrigin) {
 func (r *rig) warm(spec WarmSpec) WarmStatus {
 	r.t.Helper()
 	spec.Bucket = r.bucket
-	id, err := r.e.StartWarm(spec)
+	id, err := r.e.StartWarm(context.Background(), spec)
 	if err != nil {
 		r.t.Fatal(err)
 	}

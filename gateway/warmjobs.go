@@ -143,12 +143,14 @@ type warmJobs struct {
 
 const maxWarmJobs = 100
 
-// StartWarm starts a warm-up and returns its ID at once.
-func (e *Engine) StartWarm(spec WarmSpec) (string, error) {
+// StartWarm checks the bucket (under ctx), starts a warm-up and returns
+// its ID at once; the warm-up runs until it ends, is cancelled, or the
+// engine closes.
+func (e *Engine) StartWarm(ctx context.Context, spec WarmSpec) (string, error) {
 	if e.opts.Catalog == nil {
 		return "", ErrNoCatalog
 	}
-	if err := e.HeadBucket(context.Background(), spec.Bucket); err != nil {
+	if err := e.HeadBucket(ctx, spec.Bucket); err != nil {
 		return "", err
 	}
 	j := &e.warm

@@ -5,8 +5,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/robfig/cron/v3"
 	"github.com/rs/zerolog"
@@ -23,9 +25,12 @@ type WarmSchedule struct {
 	Parallel     int    `yaml:"parallel"`
 }
 
+// scheduleCheck bounds a scheduled start's check of its bucket.
+const scheduleCheck = time.Minute
+
 // warmStarter is the part of the engine the scheduler drives.
 type warmStarter interface {
-	StartWarm(gateway.WarmSpec) (string, error)
+	StartWarm(context.Context, gateway.WarmSpec) (string, error)
 	WarmStatus(id string) (gateway.WarmStatus, bool)
 }
 
@@ -78,7 +83,9 @@ func (s *scheduledWarm) Run() {
 		log.Warn().Str("job", s.last).Msg("scheduled warm-up skipped: the previous one is still running")
 		return
 	}
-	id, err := s.e.StartWarm(s.spec)
+	ctx, cancel := context.WithTimeout(context.Background(), scheduleCheck)
+	defer cancel()
+	id, err := s.e.StartWarm(ctx, s.spec)
 	if err != nil {
 		log.Error().Err(err).Msg("scheduled warm-up could not start")
 		return

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -21,7 +22,7 @@ type fakeStarter struct {
 	running map[string]bool
 }
 
-func (f *fakeStarter) StartWarm(s gateway.WarmSpec) (string, error) {
+func (f *fakeStarter) StartWarm(_ context.Context, s gateway.WarmSpec) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.started = append(f.started, s)
