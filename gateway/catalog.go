@@ -32,6 +32,22 @@ func (e *Engine) listFromCatalog(bucket string, opts store.ListOptions, fr Fresh
 	return page, true
 }
 
+// catalogInfo is the object's info from the catalog, for when the origin
+// cannot be asked: what a listing shows (size, ETag, last-modified), with
+// the default content type and no user metadata, which listings lack.
+func (e *Engine) catalogInfo(bucket, key string) (store.ObjectInfo, bool) {
+	if e.opts.Catalog == nil {
+		return store.ObjectInfo{}, false
+	}
+	ent, ok, err := e.opts.Catalog.Get(bucket, key)
+	if err != nil || !ok {
+		return store.ObjectInfo{}, false
+	}
+	e.log.Warn().Str("bucket", bucket).Str("key", key).Msg("origin unavailable; serving metadata from the catalog")
+	return store.ObjectInfo{Bucket: bucket, Key: key, Size: ent.Size, ETag: ent.ETag, LastModified: ent.LastModified,
+		ObjectMeta: store.ObjectMeta{ContentType: store.DefaultContentType}}, true
+}
+
 // recordWrite notes in the catalog an object written through this node.
 // An origin that does not say when it stored the object gets now, which
 // is within the request's time of the truth.

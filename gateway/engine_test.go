@@ -64,6 +64,7 @@ type rigOptions struct {
 	capacity  int64                // if > 0: the byte budget of each tier
 	pins      *Pins                // given to the tiers and the engine
 	quotas    store.Quotas         // given to the tiers and the engine
+	metaMax   int                  // Options.MetaEntries
 }
 
 func newRig(t testing.TB, ro rigOptions) *rig {
@@ -100,6 +101,7 @@ func newRig(t testing.TB, ro rigOptions) *rig {
 	opts := Options{Origin: origin, RAM: r.ram, Disk: r.disk, ChunkSize: ro.chunk,
 		Freshness: ro.fresh, Registerer: r.reg, Logger: zerolog.Nop(), Pins: ro.pins, Quotas: ro.quotas}
 	opts.FlightBytes = ro.flightMax
+	opts.MetaEntries = ro.metaMax
 	if ro.tee {
 		opts.TeeDir = t.TempDir()
 	}

@@ -139,6 +139,13 @@ func (e *Engine) loadInfo(ctx context.Context, bucket, key string, first fetchKi
 		e.log.Warn().Err(err).Str("bucket", bucket).Str("key", key).Msg("origin unavailable; serving stale metadata")
 		e.meta.putIf(seq, k, stale.info, time.Now())
 		return loaded{info: stale.info}, nil
+	case unavailable(err):
+		if info, ok := e.catalogInfo(bucket, key); ok {
+			e.m.staleServed.Inc()
+			e.meta.putIf(seq, k, info, time.Now())
+			return loaded{info: info}, nil
+		}
+		return loaded{}, err
 	case errors.Is(err, store.ErrNoSuchKey):
 		if had {
 			e.forgetObject(bucket, key)

@@ -46,8 +46,13 @@ func (s *switchOrigin) List(ctx context.Context, b string, o store.ListOptions) 
 
 // warmRig is a rig with a catalog over a switchable origin.
 func warmRig(t *testing.T, capacity int64) (*rig, *switchOrigin) {
+	return warmRigMeta(t, capacity, 0)
+}
+
+// warmRigMeta is warmRig with a metadata cache of metaMax entries.
+func warmRigMeta(t *testing.T, capacity int64, metaMax int) (*rig, *switchOrigin) {
 	sw := &switchOrigin{}
-	r := newRig(t, rigOptions{chunk: 64 << 10, catalog: true, capacity: capacity,
+	r := newRig(t, rigOptions{chunk: 64 << 10, catalog: true, capacity: capacity, metaMax: metaMax,
 		wrap: func(o store.Origin) store.Origin { sw.Origin = o; return sw }})
 	return r, sw
 }
@@ -108,7 +113,9 @@ func seedSet(r *rig, n int) map[string][]byte {
 }
 
 func TestWarmServesWithOriginDown(t *testing.T) {
-	r, sw := warmRig(t, 0)
+	// A metadata cache smaller than the prefix: the objects it lost are
+	// served with the catalog's metadata.
+	r, sw := warmRigMeta(t, 0, 10)
 	objs := seedSet(r, 40)
 	wantKeys, _ := r.listAll("ds/", "", 0)
 	_, wantDirs := r.listAll("ds/", "/", 0)
