@@ -91,30 +91,21 @@ func readEpoch(t *testing.T, e *Engine, bucket string, keys []string, seed uint6
 	order := rand.New(rand.NewPCG(seed, 7)).Perm(len(keys))
 	c := e.buckets.of(bucket)
 	h0, m0 := c.hits.Load(), c.misses.Load()
-	work := make(chan string)
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := range work {
-				obj, err := e.Get(context.Background(), bucket, k, GetOptions{})
-				if err != nil {
-					t.Error(err)
-					continue
-				}
-				if n, err := io.Copy(io.Discard, obj); err != nil || n != epochSize {
-					t.Errorf("%s: %d bytes, %v", k, n, err)
-				}
-				obj.Close()
-			}
-		}()
+	shuffled := make([]string, len(keys))
+	for i, j := range order {
+		shuffled[i] = keys[j]
 	}
-	for _, i := range order {
-		work <- keys[i]
-	}
-	close(work)
-	wg.Wait()
+	parallel16(shuffled, func(k string) {
+		obj, err := e.Get(context.Background(), bucket, k, GetOptions{})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if n, err := io.Copy(io.Discard, obj); err != nil || n != epochSize {
+			t.Errorf("%s: %d bytes, %v", k, n, err)
+		}
+		obj.Close()
+	})
 	h, m := c.hits.Load()-h0, c.misses.Load()-m0
 	return float64(h) / float64(h+m)
 }
@@ -122,6 +113,15 @@ func readEpoch(t *testing.T, e *Engine, bucket string, keys []string, seed uint6
 // seedParallel writes one size-byte object per key to the rig's origin.
 func seedParallel(t *testing.T, r *rig, keys []string, size int) {
 	data := randBytes(t, size)
+	parallel16(keys, func(k string) {
+		if _, err := r.origin.Put(context.Background(), r.bucket, k, bytes.NewReader(data), int64(size), store.ObjectMeta{}); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// parallel16 calls fn for every key, in order, 16 at a time.
+func parallel16(keys []string, fn func(string)) {
 	work := make(chan string)
 	var wg sync.WaitGroup
 	for range 16 {
@@ -129,9 +129,7 @@ func seedParallel(t *testing.T, r *rig, keys []string, size int) {
 		go func() {
 			defer wg.Done()
 			for k := range work {
-				if _, err := r.origin.Put(context.Background(), r.bucket, k, bytes.NewReader(data), int64(size), store.ObjectMeta{}); err != nil {
-					t.Error(err)
-				}
+				fn(k)
 			}
 		}()
 	}
