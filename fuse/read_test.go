@@ -144,12 +144,18 @@ func TestParallelReaders(t *testing.T) {
 	})
 }
 
-func TestRewrittenAtOrigin(t *testing.T) {
+// rewriteTTL is the metadata TTL of the rewrite tests.
+const rewriteTTL = 300 * time.Millisecond
+
+// rewritten mounts (with readOnly) a bucket holding v1 as "f", opens it
+// and reads its first 64 KiB, rewrites it as v2 at the origin, then runs
+// check with the descriptor opened before the rewrite (bounded).
+func rewritten(t *testing.T, readOnly bool, check func(path string, held *os.File, v1, v2 []byte)) {
 	mc, bucket := newBucket(t)
 	v1, v2 := content(1, 16<<20), content(2, 9<<20)
 	put(t, mc, bucket, "f", v1)
 	opts := baseOptions(bucket)
-	opts.MetadataTTL = 300 * time.Millisecond
+	opts.ReadOnly, opts.MetadataTTL = readOnly, rewriteTTL
 	dir, _ := mountT(t, opts)
 	path := filepath.Join(dir, "f")
 	bounded(t, 30*time.Second, "rewrite", func() {
@@ -160,11 +166,17 @@ func TestRewrittenAtOrigin(t *testing.T) {
 		}
 		defer held.Close()
 		head := make([]byte, 64<<10)
-		if _, err := held.ReadAt(head, 0); err != nil {
-			t.Error(err)
+		if _, err := held.ReadAt(head, 0); err != nil || !bytes.Equal(head, v1[:len(head)]) {
+			t.Errorf("first read: %v", err)
 			return
 		}
 		put(t, mc, bucket, "f", v2)
+		check(path, held, v1, v2)
+	})
+}
+
+func TestRewrittenAtOrigin(t *testing.T) {
+	rewritten(t, false, func(path string, held *os.File, v1, v2 []byte) {
 		// The held handle pinned v1: its reads return v1's bytes
 		// (from caches) or fail, never v2's.
 		buf := make([]byte, 1<<20)

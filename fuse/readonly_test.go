@@ -77,27 +77,8 @@ func TestReadOnlyReads(t *testing.T) {
 // gets EIO), new opens get the new version whole, and fstat and stat
 // agree with what each one reads.
 func TestReadOnlyRewritten(t *testing.T) {
-	mc, bucket := newBucket(t)
-	v1, v2 := content(1, 16<<20), content(2, 9<<20)
-	put(t, mc, bucket, "f", v1)
-	opts := roOptions(bucket)
-	opts.MetadataTTL = 300 * time.Millisecond
-	dir, _ := mountT(t, opts)
-	path := filepath.Join(dir, "f")
-	bounded(t, 30*time.Second, "rewrite", func() {
-		held, err := os.Open(path)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer held.Close()
-		head := make([]byte, 64<<10)
-		if _, err := held.ReadAt(head, 0); err != nil || !bytes.Equal(head, v1[:len(head)]) {
-			t.Errorf("first read: %v", err)
-			return
-		}
-		put(t, mc, bucket, "f", v2)
-		time.Sleep(2 * opts.MetadataTTL)
+	rewritten(t, true, func(path string, held *os.File, v1, v2 []byte) {
+		time.Sleep(2 * rewriteTTL)
 		// New opens see v2, whole.
 		if got, err := os.ReadFile(path); err != nil || sum(got) != sum(v2) {
 			t.Errorf("new open after the TTL: %d bytes, %v; want v2", len(got), err)
@@ -118,6 +99,7 @@ func TestReadOnlyRewritten(t *testing.T) {
 		if err != nil && !errors.Is(err, syscall.EIO) {
 			t.Errorf("held descriptor after rewrite: %v, want v1's bytes or EIO", err)
 		}
+		head := make([]byte, 64<<10)
 		if got, err := held.ReadAt(head, 0); err != nil || !bytes.Equal(head[:got], v1[:got]) {
 			t.Errorf("held descriptor, cached head: %v", err)
 		}
