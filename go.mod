@@ -3,8 +3,12 @@ module github.com/granary-dev/granary
 go 1.26.8
 
 require (
+	github.com/colinmarc/hdfs v1.1.3
+	github.com/colinmarc/hdfs/v2 v2.4.0
 	github.com/gofiber/fiber/v2 v2.52.15
+	github.com/golang/protobuf v1.5.3
 	github.com/hanwen/go-fuse/v2 v2.12.1
+	github.com/jcmturner/gokrb5/v8 v8.4.4
 	github.com/minio/crc64nvme v1.1.1
 	github.com/minio/md5-simd v1.1.2
 	github.com/minio/minio-go/v7 v7.4.1
@@ -20,6 +24,7 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/sync v0.24.0
 	golang.org/x/term v0.47.0
+	google.golang.org/protobuf v1.36.12
 )
 
 require (
@@ -29,7 +34,13 @@ require (
 	github.com/clipperhouse/uax29/v2 v2.7.0 // indirect
 	github.com/dustin/go-humanize v1.0.1 // indirect
 	github.com/google/uuid v1.6.0 // indirect
+	github.com/hashicorp/go-uuid v1.0.3 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/jcmturner/aescts/v2 v2.0.0 // indirect
+	github.com/jcmturner/dnsutils/v2 v2.0.0 // indirect
+	github.com/jcmturner/gofork v1.7.6 // indirect
+	github.com/jcmturner/goidentity/v6 v6.0.1 // indirect
+	github.com/jcmturner/rpc/v2 v2.0.3 // indirect
 	github.com/klauspost/compress v1.20.1 // indirect
 	github.com/klauspost/cpuid/v2 v2.4.0 // indirect
 	github.com/klauspost/crc32 v1.3.0 // indirect
@@ -49,6 +60,5 @@ require (
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
-	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/ini.v1 v1.67.3 // indirect
 )

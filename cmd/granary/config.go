@@ -36,6 +36,13 @@ type Config struct {
 	WriteMode string     `yaml:"write-mode"`
 	// Eviction is the tiers' policy: tinylfu or lru.
 	Eviction string `yaml:"eviction"`
+	// HDFS origin settings (hdfs:// origins only).
+	HDFSUser             string `yaml:"hdfs-user"`
+	HDFSKeytab           string `yaml:"hdfs-keytab"`
+	HDFSPrincipal        string `yaml:"hdfs-principal"`
+	HDFSKrb5Conf         string `yaml:"hdfs-krb5-conf"`
+	HDFSServicePrincipal string `yaml:"hdfs-service-principal"`
+	HDFSDataProtection   string `yaml:"hdfs-data-protection"`
 	// DirtyLimit bounds write-back data not yet at the origin.
 	DirtyLimit Size                    `yaml:"dirty-limit"`
 	Buckets    map[string]BucketConfig `yaml:"buckets"`

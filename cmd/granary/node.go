@@ -21,6 +21,7 @@ import (
 	"github.com/granary-dev/granary/store/catalog"
 	"github.com/granary-dev/granary/store/disk"
 	"github.com/granary-dev/granary/store/origin/fs"
+	"github.com/granary-dev/granary/store/origin/hdfs"
 	"github.com/granary-dev/granary/store/origin/s3"
 	"github.com/granary-dev/granary/store/ram"
 	"github.com/granary-dev/granary/store/writeback"
@@ -62,7 +63,16 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, 
 			n.close(log)
 		}
 	}()
-	origin, err := openOrigin(spec, oak, osk)
+	var origin store.Origin
+	if spec.Scheme == "hdfs" {
+		spec.PartsDir = filepath.Join(cfg.DataDir, "hdfs-parts")
+		var o *hdfs.Origin
+		if o, err = openHDFS(spec, cfg, log); err == nil {
+			origin = o
+		}
+	} else {
+		origin, err = openOrigin(spec, oak, osk)
+	}
 	if err != nil {
 		return n, err
 	}

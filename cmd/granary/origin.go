@@ -14,18 +14,27 @@ import (
 
 // originSpec is a parsed --origin value.
 type originSpec struct {
-	Scheme string // "file" or "s3"
+	Scheme string // "file", "s3" or "hdfs"
 	// Dir is the root directory of a file origin (absolute, clean).
 	Dir string
 	// Endpoint (host or host:port), Secure and Region address an s3 origin.
 	Endpoint string
 	Secure   bool
 	Region   string
+	// Namenodes (host:port) and Base (absolute) address an hdfs origin;
+	// PartsDir is where it stages multipart parts.
+	Namenodes []string
+	Base      string
+	PartsDir  string
 }
 
 // parseOrigin parses file:///ABS/DIR or s3://HOST[:PORT][?secure=BOOL&region=R].
 // An s3 origin is secure (HTTPS) unless secure=false is given.
 func parseOrigin(raw string) (originSpec, error) {
+	if strings.HasPrefix(raw, "hdfs://") {
+		// Several comma-separated namenodes are not a URL host.
+		return parseHDFSOrigin(raw)
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return originSpec{}, fmt.Errorf("origin: %q is not a URL: %w", raw, err)
@@ -36,9 +45,9 @@ func parseOrigin(raw string) (originSpec, error) {
 	case "s3":
 		return parseS3Origin(raw, u)
 	case "":
-		return originSpec{}, fmt.Errorf("origin: %q has no scheme; want file:///ABS/DIR or s3://HOST:PORT", raw)
+		return originSpec{}, fmt.Errorf("origin: %q has no scheme; want file:///ABS/DIR, s3://HOST:PORT or hdfs://NN:8020/BASE", raw)
 	default:
-		return originSpec{}, fmt.Errorf("origin: unknown scheme %q in %q; want file or s3", u.Scheme, raw)
+		return originSpec{}, fmt.Errorf("origin: unknown scheme %q in %q; want file, s3 or hdfs", u.Scheme, raw)
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 
 import (
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -17,10 +18,13 @@ func TestParseOriginGood(t *testing.T) {
 		"s3://minio.internal:9000":                          {Scheme: "s3", Endpoint: "minio.internal:9000", Secure: true},
 		"s3://s3.amazonaws.com?region=eu-west-1":            {Scheme: "s3", Endpoint: "s3.amazonaws.com", Secure: true, Region: "eu-west-1"},
 		"s3://[::1]:9000/?secure=0":                         {Scheme: "s3", Endpoint: "[::1]:9000"},
+		"hdfs://namenode:8020":                              {Scheme: "hdfs", Namenodes: []string{"namenode:8020"}, Base: "/"},
+		"hdfs://nn1:8020,nn2:9000/data/train/":              {Scheme: "hdfs", Namenodes: []string{"nn1:8020", "nn2:9000"}, Base: "/data/train"},
+		"hdfs://nn1/a/../b":                                 {Scheme: "hdfs", Namenodes: []string{"nn1:8020"}, Base: "/b"},
 	}
 	for in, want := range cases {
 		got, err := parseOrigin(in)
-		if err != nil || got != want {
+		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("parseOrigin(%q) = %+v, %v; want %+v", in, got, err, want)
 		}
 	}
@@ -31,7 +35,10 @@ func TestParseOriginBad(t *testing.T) {
 		"":                                  "no scheme",
 		"/srv/data":                         "no scheme",
 		"ftp://host/x":                      "unknown scheme",
-		"hdfs://namenode:8020":              "unknown scheme",
+		"hdfs://nn1:8020,,nn2:8020/x":       "empty namenode",
+		"hdfs:///x":                         "empty namenode",
+		"hdfs://nn:70000/x":                 "bad namenode",
+		"hdfs://nn:8020/x?user=a":           "no query",
 		"file://data":                       "names host",
 		"file:relative":                     "absolute path",
 		"file:///srv?x=1":                   "no query",
@@ -61,16 +68,19 @@ func TestParseOriginBad(t *testing.T) {
 }
 
 func TestEndpointHostPort(t *testing.T) {
-	cases := map[originSpec]string{
-		{Endpoint: "h:9000"}:                    "h:9000",
-		{Endpoint: "h", Secure: true}:           "h:443",
-		{Endpoint: "h"}:                         "h:80",
-		{Endpoint: "[::1]:9000"}:                "[::1]:9000",
-		{Endpoint: "example.com", Secure: true}: "example.com:443",
+	cases := []struct {
+		spec originSpec
+		want string
+	}{
+		{originSpec{Endpoint: "h:9000"}, "h:9000"},
+		{originSpec{Endpoint: "h", Secure: true}, "h:443"},
+		{originSpec{Endpoint: "h"}, "h:80"},
+		{originSpec{Endpoint: "[::1]:9000"}, "[::1]:9000"},
+		{originSpec{Endpoint: "example.com", Secure: true}, "example.com:443"},
 	}
-	for spec, want := range cases {
-		if got := spec.endpointHostPort(); got != want {
-			t.Errorf("%+v: %q, want %q", spec, got, want)
+	for _, c := range cases {
+		if got := c.spec.endpointHostPort(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.spec, got, c.want)
 		}
 	}
 }
