@@ -37,6 +37,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -105,6 +106,30 @@ type Origin struct {
 	// noXAttrs is set once the namenode answered an xattr call as unknown:
 	// metadata is then neither written nor read.
 	noXAttrs atomic.Bool
+	// defaultsMu and defaultsOK guard the client's first fetch of the
+	// server defaults (see ensureDefaults).
+	defaultsMu sync.Mutex
+	defaultsOK atomic.Bool
+}
+
+// ensureDefaults makes the client fetch the namenode's server defaults
+// once, under defaultsMu. The client caches them on first use without a
+// lock (colinmarc/hdfs v2.4.0: Create and every datanode dial fetch them),
+// so concurrent first uses would race; after this, they only read them.
+func (o *Origin) ensureDefaults() error {
+	if o.defaultsOK.Load() {
+		return nil
+	}
+	o.defaultsMu.Lock()
+	defer o.defaultsMu.Unlock()
+	if o.defaultsOK.Load() {
+		return nil
+	}
+	if _, err := o.c.ServerDefaults(); err != nil {
+		return err
+	}
+	o.defaultsOK.Store(true)
+	return nil
 }
 
 var (

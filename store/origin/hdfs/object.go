@@ -103,6 +103,9 @@ func (o *Origin) Get(ctx context.Context, bucket, key string, r store.ReadRange)
 	if n == 0 {
 		return io.NopCloser(bytes.NewReader(nil)), info, nil
 	}
+	if err := o.ensureDefaults(); err != nil { // before the first datanode dial
+		return nil, store.ObjectInfo{}, o.readError(ctx, bucket, key, err)
+	}
 	f, err := o.c.Open(p)
 	if err != nil {
 		return nil, store.ObjectInfo{}, o.readError(ctx, bucket, key, err)

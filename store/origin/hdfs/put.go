@@ -121,6 +121,9 @@ func (o *Origin) stage(ctx context.Context, tmp string, body io.Reader, size int
 // create opens a new file with the configured replication and block size,
 // or the cluster's defaults.
 func (o *Origin) create(p string) (*hdfsclient.FileWriter, error) {
+	if err := o.ensureDefaults(); err != nil {
+		return nil, err
+	}
 	if o.opts.Replication > 0 && o.opts.BlockSize > 0 {
 		return o.c.CreateFile(p, o.opts.Replication, o.opts.BlockSize, filePerm)
 	}
