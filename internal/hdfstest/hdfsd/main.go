@@ -25,6 +25,7 @@ func main() {
 	dir := flag.String("dir", "", "state directory (required)")
 	nnAddr := flag.String("nn", "127.0.0.1:0", "namenode RPC listen address")
 	dnAddr := flag.String("dn", "127.0.0.1:0", "datanode transfer listen address")
+	dnAdvertise := flag.String("dn-advertise", "", "HOST:PORT the namenode gives clients for the datanode, e.g. a proxy in front of it (default: the datanode's listen address)")
 	standby := flag.Bool("standby", false, "answer every call with StandbyException")
 	safemode := flag.Bool("safemode", false, "fail mutations with SafeModeException")
 	dirOwner := flag.String("user-dir-owner", "", `owner of directories without recorded metadata (default "hdfs")`)
@@ -33,12 +34,15 @@ func main() {
 	if *dir == "" {
 		log.Fatal("hdfsd: -dir is required")
 	}
-	if err := run(*dir, *nnAddr, *dnAddr, *standby, *safemode, *dirOwner, *verbose); err != nil {
+	if err := run(*dir, *nnAddr, *dnAddr, *dnAdvertise, *standby, *safemode, *dirOwner, *verbose); err != nil {
 		log.Fatalf("hdfsd: %v", err)
 	}
 }
 
-func run(dir, nnAddr, dnAddr string, standby, safemode bool, dirOwner string, verbose bool) error {
+// run serves until a signal or a server failure. dnAdvertise, when not
+// empty, is the datanode address block locations carry instead of the
+// datanode's own listen address.
+func run(dir, nnAddr, dnAddr, dnAdvertise string, standby, safemode bool, dirOwner string, verbose bool) error {
 	logf := func(string, ...any) {}
 	if verbose {
 		logf = log.Printf
@@ -57,8 +61,14 @@ func run(dir, nnAddr, dnAddr string, standby, safemode bool, dirOwner string, ve
 		return err
 	}
 	defer nnl.Close()
+	advertised := dnl.Addr().(*net.TCPAddr)
+	if dnAdvertise != "" {
+		if advertised, err = net.ResolveTCPAddr("tcp", dnAdvertise); err != nil {
+			return fmt.Errorf("-dn-advertise: %w", err)
+		}
+	}
 	nn, err := namenode.New(namenode.Options{
-		Dir: dir, Store: store, DataNode: dnl.Addr().(*net.TCPAddr),
+		Dir: dir, Store: store, DataNode: advertised,
 		Standby: standby, SafeMode: safemode, DirOwner: dirOwner, Logf: logf,
 	})
 	if err != nil {

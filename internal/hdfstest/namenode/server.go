@@ -32,8 +32,9 @@ type Options struct {
 	// Store holds block files; the namenode deletes the blocks of removed
 	// files from it.
 	Store *blocks.Store
-	// DataNode is the transfer address of the one datanode; it is the
-	// location of every block.
+	// DataNode is the transfer address of the one datanode as clients
+	// reach it (the datanode itself, or a proxy in front of it); it is
+	// the location of every block.
 	DataNode *net.TCPAddr
 	// Standby makes every call fail with StandbyException.
 	Standby bool
