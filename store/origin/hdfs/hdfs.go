@@ -32,16 +32,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	hdfsclient "github.com/colinmarc/hdfs/v2"
 	krb "github.com/jcmturner/gokrb5/v8/client"
 	"github.com/rs/zerolog"
 
@@ -80,6 +77,9 @@ type Options struct {
 	// PartsDir is the local directory that stages multipart parts.
 	// Required.
 	PartsDir string
+	// Clients is how many client connections the origin spreads its calls
+	// over (a client sends one namenode call at a time). Zero value: 8.
+	Clients int
 	// Logger receives failover and degradation reports. Zero: no logging.
 	Logger zerolog.Logger
 }
@@ -98,7 +98,7 @@ const (
 // safe for concurrent use: the client serialises namenode calls on its one
 // connection (its own lock) and every read or write has its own stream.
 type Origin struct {
-	c       *hdfsclient.Client
+	pool    *pool
 	base    string
 	opts    Options
 	log     zerolog.Logger
@@ -106,30 +106,6 @@ type Origin struct {
 	// noXAttrs is set once the namenode answered an xattr call as unknown:
 	// metadata is then neither written nor read.
 	noXAttrs atomic.Bool
-	// defaultsMu and defaultsOK guard the client's first fetch of the
-	// server defaults (see ensureDefaults).
-	defaultsMu sync.Mutex
-	defaultsOK atomic.Bool
-}
-
-// ensureDefaults makes the client fetch the namenode's server defaults
-// once, under defaultsMu. The client caches them on first use without a
-// lock (colinmarc/hdfs v2.4.0: Create and every datanode dial fetch them),
-// so concurrent first uses would race; after this, they only read them.
-func (o *Origin) ensureDefaults() error {
-	if o.defaultsOK.Load() {
-		return nil
-	}
-	o.defaultsMu.Lock()
-	defer o.defaultsMu.Unlock()
-	if o.defaultsOK.Load() {
-		return nil
-	}
-	if _, err := o.c.ServerDefaults(); err != nil {
-		return err
-	}
-	o.defaultsOK.Store(true)
-	return nil
 }
 
 var (
@@ -152,30 +128,24 @@ func New(opts Options) (*Origin, error) {
 	if opts.User == "" && opts.KerberosClient == nil {
 		opts.User = currentUser()
 	}
-	dial := (&net.Dialer{Timeout: opts.DialTimeout, KeepAlive: 30 * time.Second}).DialContext
-	c, err := hdfsclient.NewClient(hdfsclient.ClientOptions{
-		Addresses:                    opts.Addresses,
-		User:                         opts.User,
-		UseDatanodeHostname:          opts.UseDatanodeHostname,
-		NamenodeDialFunc:             dial,
-		DatanodeDialFunc:             dial,
-		KerberosClient:               opts.KerberosClient,
-		KerberosServicePrincipleName: opts.KerberosServicePrincipalName,
-		DataTransferProtection:       opts.DataTransferProtection,
-	})
+	if opts.Clients <= 0 {
+		opts.Clients = defaultClients
+	}
+	pl, err := newPool(opts)
 	if err != nil {
 		return nil, wrap("connect", "", "", err, nil)
 	}
+	c := pl.pick().c
 	if err := c.MkdirAll(base, dirPerm); err != nil {
-		c.Close()
+		pl.close()
 		return nil, wrap("create base", base, "", err, nil)
 	}
 	uploads, err := parts.Open(parts.Options{Dir: opts.PartsDir})
 	if err != nil {
-		c.Close()
+		pl.close()
 		return nil, fmt.Errorf("hdfs: open parts dir: %w", err)
 	}
-	return &Origin{c: c, base: base, opts: opts, log: opts.Logger, uploads: uploads}, nil
+	return &Origin{pool: pl, base: base, opts: opts, log: opts.Logger, uploads: uploads}, nil
 }
 
 // currentUser is the name of the user running the process, or "granary".
@@ -191,7 +161,7 @@ func currentUser() string {
 // Close releases the client (and its file leases) and the parts store.
 func (o *Origin) Close() error {
 	o.uploads.Close()
-	return o.c.Close()
+	return o.pool.close()
 }
 
 // bucketPath returns the HDFS path of a bucket (already validated).
@@ -205,7 +175,7 @@ func (o *Origin) keyPath(bucket, key string) string {
 
 // ListBuckets lists the valid-named directories of Base, by name.
 func (o *Origin) ListBuckets(ctx context.Context) ([]store.BucketInfo, error) {
-	fis, err := o.c.ReadDir(o.base)
+	fis, err := o.cl().ReadDir(o.base)
 	if err != nil {
 		return nil, wrap("list buckets", "", "", err, nil)
 	}
@@ -224,7 +194,7 @@ func (o *Origin) MakeBucket(ctx context.Context, bucket string) error {
 	if err := validBucket(bucket); err != nil {
 		return err
 	}
-	err := o.c.Mkdir(o.bucketPath(bucket), dirPerm)
+	err := o.cl().Mkdir(o.bucketPath(bucket), dirPerm)
 	if errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("%w: %s", store.ErrBucketExists, bucket)
 	}
@@ -236,7 +206,7 @@ func (o *Origin) StatBucket(ctx context.Context, bucket string) error {
 	if err := validBucket(bucket); err != nil {
 		return err
 	}
-	fi, err := o.c.Stat(o.bucketPath(bucket))
+	fi, err := o.cl().Stat(o.bucketPath(bucket))
 	if err == nil && !fi.IsDir() {
 		err = os.ErrNotExist
 	}
@@ -258,7 +228,7 @@ func (o *Origin) RemoveBucket(ctx context.Context, bucket string) error {
 	if has {
 		return fmt.Errorf("%w: %s", store.ErrBucketNotEmpty, bucket)
 	}
-	if err := o.c.RemoveAll(o.bucketPath(bucket)); err != nil {
+	if err := o.cl().RemoveAll(o.bucketPath(bucket)); err != nil {
 		return wrap("remove bucket", bucket, "", err, store.ErrNoSuchBucket)
 	}
 	return o.abortUploads(bucket)

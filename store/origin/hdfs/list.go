@@ -42,7 +42,7 @@ func (d clientDirs) readDir(ctx context.Context, dir string) ([]os.FileInfo, err
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	fis, err := d.o.c.ReadDir(d.root + "/" + strings.TrimSuffix(dir, "/"))
+	fis, err := d.o.cl().ReadDir(d.root + "/" + strings.TrimSuffix(dir, "/"))
 	if err != nil && sentinel(err, store.ErrNoSuchKey) == store.ErrNoSuchKey {
 		return nil, nil
 	}

@@ -97,7 +97,7 @@ func (o *Origin) readRecord(p string) (*record, error) {
 	if o.noXAttrs.Load() {
 		return nil, nil
 	}
-	attrs, err := o.c.ListXAttrs(p)
+	attrs, err := o.cl().ListXAttrs(p)
 	if err != nil {
 		if isUnsupported(err) {
 			o.disableXAttrs(err)
@@ -118,7 +118,7 @@ func (o *Origin) writeRecord(p string, r *record) error {
 	if err != nil {
 		return err
 	}
-	if err := o.c.SetXAttr(p, metaXAttr, string(v)); err != nil {
+	if err := o.cl().SetXAttr(p, metaXAttr, string(v)); err != nil {
 		if isUnsupported(err) {
 			o.disableXAttrs(err)
 			return nil

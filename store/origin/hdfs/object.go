@@ -52,7 +52,7 @@ func (o *Origin) statFile(ctx context.Context, bucket, key string) (os.FileInfo,
 	if err := checkKey(bucket, key); err != nil {
 		return nil, err
 	}
-	fi, err := o.c.Stat(o.objectPath(bucket, key))
+	fi, err := o.cl().Stat(o.objectPath(bucket, key))
 	if err == nil && fi.IsDir() {
 		err = os.ErrNotExist
 	}
@@ -103,10 +103,11 @@ func (o *Origin) Get(ctx context.Context, bucket, key string, r store.ReadRange)
 	if n == 0 {
 		return io.NopCloser(bytes.NewReader(nil)), info, nil
 	}
-	if err := o.ensureDefaults(); err != nil { // before the first datanode dial
+	cn, err := o.pool.ready() // defaults fetched before its first datanode dial
+	if err != nil {
 		return nil, store.ObjectInfo{}, o.readError(ctx, bucket, key, err)
 	}
-	f, err := o.c.Open(p)
+	f, err := cn.Open(p)
 	if err != nil {
 		return nil, store.ObjectInfo{}, o.readError(ctx, bucket, key, err)
 	}
@@ -135,7 +136,7 @@ var errVersionChanged = errors.New("file changed while being opened")
 // sameVersion fails with errVersionChanged unless the file at p is still
 // the version fi describes.
 func (o *Origin) sameVersion(p string, fi os.FileInfo) error {
-	now, err := o.c.Stat(p)
+	now, err := o.cl().Stat(p)
 	if err != nil {
 		return err
 	}
@@ -199,12 +200,12 @@ func (o *Origin) Delete(ctx context.Context, bucket, key string) error {
 		return err
 	}
 	p := o.objectPath(bucket, key)
-	fi, err := o.c.Stat(p)
+	fi, err := o.cl().Stat(p)
 	if err == nil && fi.IsDir() {
 		return nil // a prefix, not an object
 	}
 	if err == nil {
-		err = o.c.Remove(p)
+		err = o.cl().Remove(p)
 	}
 	if err != nil && errors.Is(translate(err, nil), store.ErrNoSuchKey) {
 		return o.StatBucket(ctx, bucket)

@@ -40,7 +40,7 @@ func (o *Origin) Put(ctx context.Context, bucket, key string, body io.Reader, si
 		if size > 0 {
 			return store.ObjectInfo{}, fmt.Errorf("%w: folder key %s/%s must be empty", store.ErrInvalidKey, bucket, key)
 		}
-		if err := o.c.MkdirAll(o.keyPath(bucket, key), dirPerm); err != nil {
+		if err := o.cl().MkdirAll(o.keyPath(bucket, key), dirPerm); err != nil {
 			return store.ObjectInfo{}, o.writeError(bucket, key, err)
 		}
 	}
@@ -52,11 +52,11 @@ func (o *Origin) Put(ctx context.Context, bucket, key string, body io.Reader, si
 // rec.Meta and rec.ETag are stored with it (rec.Version is filled here).
 func (o *Origin) write(ctx context.Context, bucket, key string, body io.Reader, size int64, rec *record) (store.ObjectInfo, error) {
 	target := o.objectPath(bucket, key)
-	if fi, err := o.c.Stat(target); err == nil && fi.IsDir() {
+	if fi, err := o.cl().Stat(target); err == nil && fi.IsDir() {
 		return store.ObjectInfo{}, conflict(bucket, key)
 	}
 	dir := path.Dir(target)
-	if err := o.c.MkdirAll(dir, dirPerm); err != nil {
+	if err := o.cl().MkdirAll(dir, dirPerm); err != nil {
 		return store.ObjectInfo{}, o.writeError(bucket, key, err)
 	}
 	tmp := dir + "/" + tmpPrefix + randHex(8)
@@ -69,10 +69,10 @@ func (o *Origin) write(ctx context.Context, bucket, key string, body io.Reader, 
 		err = o.writeRecord(tmp, rec)
 	}
 	if err == nil {
-		err = o.c.Rename(tmp, target)
+		err = o.cl().Rename(tmp, target)
 	}
 	if err != nil {
-		o.c.Remove(tmp) // best effort: an orphan temp is invisible
+		o.cl().Remove(tmp) // best effort: an orphan temp is invisible
 		if errors.Is(err, store.ErrIncompleteBody) || errors.Is(err, store.ErrUnavailable) {
 			return store.ObjectInfo{}, fmt.Errorf("hdfs: put %s/%s: %w", bucket, key, err)
 		}
@@ -115,19 +115,20 @@ func (o *Origin) stage(ctx context.Context, tmp string, body io.Reader, size int
 	if err := closeWriter(ctx, w); err != nil {
 		return nil, err
 	}
-	return o.c.Stat(tmp)
+	return o.cl().Stat(tmp)
 }
 
 // create opens a new file with the configured replication and block size,
 // or the cluster's defaults.
 func (o *Origin) create(p string) (*hdfsclient.FileWriter, error) {
-	if err := o.ensureDefaults(); err != nil {
+	cn, err := o.pool.ready()
+	if err != nil {
 		return nil, err
 	}
 	if o.opts.Replication > 0 && o.opts.BlockSize > 0 {
-		return o.c.CreateFile(p, o.opts.Replication, o.opts.BlockSize, filePerm)
+		return cn.CreateFile(p, o.opts.Replication, o.opts.BlockSize, filePerm)
 	}
-	return o.c.Create(p)
+	return cn.Create(p)
 }
 
 // closeWriter closes w, retrying with backoff (bounded) while the namenode
