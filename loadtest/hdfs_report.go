@@ -78,8 +78,8 @@ func (r *hdfsReport) targets(b *strings.Builder) {
 	}
 	b.WriteString("\n")
 	if cold, d1 := r.find(cfgHDFSGateway, "1"), r.find(cfgDirect, "1"); cold.samplesPerSec() > 0 && cold.samplesPerSec() < d1.samplesPerSec() {
-		fmt.Fprintf(b, "The gateway's cold epoch (%.0f samples/s) is slower than direct epoch 1 (%.0f): the node's HDFS origin "+
-			"has one client, which sends its namenode calls one at a time over one connection, so every cold sample waits for "+
-			"the round trips of all the others' metadata calls before it.\n\n", cold.samplesPerSec(), d1.samplesPerSec())
+		fmt.Fprintf(b, "The gateway's cold epoch (%.0f samples/s) is slower than direct epoch 1 (%.0f): a cold sample costs the node "+
+			"more namenode round trips over the slow link than a direct read (file status, the object's metadata attribute, "+
+			"block locations, then the datanode), spread over its pool of clients.\n\n", cold.samplesPerSec(), d1.samplesPerSec())
 	}
 }

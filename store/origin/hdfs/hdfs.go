@@ -78,7 +78,7 @@ type Options struct {
 	// Required.
 	PartsDir string
 	// Clients is how many client connections the origin spreads its calls
-	// over (a client sends one namenode call at a time). Zero value: 8.
+	// over (a client sends one namenode call at a time). Zero value: 16.
 	Clients int
 	// Logger receives failover and degradation reports. Zero: no logging.
 	Logger zerolog.Logger

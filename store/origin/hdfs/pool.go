@@ -15,7 +15,7 @@ import (
 )
 
 // defaultClients is Options.Clients' zero value.
-const defaultClients = 8
+const defaultClients = 16
 
 // conn is one client of the pool.
 type conn struct {
