@@ -149,7 +149,7 @@ func (o *Origin) keyLock(bucket, key string) *sync.RWMutex { return &o.keyMu[o.s
 // openBucket opens the bucket directory as a root of its own, so reads
 // below it cannot follow a symlink out of the bucket.
 func (o *Origin) openBucket(bucket string) (*os.Root, error) {
-	if err := validBucket(bucket); err != nil {
+	if err := store.CheckBucketName(bucket); err != nil {
 		return nil, err
 	}
 	br, err := o.root.OpenRoot(bucket)
@@ -170,7 +170,7 @@ func (o *Origin) ListBuckets(ctx context.Context) ([]store.BucketInfo, error) {
 	}
 	var out []store.BucketInfo
 	for _, name := range names {
-		if validBucket(name) != nil {
+		if store.CheckBucketName(name) != nil {
 			continue
 		}
 		fi, err := o.root.Stat(name) // follows symlinks that stay in Root
@@ -185,7 +185,7 @@ func (o *Origin) ListBuckets(ctx context.Context) ([]store.BucketInfo, error) {
 
 // MakeBucket creates the bucket directory.
 func (o *Origin) MakeBucket(ctx context.Context, bucket string) error {
-	if err := validBucket(bucket); err != nil {
+	if err := store.CheckBucketName(bucket); err != nil {
 		return err
 	}
 	if err := o.root.Mkdir(bucket, dirPerm); err != nil {

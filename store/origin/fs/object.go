@@ -227,7 +227,7 @@ func (o *Origin) Copy(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey 
 
 // openKey validates bucket and key and opens the bucket.
 func (o *Origin) openKey(bucket, key string) (*os.Root, error) {
-	if err := validBucket(bucket); err != nil {
+	if err := store.CheckBucketName(bucket); err != nil {
 		return nil, err
 	}
 	if err := validKey(key); err != nil {

@@ -181,7 +181,7 @@ func (o *Origin) ListBuckets(ctx context.Context) ([]store.BucketInfo, error) {
 	}
 	var out []store.BucketInfo
 	for _, fi := range fis {
-		if fi.IsDir() && validBucket(fi.Name()) == nil {
+		if fi.IsDir() && store.CheckBucketName(fi.Name()) == nil {
 			out = append(out, store.BucketInfo{Name: fi.Name(), Created: fi.ModTime().UTC()})
 		}
 	}
@@ -191,7 +191,7 @@ func (o *Origin) ListBuckets(ctx context.Context) ([]store.BucketInfo, error) {
 
 // MakeBucket creates the bucket directory.
 func (o *Origin) MakeBucket(ctx context.Context, bucket string) error {
-	if err := validBucket(bucket); err != nil {
+	if err := store.CheckBucketName(bucket); err != nil {
 		return err
 	}
 	err := o.cl().Mkdir(o.bucketPath(bucket), dirPerm)
@@ -203,7 +203,7 @@ func (o *Origin) MakeBucket(ctx context.Context, bucket string) error {
 
 // StatBucket returns nil if the bucket directory exists.
 func (o *Origin) StatBucket(ctx context.Context, bucket string) error {
-	if err := validBucket(bucket); err != nil {
+	if err := store.CheckBucketName(bucket); err != nil {
 		return err
 	}
 	fi, err := o.cl().Stat(o.bucketPath(bucket))

@@ -4,7 +4,6 @@ package hdfs
 
 import (
 	"fmt"
-	"net"
 	"strings"
 	"unicode/utf8"
 
@@ -15,37 +14,6 @@ const (
 	maxKeyLen     = 1024 // bytes, as S3
 	maxSegmentLen = 255  // bytes, HDFS's default dfs.namenode.fs-limits.max-component-length
 )
-
-// validBucket reports why name is not a valid S3 bucket name (and so not a
-// directory this origin serves), or nil. Every accepted name is a single,
-// non-hidden path segment.
-func validBucket(name string) error {
-	if len(name) < 3 || len(name) > 63 {
-		return fmt.Errorf("%w: %q must be 3 to 63 characters", store.ErrInvalidBucketName, name)
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '-') {
-			return fmt.Errorf("%w: %q may hold only a-z, 0-9, '.' and '-'", store.ErrInvalidBucketName, name)
-		}
-	}
-	if !isAlnum(name[0]) || !isAlnum(name[len(name)-1]) {
-		return fmt.Errorf("%w: %q must start and end with a letter or digit", store.ErrInvalidBucketName, name)
-	}
-	if strings.Contains(name, "..") || strings.Contains(name, ".-") || strings.Contains(name, "-.") {
-		return fmt.Errorf("%w: %q has adjacent '.'/'-' characters", store.ErrInvalidBucketName, name)
-	}
-	if net.ParseIP(name) != nil {
-		return fmt.Errorf("%w: %q looks like an IP address", store.ErrInvalidBucketName, name)
-	}
-	if strings.HasPrefix(name, "xn--") || strings.HasPrefix(name, "sthree-") ||
-		strings.HasSuffix(name, "-s3alias") || strings.HasSuffix(name, "--ol-s3") {
-		return fmt.Errorf("%w: %q uses a reserved prefix or suffix", store.ErrInvalidBucketName, name)
-	}
-	return nil
-}
-
-func isAlnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
 
 // validKey reports why key cannot name a path under a bucket, or nil. An
 // accepted key is a relative, clean, slash-separated path: no empty

@@ -31,13 +31,13 @@ func TestValidKey(t *testing.T) {
 
 func TestValidBucket(t *testing.T) {
 	for _, b := range []string{"abc", "my-bucket", "a.b.c", "st-0123456789ab"} {
-		if err := validBucket(b); err != nil {
-			t.Errorf("validBucket(%q) = %v", b, err)
+		if err := store.CheckBucketName(b); err != nil {
+			t.Errorf("store.CheckBucketName(%q) = %v", b, err)
 		}
 	}
 	for _, b := range []string{"ab", ".granary", "-abc", "abc-", "a..b", "ABC", "a_b", "10.0.0.1", "xn--abc", strings.Repeat("a", 64), "a/b"} {
-		if err := validBucket(b); !errors.Is(err, store.ErrInvalidBucketName) {
-			t.Errorf("validBucket(%q) = %v, want ErrInvalidBucketName", b, err)
+		if err := store.CheckBucketName(b); !errors.Is(err, store.ErrInvalidBucketName) {
+			t.Errorf("store.CheckBucketName(%q) = %v, want ErrInvalidBucketName", b, err)
 		}
 	}
 }

@@ -22,7 +22,7 @@ const firstReadMax = 64 << 10
 
 // checkKey validates bucket and key.
 func checkKey(bucket, key string) error {
-	if err := validBucket(bucket); err != nil {
+	if err := store.CheckBucketName(bucket); err != nil {
 		return err
 	}
 	return validKey(key)
