@@ -101,13 +101,9 @@ type epochsRun struct {
 	logf  func(string, ...any)
 }
 
-// runEpochs measures the scenario; with o.granary empty, only the direct
-// rows. A failure after some rows were measured logs the partial report.
-func runEpochs(ctx context.Context, o options, logw io.Writer) (*epochsReport, error) {
-	p := fullEpochsPlan()
-	if o.quick {
-		p = quickEpochsPlan()
-	}
+// epochsLink is the epochs scenarios' link to their origin: their
+// defaults, each replaced by its -slow-* flag when given.
+func epochsLink(o options) slowproxy.Options {
 	slow := epochsSlow()
 	for _, name := range o.slowSet {
 		switch name {
@@ -119,6 +115,17 @@ func runEpochs(ctx context.Context, o options, logw io.Writer) (*epochsReport, e
 			slow.Latency = o.slow.Latency
 		}
 	}
+	return slow
+}
+
+// runEpochs measures the scenario; with o.granary empty, only the direct
+// rows. A failure after some rows were measured logs the partial report.
+func runEpochs(ctx context.Context, o options, logw io.Writer) (*epochsReport, error) {
+	p := fullEpochsPlan()
+	if o.quick {
+		p = quickEpochsPlan()
+	}
+	slow := epochsLink(o)
 	logf := func(format string, args ...any) { fmt.Fprintf(logw, "loadtest: epochs: "+format+"\n", args...) }
 	mio, err := miniotest.Start()
 	if err != nil {

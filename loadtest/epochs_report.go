@@ -99,6 +99,12 @@ func (r *epochsReport) speedup(row epochRow) float64 {
 	return row.samplesPerSec() / d.samplesPerSec()
 }
 
+// runStamp is a report's first words: when, on what, and the mode.
+func runStamp(started time.Time, quick bool) string {
+	return fmt.Sprintf("%s; %s; %s, GOMAXPROCS %d; %s", started.UTC().Format(time.RFC3339), cpuModel(),
+		runtime.Version(), runtime.GOMAXPROCS(0), map[bool]string{true: "**quick mode**", false: "full mode"}[quick])
+}
+
 func (r *epochsReport) markdown() string {
 	var b strings.Builder
 	r.header(&b)
@@ -113,8 +119,7 @@ func (r *epochsReport) markdown() string {
 func (r *epochsReport) header(b *strings.Builder) {
 	p := r.plan
 	fmt.Fprintf(b, "# Granary training epochs through a slow origin\n\n")
-	fmt.Fprintf(b, "%s; %s; %s, GOMAXPROCS %d; %s", r.started.UTC().Format(time.RFC3339), cpuModel(),
-		runtime.Version(), runtime.GOMAXPROCS(0), map[bool]string{true: "**quick mode**", false: "full mode"}[r.quick])
+	b.WriteString(runStamp(r.started, r.quick))
 	fmt.Fprintf(b, ". A data set of %d samples of %s (%s, random bytes, one object each, so one cache chunk each), "+
 		"read whole in a fresh random order each epoch (the same order for every configuration) by %d workers, "+
 		"each a minio-go GetObject per sample with every byte verified. "+

@@ -6,10 +6,8 @@ package main
 
 import (
 	"fmt"
-	"runtime"
 	"slices"
 	"strings"
-	"time"
 )
 
 // hdfsReport collects an hdfs-epochs run's results; the rows and their
@@ -33,8 +31,7 @@ func (r *hdfsReport) markdown() string {
 func (r *hdfsReport) header(b *strings.Builder) {
 	p := r.plan
 	fmt.Fprintf(b, "# Granary training epochs from an HDFS origin through a slow link\n\n")
-	fmt.Fprintf(b, "%s; %s; %s, GOMAXPROCS %d; %s", r.started.UTC().Format(time.RFC3339), cpuModel(),
-		runtime.Version(), runtime.GOMAXPROCS(0), map[bool]string{true: "**quick mode**", false: "full mode"}[r.quick])
+	b.WriteString(runStamp(r.started, r.quick))
 	fmt.Fprintf(b, ". A data set of %d samples of %s (%s, random bytes, one HDFS file each, so one cache chunk each), "+
 		"written straight into the test HDFS cluster (internal/hdfstest/hdfsd: a protocol-level namenode and datanode in Go, "+
 		"one process) and read whole in a fresh random order each epoch (the same order for both configurations) "+

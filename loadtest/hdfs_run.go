@@ -25,17 +25,7 @@ func runHDFSEpochs(ctx context.Context, o options, logw io.Writer) (*hdfsReport,
 	if o.quick {
 		p = quickHDFSPlan()
 	}
-	slow := epochsSlow()
-	for _, name := range o.slowSet {
-		switch name {
-		case "slow-stream":
-			slow.Stream = o.slow.Stream
-		case "slow-total":
-			slow.Total = o.slow.Total
-		case "slow-latency":
-			slow.Latency = o.slow.Latency
-		}
-	}
+	slow := epochsLink(o)
 	logf := func(format string, args ...any) { fmt.Fprintf(logw, "loadtest: hdfs-epochs: "+format+"\n", args...) }
 	c, err := startHDFSCluster(ctx, slow)
 	if err != nil {
