@@ -164,6 +164,7 @@ func (e *Engine) startFlight(id store.ChunkID, size int64, kind fetchKind) (f *f
 // flight for the same chunk, which is why a flight looks in the tiers again
 // before it reads the origin.
 func (e *Engine) runFlight(id store.ChunkID, f *flight, body io.ReadCloser) {
+	defer close(f.settled)
 	defer e.retire(id, f)
 	if body == nil {
 		if b, ok := e.lookupLen(id, int64(len(f.buf)), lookNone); ok {

@@ -75,6 +75,14 @@ func (e *Engine) fillFrom(ctx context.Context, info store.ObjectInfo) {
 		if _, err := ref.bytesAt(ctx, int(n-1)); err != nil && err != io.EOF {
 			return
 		}
+		if ref.fl != nil {
+			// A fill ends once its chunks are stored, not merely read.
+			select {
+			case <-ref.fl.settled:
+			case <-ctx.Done():
+				return
+			}
+		}
 		if e.filler != nil {
 			e.filler.waitRoom(ctx, n)
 		}

@@ -27,10 +27,13 @@ type flight struct {
 	// policy (a fill of written or warmed data joined the flight);
 	// guarded by Engine.mu.
 	keep bool
+	// settled is closed once the flight's runner is through: the chunk
+	// is in the tiers (RAM stored, disk queued) or the flight failed.
+	settled chan struct{}
 }
 
 func newFlight(size int64) *flight {
-	return &flight{buf: make([]byte, size), wake: make(chan struct{})}
+	return &flight{buf: make([]byte, size), wake: make(chan struct{}), settled: make(chan struct{})}
 }
 
 // fill copies the chunk from r into the flight and marks it done. It
