@@ -29,6 +29,24 @@ func (r chunkRef) bytesAt(ctx context.Context, off int) ([]byte, error) {
 	return r.data[off:], nil
 }
 
+// stored waits until the chunk (n bytes) is complete and, when a flight
+// fetches it, through the flight's store into the tiers: a fill or warm-up
+// that returns has its chunks in place, not merely read.
+func (r chunkRef) stored(ctx context.Context, n int64) error {
+	if _, err := r.bytesAt(ctx, int(n-1)); err != nil && err != io.EOF {
+		return err
+	}
+	if r.fl == nil {
+		return nil
+	}
+	select {
+	case <-r.fl.settled:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 func (e *Engine) chunkID(info store.ObjectInfo, idx int64) store.ChunkID {
 	return store.ChunkID{Bucket: info.Bucket, Key: info.Key, ETag: info.ETag, Index: idx}
 }

@@ -6,7 +6,6 @@ package gateway
 
 import (
 	"context"
-	"io"
 	"time"
 
 	"github.com/granary-dev/granary/store"
@@ -72,16 +71,8 @@ func (e *Engine) fillFrom(ctx context.Context, info store.ObjectInfo) {
 		}
 		n := e.chunkLen(info.Size, idx)
 		ref := e.chunk(info, idx, fetchKeep, lookNone)
-		if _, err := ref.bytesAt(ctx, int(n-1)); err != nil && err != io.EOF {
+		if err := ref.stored(ctx, n); err != nil {
 			return
-		}
-		if ref.fl != nil {
-			// A fill ends once its chunks are stored, not merely read.
-			select {
-			case <-ref.fl.settled:
-			case <-ctx.Done():
-				return
-			}
 		}
 		if e.filler != nil {
 			e.filler.waitRoom(ctx, n)

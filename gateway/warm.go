@@ -174,7 +174,7 @@ func (e *Engine) warmObject(ctx context.Context, o store.ObjectInfo) error {
 	start := int64(0)
 	if first != nil {
 		// The load fetched chunk 0 as a keep flight, which stores it.
-		if _, err := (chunkRef{fl: first}).bytesAt(ctx, int(e.chunkLen(info.Size, 0)-1)); err != nil {
+		if err := (chunkRef{fl: first}).stored(ctx, e.chunkLen(info.Size, 0)); err != nil {
 			return fmt.Errorf("%s: %w", o.Key, err)
 		}
 		start = 1
@@ -186,7 +186,7 @@ func (e *Engine) warmObject(ctx context.Context, o store.ObjectInfo) error {
 		}
 		e.yieldToWrites(ctx)
 		ref := e.chunk(info, idx, fetchKeep, lookNone)
-		if _, err := ref.bytesAt(ctx, int(n-1)); err != nil {
+		if err := ref.stored(ctx, n); err != nil {
 			if errors.Is(err, store.ErrPreconditionFailed) {
 				return fmt.Errorf("%s changed at the origin during the warm-up: %w", o.Key, err)
 			}
