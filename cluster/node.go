@@ -1,0 +1,157 @@
+// A Node is this process's view of the cluster: the live members, the
+// ring over them (rebuilt on every change), the peer client, and the
+// write-back copies kept for other nodes (uploaded when their primary
+// dies).
+package cluster
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// takeOverEvery is how often a node retries uploading copies of
+// primaries that are not members (a failed takeover, or copies left from
+// before this process started).
+const takeOverEvery = 10 * time.Second
+
+// NodeOptions configure a Node.
+type NodeOptions struct {
+	Self       Member
+	Membership Membership
+	Client     *Client
+	// Replicas, if set, are the write-back copies this node keeps.
+	Replicas *Replicas
+	Logger   zerolog.Logger
+}
+
+// view is one consistent snapshot: members and their ring.
+type view struct {
+	members []Member
+	byID    map[string]Member
+	ring    *Ring
+}
+
+// Node is the cluster as this node sees it. Safe for concurrent use.
+type Node struct {
+	opts NodeOptions
+	log  zerolog.Logger
+	cur  atomic.Pointer[view]
+
+	taking atomic.Bool    // a takeOver is running
+	wg     sync.WaitGroup // follow and takeOver goroutines
+
+	stop chan struct{}
+	once sync.Once
+}
+
+// NewNode builds the first view and follows membership changes until
+// Close.
+func NewNode(opts NodeOptions) (*Node, error) {
+	n := &Node{opts: opts, log: opts.Logger, stop: make(chan struct{})}
+	if err := n.rebuild(); err != nil {
+		return nil, err
+	}
+	n.wg.Add(1)
+	go n.follow()
+	return n, nil
+}
+
+// rebuild makes the view of the current members.
+func (n *Node) rebuild() error {
+	ms := n.opts.Membership.Members()
+	ids := make([]string, len(ms))
+	byID := make(map[string]Member, len(ms))
+	for i, m := range ms {
+		ids[i] = m.ID
+		byID[m.ID] = m
+	}
+	ring, err := NewRing(ids)
+	if err != nil {
+		return err
+	}
+	n.cur.Store(&view{members: ms, byID: byID, ring: ring})
+	return nil
+}
+
+func (n *Node) follow() {
+	defer n.wg.Done()
+	t := time.NewTicker(takeOverEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-n.opts.Membership.Changes():
+			if err := n.rebuild(); err != nil {
+				n.log.Error().Err(err).Msg("ring rebuild failed; keeping the last ring")
+			}
+			n.log.Info().Int("members", len(n.Members())).Msg("cluster membership changed")
+		case <-t.C:
+		}
+		if n.opts.Replicas != nil && n.taking.CompareAndSwap(false, true) {
+			n.wg.Add(1)
+			go func() {
+				defer n.wg.Done()
+				defer n.taking.Store(false)
+				n.takeOver()
+			}()
+		}
+	}
+}
+
+// takeOver uploads the copies kept for primaries that are not members;
+// one runs at a time, off the follow loop (uploads take a while).
+func (n *Node) takeOver() {
+	v := n.cur.Load()
+	for primary := range n.opts.Replicas.Primaries() {
+		if _, alive := v.byID[primary]; alive {
+			continue
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			select {
+			case <-n.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		up, err := n.opts.Replicas.TakeOver(ctx, primary)
+		cancel()
+		ev := n.log.Info()
+		if err != nil {
+			ev = n.log.Warn().Err(err)
+		}
+		ev.Str("primary", primary).Int("uploaded", up).Msg("took over the write-back copies of a dead node")
+	}
+}
+
+// Self is this node.
+func (n *Node) Self() Member { return n.opts.Self }
+
+// Client is the peer client.
+func (n *Node) Client() *Client { return n.opts.Client }
+
+// Members returns the live members, sorted by ID.
+func (n *Node) Members() []Member { return n.cur.Load().members }
+
+// Owners returns the r members owning key, the primary first.
+func (n *Node) Owners(key []byte, r int) []Member {
+	v := n.cur.Load()
+	ids := v.ring.Owners(key, r)
+	out := make([]Member, len(ids))
+	for i, id := range ids {
+		out[i] = v.byID[id]
+	}
+	return out
+}
+
+// Close stops following the membership (which the caller closes).
+func (n *Node) Close() error {
+	n.once.Do(func() { close(n.stop) })
+	n.wg.Wait()
+	return nil
+}
