@@ -189,6 +189,11 @@ func (l *Log) CompleteUpload(ctx context.Context, bucket, key, uploadID string, 
 			LastModified: time.Now().UTC(), ObjectMeta: asm.Meta,
 		},
 	}, asm: asm, dirty: asm.Size}
+	if err := l.replicate(ctx, o); err != nil {
+		asm.Remove()
+		l.release(asm.Size)
+		return store.ObjectInfo{}, err
+	}
 	if err := l.install(o); err != nil {
 		asm.Remove()
 		l.release(asm.Size)

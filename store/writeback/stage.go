@@ -115,6 +115,11 @@ func (l *Log) putBack(ctx context.Context, bucket, key string, body io.Reader, s
 			LastModified: time.Now().UTC(), ObjectMeta: meta,
 		},
 	}, asm: asm, dirty: reserved}
+	if err := l.replicate(ctx, o); err != nil {
+		asm.Remove()
+		l.release(reserved)
+		return store.ObjectInfo{}, err
+	}
 	if err := l.install(o); err != nil {
 		asm.Remove()
 		l.release(reserved)

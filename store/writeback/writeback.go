@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -58,8 +59,13 @@ type Options struct {
 	// with the info the Log served for it and the origin's ETag (they
 	// differ only if the origin names the version otherwise).
 	OnPersisted func(staged store.ObjectInfo, originETag string)
-	Registerer  prometheus.Registerer
-	Logger      zerolog.Logger
+	// Replicate, if set, is called with every write-back object once it
+	// is staged and before it is journaled and acknowledged; open reads
+	// its bytes. An error fails the write (nothing is journaled): a
+	// cluster uses it to keep a second copy on another node.
+	Replicate  func(ctx context.Context, staged store.ObjectInfo, open func() (io.ReadCloser, error)) error
+	Registerer prometheus.Registerer
+	Logger     zerolog.Logger
 }
 
 const (
