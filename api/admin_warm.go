@@ -98,7 +98,8 @@ func warmSpec(c *fiber.Ctx) (gateway.WarmSpec, error) {
 // answers a gateway.Status as JSON.
 const statusRoute = "/_granary/status"
 
-func (s *Server) status(c *fiber.Ctx, r *request) error {
+// nodeStatus answers this node's status: GET ?bucket=B[&prefix=P][&key=K].
+func (s *Server) nodeStatus(c *fiber.Ctx, r *request) error {
 	args := c.Request().URI().QueryArgs()
 	bucket, prefix := string(args.Peek("bucket")), string(args.Peek("prefix"))
 	if bucket != "" {
@@ -115,6 +116,13 @@ func (s *Server) status(c *fiber.Ctx, r *request) error {
 	st, err := s.engine.Status(c.UserContext(), bucket, prefix)
 	if err != nil {
 		return err
+	}
+	if key := string(args.Peek("key")); bucket != "" && key != "" {
+		oh, err := s.engine.HeldObject(c.UserContext(), bucket, key)
+		if err != nil {
+			return err
+		}
+		st.Object = &oh
 	}
 	return c.JSON(st)
 }

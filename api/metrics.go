@@ -25,6 +25,7 @@ const (
 	opPin
 	opUnpin
 	opPins
+	opPeer
 	opListBuckets
 	opCreateBucket
 	opHeadBucket
@@ -62,6 +63,7 @@ var opNames = [numOps]string{
 	opPin:                     "Pin",
 	opUnpin:                   "Unpin",
 	opPins:                    "Pins",
+	opPeer:                    "Peer",
 	opListBuckets:             "ListBuckets",
 	opCreateBucket:            "CreateBucket",
 	opHeadBucket:              "HeadBucket",

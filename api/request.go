@@ -88,6 +88,9 @@ func (s *Server) entry(c *fiber.Ctx) error {
 // Authentication comes before validation, so an unsigned request learns
 // nothing about names.
 func (s *Server) serveS3(c *fiber.Ctx, r *request) error {
+	if isPeer(c) {
+		return s.servePeer(c, r)
+	}
 	if isAdminAPI(c) {
 		return s.serveAdminAPI(c, r)
 	}

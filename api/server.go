@@ -39,6 +39,9 @@ type Options struct {
 	// It is renewed as bytes move, so it never limits a large transfer
 	// that keeps moving. 0 means DefaultIOTimeout.
 	IOTimeout time.Duration
+	// Peer, if set, makes this node a cluster member: it answers the peer
+	// protocol under cluster.PeerPrefix.
+	Peer *PeerOptions
 	// IdleTimeout bounds how long a keep-alive connection may wait for its
 	// next request. 0 means DefaultIdleTimeout.
 	IdleTimeout time.Duration

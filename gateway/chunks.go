@@ -76,16 +76,23 @@ func tierGet(t store.Tier, id store.ChunkID, record bool) ([]byte, error) {
 	return t.Get(id)
 }
 
-// lookupRAM returns the chunk if the RAM tier holds it.
+// lookupRAM returns the chunk if the RAM tier, or the hot tier of copies
+// read from owners, holds it.
 func (e *Engine) lookupRAM(id store.ChunkID, record bool) ([]byte, bool) {
-	if e.opts.RAM == nil {
-		return nil, false
+	tier := "ram"
+	var b []byte
+	err := store.ErrNotFound
+	if e.opts.RAM != nil {
+		b, err = tierGet(e.opts.RAM, id, record)
 	}
-	b, err := tierGet(e.opts.RAM, id, record)
+	if err != nil && e.opts.Hot != nil {
+		tier = "hot"
+		b, err = tierGet(e.opts.Hot, id, record)
+	}
 	if err != nil {
 		return nil, false
 	}
-	e.m.hits.WithLabelValues("ram").Inc()
+	e.m.hits.WithLabelValues(tier).Inc()
 	e.buckets.of(id.Bucket).hits.Add(1)
 	return b, true
 }
@@ -124,7 +131,9 @@ type fetchKind int
 const (
 	fetchNow   fetchKind = iota // a reader, now
 	fetchAhead                  // a reader's read-ahead
-	fetchKeep                   // a fill of data written or warmed: admitted whatever the tiers' policy
+	fetchKeep                   // a fill of data warmed: admitted whatever the tiers' policy
+	fetchWrite                  // a fill of data written here: as fetchKeep, on writeCopies owners
+	fetchPeer                   // a peer asking this node as the chunk's owner: never forwarded
 	fetchNone                   // nothing to fetch (a metadata lookup without the first chunk)
 )
 
@@ -158,7 +167,8 @@ func (e *Engine) startFlight(id store.ChunkID, size int64, kind fetchKind) (f *f
 	defer e.mu.Unlock()
 	if f := e.flights[id]; f != nil {
 		e.m.joins.Inc()
-		f.keep = f.keep || kind == fetchKeep
+		f.keep = f.keep || kind == fetchKeep || kind == fetchWrite
+		f.written = f.written || kind == fetchWrite
 		return f, false
 	}
 	if kind == fetchAhead && e.flightBytes+size > e.opts.FlightBytes {
@@ -168,7 +178,9 @@ func (e *Engine) startFlight(id store.ChunkID, size int64, kind fetchKind) (f *f
 	e.buckets.of(id.Bucket).misses.Add(1)
 	e.flightBytes += size
 	f = newFlight(size)
-	f.keep = kind == fetchKeep
+	f.keep = kind == fetchKeep || kind == fetchWrite
+	f.written = kind == fetchWrite
+	f.asked = kind == fetchPeer
 	e.flights[id] = f
 	return f, true
 }
@@ -184,24 +196,21 @@ func (e *Engine) startFlight(id store.ChunkID, size int64, kind fetchKind) (f *f
 func (e *Engine) runFlight(id store.ChunkID, f *flight, body io.ReadCloser) {
 	defer close(f.settled)
 	defer e.retire(id, f)
+	e.mu.Lock()
+	keep, written := f.keep, f.written
+	e.mu.Unlock()
+	local := true
 	if body == nil {
 		if b, ok := e.lookupLen(id, int64(len(f.buf)), lookNone); ok {
 			copy(f.buf, b)
 			f.publish(len(b), nil, true)
 			return
 		}
-		body = e.teeReader(id, int64(len(f.buf)))
-	}
-	if body == nil {
-		ctx, watch, cancel := watchStalls(context.Background(), e.opts.FetchTimeout)
-		off := id.Index * e.opts.ChunkSize
-		rc, _, err := e.origin.Get(ctx, id.Bucket, id.Key, store.ReadRange{Offset: off, Length: int64(len(f.buf)), ETag: id.ETag})
-		if err != nil {
-			cancel()
+		var err error
+		if body, local, err = e.openSource(id, int64(len(f.buf)), f.asked || keep); err != nil {
 			e.flightFailed(id, f, err)
 			return
 		}
-		body = watch(rc)
 	}
 	defer body.Close()
 	data, err := f.fill(body)
@@ -210,9 +219,41 @@ func (e *Engine) runFlight(id store.ChunkID, f *flight, body io.ReadCloser) {
 		return
 	}
 	e.mu.Lock()
-	keep := f.keep
+	keep, written = f.keep, f.written
 	e.mu.Unlock()
-	e.storeChunk(id, data, keep)
+	if !local {
+		e.storeHot(id, data)
+		return
+	}
+	if f.asked {
+		e.storeChunk(id, data, keep)
+		return
+	}
+	e.placeChunk(id, data, keep, written)
+}
+
+// openSource opens chunk id (n bytes) where it is read from: the tee of
+// an object being filled, its owners in a cluster (unless here says this
+// node reads it itself: asked as the owner, or a fill of data it has),
+// else the origin. local reports that the chunk was not read from an
+// owner.
+func (e *Engine) openSource(id store.ChunkID, n int64, here bool) (body io.ReadCloser, local bool, err error) {
+	if body = e.teeReader(id, n); body != nil {
+		return body, true, nil
+	}
+	if !here {
+		if mine, ask := e.chunkOwners(id); !mine {
+			return e.peerBody(id, n, ask), false, nil
+		}
+	}
+	ctx, watch, cancel := watchStalls(context.Background(), e.opts.FetchTimeout)
+	off := id.Index * e.opts.ChunkSize
+	rc, _, err := e.origin.Get(ctx, id.Bucket, id.Key, store.ReadRange{Offset: off, Length: n, ETag: id.ETag})
+	if err != nil {
+		cancel()
+		return nil, true, err
+	}
+	return watch(rc), true, nil
 }
 
 // retire unregisters f, unless another flight for id took its place, and

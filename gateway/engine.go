@@ -94,6 +94,7 @@ type Engine struct {
 
 	filler *diskFiller // nil without a disk tier
 	tees   *tees       // nil without Options.TeeDir
+	peer   *peerState  // nil without Options.Peers
 
 	fills     sync.WaitGroup // background fills (see fill.go)
 	warm      warmJobs
@@ -125,6 +126,7 @@ func New(opts Options) (*Engine, error) {
 		lists:   newListCache(opts.ListPages),
 		flights: make(map[store.ChunkID]*flight),
 		started: time.Now(),
+		peer:    newPeerState(opts.Peers),
 	}
 	e.fillCtx, e.stopFills = context.WithCancel(context.Background())
 	if opts.TeeDir != "" {
@@ -138,7 +140,7 @@ func New(opts Options) (*Engine, error) {
 		collectors = append(collectors, e.filler.dropped)
 	}
 	if opts.Registerer != nil {
-		if err := m.register(opts.Registerer, opts.RAM, opts.Disk, collectors...); err != nil {
+		if err := m.register(opts.Registerer, opts.RAM, opts.Disk, opts.Hot, collectors...); err != nil {
 			e.Close()
 			return nil, fmt.Errorf("gateway: metrics: %w", err)
 		}
@@ -154,6 +156,9 @@ func (e *Engine) Close() error {
 		e.stopFills()
 		e.fills.Wait()
 		e.warm.wg.Wait()
+		if e.peer != nil {
+			e.peer.pushes.Wait()
+		}
 		if e.tees != nil {
 			if err := e.tees.close(); err != nil {
 				e.log.Warn().Err(err).Msg("closing the tee store")
@@ -190,7 +195,7 @@ func (e *Engine) forgetObject(bucket, key string) {
 // bucket's listings, but not its metadata.
 func (e *Engine) forgetData(bucket, key string) {
 	e.lists.dropBucket(bucket)
-	for _, t := range []store.Tier{e.opts.RAM, e.opts.Disk} {
+	for _, t := range []store.Tier{e.opts.RAM, e.opts.Hot, e.opts.Disk} {
 		if t != nil {
 			if err := t.DeleteObject(bucket, key); err != nil {
 				e.log.Warn().Err(err).Str("bucket", bucket).Str("key", key).Msg("tier invalidate failed")

@@ -70,7 +70,7 @@ func (e *Engine) fillFrom(ctx context.Context, info store.ObjectInfo) {
 			return
 		}
 		n := e.chunkLen(info.Size, idx)
-		ref := e.chunk(info, idx, fetchKeep, lookNone)
+		ref := e.chunk(info, idx, fetchWrite, lookNone)
 		if err := ref.stored(ctx, n); err != nil {
 			return
 		}

@@ -27,6 +27,13 @@ type flight struct {
 	// policy (a fill of written or warmed data joined the flight);
 	// guarded by Engine.mu.
 	keep bool
+	// written says the chunk was written through this node (placed on
+	// writeCopies owners); guarded by Engine.mu.
+	written bool
+	// asked says a peer asked this node for the chunk as its owner: it
+	// is read here (tiers, origin), never asked of another node. Set at
+	// start, then read-only.
+	asked bool
 	// settled is closed once the flight's runner is through: the chunk
 	// is in the tiers (RAM stored, disk queued) or the flight failed.
 	settled chan struct{}

@@ -28,6 +28,8 @@ type metrics struct {
 	warmBytes     prometheus.Counter     // fetched by warm-ups
 	warmJobs      *prometheus.CounterVec // finished, by state
 	listIndexed   prometheus.Counter     // LIST pages answered from the catalog
+	peerReads     prometheus.Counter     // chunks read from an owner
+	peerErrors    *prometheus.CounterVec // peer calls failed, by call
 }
 
 func newMetrics() *metrics {
@@ -79,14 +81,20 @@ func newMetrics() *metrics {
 		listIndexed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "granary_list_catalog_total", Help: "LIST pages answered from the catalog, without the origin.",
 		}),
+		peerReads: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "granary_peer_chunk_reads_total", Help: "Chunks (or their rest) read from an owner node instead of the origin.",
+		}),
+		peerErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "granary_peer_errors_total", Help: "Peer calls that failed or timed out, by call (get, put, forget).",
+		}, []string{"call"}),
 	}
 }
 
-func (m *metrics) register(reg prometheus.Registerer, ram, disk store.Tier, extra ...prometheus.Collector) error {
+func (m *metrics) register(reg prometheus.Registerer, ram, disk, hot store.Tier, extra ...prometheus.Collector) error {
 	cs := append([]prometheus.Collector{m.hits, m.misses, m.joins, m.metaHits, m.metaMisses,
 		m.staleServed, m.originReqs, m.originBytes, m.originLatency, m.fills,
-		m.warmRunning, m.warmObjects, m.warmBytes, m.warmJobs, m.listIndexed}, extra...)
-	for name, t := range map[string]store.Tier{"ram": ram, "disk": disk} {
+		m.warmRunning, m.warmObjects, m.warmBytes, m.warmJobs, m.listIndexed, m.peerReads, m.peerErrors}, extra...)
+	for name, t := range map[string]store.Tier{"ram": ram, "disk": disk, "hot": hot} {
 		if t != nil {
 			cs = append(cs, tierCollectors(name, t)...)
 		}

@@ -126,7 +126,7 @@ func (e *Engine) CompleteUpload(ctx context.Context, bucket, key, uploadID strin
 	start := time.Now()
 	info, err := mp.CompleteUpload(ctx, bucket, key, uploadID, parts)
 	e.observe("complete_upload", start, err)
-	e.forgetObject(bucket, key)
+	e.invalidate(bucket, key)
 	if err != nil {
 		return info, err
 	}

@@ -126,7 +126,7 @@ func (e *Engine) loadInfo(ctx context.Context, bucket, key string, first fetchKi
 	var info store.ObjectInfo
 	var fl *flight
 	var err error
-	if !had && first != fetchNone && !e.holdsVersions(bucket, key) {
+	if !had && first != fetchNone && !e.holdsVersions(bucket, key) && e.ownsFirstChunk(bucket, key) {
 		info, fl, err = e.fetchWithFirstChunk(ctx, bucket, key, first)
 	} else {
 		info, err = e.origin.Stat(ctx, bucket, key)
@@ -231,14 +231,14 @@ func (e *Engine) Put(ctx context.Context, bucket, key string, body io.Reader, si
 		body = io.TeeReader(body, keep)
 	}
 	info, err := e.origin.Put(ctx, bucket, key, body, size, meta)
-	e.forgetObject(bucket, key)
+	e.invalidate(bucket, key)
 	if err != nil {
 		return info, err
 	}
 	info.Bucket, info.Key = bucket, key
 	e.recordWrite(info)
 	if keep != nil && int64(keep.Len()) == size && info.ETag != "" {
-		e.storeChunk(store.ChunkID{Bucket: bucket, Key: key, ETag: info.ETag}, keep.Bytes(), true)
+		e.placeChunk(store.ChunkID{Bucket: bucket, Key: key, ETag: info.ETag}, keep.Bytes(), true, true)
 	}
 	e.fillWriteBack(info)
 	return info, nil
@@ -268,7 +268,7 @@ func (e *Engine) Copy(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey 
 		return store.ObjectInfo{}, ErrCopyUnsupported
 	}
 	info, err := e.origin.(countingOrigin).Copy(ctx, srcBucket, srcKey, dstBucket, dstKey, meta)
-	e.forgetObject(dstBucket, dstKey)
+	e.invalidate(dstBucket, dstKey)
 	if err == nil {
 		info.Bucket, info.Key = dstBucket, dstKey
 		e.recordWrite(info)
@@ -282,7 +282,7 @@ func (e *Engine) Delete(ctx context.Context, bucket, key string) error {
 		return err
 	}
 	err := e.origin.Delete(ctx, bucket, key)
-	e.forgetObject(bucket, key)
+	e.invalidate(bucket, key)
 	if err == nil {
 		e.recordDelete(bucket, key)
 	}

@@ -115,6 +115,14 @@ type Options struct {
 	// Quotas cap each bucket's bytes in each tier (the same set the
 	// tiers were given); nil means none.
 	Quotas store.Quotas
+	// Peers, if set, is the cluster: chunks live on their owners (see
+	// peers.go). Replicas is R, the owners of a chunk read through (0
+	// means 1); data written through the cluster gets max(R, 2).
+	Peers    Peers
+	Replicas int
+	// Hot, if set, holds copies of chunks this node read from their owner
+	// for its clients (bounded by its own budget; never on disk).
+	Hot store.Tier
 	// TeeDir, if set, is a directory (emptied at start) where write-through
 	// multipart uploads keep a local copy of their parts, so the completed
 	// object fills the cache without a download; "" means no such fill.

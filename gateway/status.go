@@ -60,6 +60,36 @@ type Status struct {
 	Tiers   []TierStatus   `json:"tiers"`
 	Buckets []BucketStatus `json:"buckets"`
 	Warm    []WarmStatus   `json:"warmups"`
+	// Object is what the node holds of one object, when asked.
+	Object *ObjectHeld `json:"object,omitempty"`
+}
+
+// ObjectHeld is how much of an object's current version a node holds,
+// per tier (the most of any tier is what it can serve without asking).
+type ObjectHeld struct {
+	Bucket string           `json:"bucket"`
+	Key    string           `json:"key"`
+	ETag   string           `json:"etag"`
+	Size   int64            `json:"size"`
+	Held   int64            `json:"heldBytes"`
+	ByTier map[string]int64 `json:"heldByTier"`
+}
+
+// HeldObject reports what the tiers hold of bucket/key's current version.
+func (e *Engine) HeldObject(ctx context.Context, bucket, key string) (ObjectHeld, error) {
+	info, err := e.Head(ctx, bucket, key)
+	if err != nil {
+		return ObjectHeld{}, err
+	}
+	oh := ObjectHeld{Bucket: bucket, Key: key, ETag: info.ETag, Size: info.Size, ByTier: map[string]int64{}}
+	for name, t := range map[string]store.Tier{"ram": e.opts.RAM, "hot": e.opts.Hot, "disk": e.opts.Disk} {
+		if h, ok := t.(store.Holder); ok {
+			n := h.Held(bucket, key, info.ETag)
+			oh.ByTier[name] = n
+			oh.Held = max(oh.Held, n)
+		}
+	}
+	return oh, nil
 }
 
 // bucketCounts are a bucket's chunk lookups.
@@ -82,7 +112,7 @@ func (b *bucketStats) of(bucket string) *bucketCounts {
 // objects.
 func (e *Engine) Status(ctx context.Context, bucket, prefix string) (Status, error) {
 	st := Status{Started: e.started, Warm: e.WarmJobs()}
-	for name, t := range map[string]store.Tier{"ram": e.opts.RAM, "disk": e.opts.Disk} {
+	for name, t := range map[string]store.Tier{"ram": e.opts.RAM, "hot": e.opts.Hot, "disk": e.opts.Disk} {
 		if t != nil {
 			st.Tiers = append(st.Tiers, TierStatus{Name: name, TierStats: t.Stats()})
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/granary-dev/granary/cluster"
 	"github.com/granary-dev/granary/gateway"
 	"github.com/granary-dev/granary/store"
 )
@@ -46,6 +47,8 @@ type Config struct {
 	// DirtyLimit bounds write-back data not yet at the origin.
 	DirtyLimit Size                    `yaml:"dirty-limit"`
 	Buckets    map[string]BucketConfig `yaml:"buckets"`
+	// Cluster holds the cluster settings (cluster.go).
+	Cluster ClusterConfig `yaml:",inline"`
 }
 
 // BucketConfig overrides the rules of one bucket. A bucket that sets only
@@ -111,6 +114,7 @@ func Defaults() Config {
 		LogLevel:  "info",
 		WriteMode: string(gateway.WriteThrough),
 		Eviction:  "tinylfu",
+		Cluster:   ClusterConfig{Replicas: 1, PeerTimeout: Duration(cluster.DefaultTimeout)},
 		// DirtyLimit 0: a quarter of the disk budget (see DirtyBytes).
 	}
 }
@@ -163,6 +167,9 @@ func (c Config) Normalize() (Config, error) {
 		return c, err
 	}
 	if err := c.checkSchedules(); err != nil {
+		return c, err
+	}
+	if err := c.Cluster.check(c.Listen); err != nil {
 		return c, err
 	}
 	switch c.Eviction = strings.ToLower(c.Eviction); c.Eviction {

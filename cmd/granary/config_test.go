@@ -50,6 +50,7 @@ func TestDefaults(t *testing.T) {
 		Origin: "file://" + filepath.Join(dataDir, "origin"), ChunkSize: 8 << 20,
 		Freshness: "ttl", TTL: Duration(time.Minute), Region: "us-east-1",
 		Domains: StringList{"localhost"}, LogLevel: "info", WriteMode: "write-through", Eviction: "tinylfu",
+		Cluster: ClusterConfig{Replicas: 1, PeerTimeout: Duration(3 * time.Second)},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", c, want)

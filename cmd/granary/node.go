@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -56,7 +57,7 @@ func (n *node) close(log zerolog.Logger) {
 
 // buildNode creates the data directories, the origin, the tiers, the
 // engine and the API server. On error, whatever was opened is closed.
-func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, log zerolog.Logger) (n *node, err error) {
+func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, secret []byte, log zerolog.Logger) (n *node, err error) {
 	n = &node{}
 	defer func() {
 		if err != nil {
@@ -83,7 +84,14 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, 
 	if err != nil {
 		return n, err
 	}
-	ramTier, diskTier, err := openTiers(cfg, pins, n, log)
+	var cl *clusterParts
+	if cfg.Cluster.enabled() {
+		if cl, err = openCluster(cfg, secret, origin, log); err != nil {
+			return n, err
+		}
+		n.closers = append([]namedCloser{{"cluster", cl}}, n.closers...)
+	}
+	ramTier, diskTier, hotTier, err := openTiers(cfg, pins, cl != nil, n, log)
 	if err != nil {
 		return n, err
 	}
@@ -102,9 +110,12 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, 
 	// The log uploads from its own goroutines as soon as it is open; until
 	// the engine exists there is nothing cached for its hook to correct.
 	var engine atomic.Pointer[gateway.Engine]
-	wb, err := openWriteBack(cfg, origin, mode, modes, reg, log, func(info store.ObjectInfo, etag string) {
+	wb, err := openWriteBack(cfg, origin, mode, modes, reg, log, cl, func(info store.ObjectInfo, etag string) {
 		if e := engine.Load(); e != nil {
 			e.Uploaded(info, etag)
+		}
+		if cl != nil {
+			cl.node.Persisted(info)
 		}
 	})
 	if err != nil {
@@ -118,7 +129,12 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, 
 	}
 	n.closers = append([]namedCloser{{"catalog", cat}}, n.closers...)
 	reserve := int64(cfg.RAM) - ramTierBytes(int64(cfg.RAM))
+	var peers gateway.Peers
+	if cl != nil {
+		peers = cl.node
+	}
 	eng, err := gateway.New(gateway.Options{
+		Peers: peers, Replicas: cfg.Cluster.Replicas, Hot: hotTier,
 		Catalog: cat, Pins: pins, Quotas: cfg.Quotas(),
 		Origin: wb, RAM: ramTier, Disk: diskTier, ChunkSize: int64(cfg.ChunkSize),
 		FlightBytes: reserve / 2, DiskQueueBytes: diskQueueBytes(reserve, int64(cfg.ChunkSize)),
@@ -139,7 +155,7 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, 
 	n.server, err = api.New(api.Options{
 		Engine: eng, Credentials: sigv4.StaticCredentials{creds.AccessKey: creds.SecretKey},
 		Region: cfg.Region, Domains: cfg.Domains, Registerer: reg, Gatherer: reg,
-		Logger: log.With().Str("component", "api").Logger(),
+		Logger: log.With().Str("component", "api").Logger(), Peer: cl.peerOptions(),
 	})
 	return n, err
 }
@@ -149,7 +165,11 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, 
 // accepted in write-back mode are uploaded even if no bucket is in that
 // mode any more.
 func openWriteBack(cfg Config, origin store.Origin, mode gateway.WriteMode, modes map[string]gateway.WriteMode,
-	reg prometheus.Registerer, log zerolog.Logger, uploaded func(store.ObjectInfo, string)) (*writeback.Log, error) {
+	reg prometheus.Registerer, log zerolog.Logger, cl *clusterParts, uploaded func(store.ObjectInfo, string)) (*writeback.Log, error) {
+	var replicate func(context.Context, store.ObjectInfo, func() (io.ReadCloser, error)) error
+	if cl != nil {
+		replicate = cl.node.Replicate
+	}
 	wb, err := writeback.Open(writeback.Options{
 		Origin: origin, Dir: filepath.Join(cfg.DataDir, "writeback"),
 		WriteBack: func(bucket string) bool {
@@ -159,7 +179,7 @@ func openWriteBack(cfg Config, origin store.Origin, mode gateway.WriteMode, mode
 			}
 			return m == gateway.WriteBack
 		},
-		DirtyLimit: cfg.DirtyBytes(), OnPersisted: uploaded, Registerer: reg,
+		DirtyLimit: cfg.DirtyBytes(), OnPersisted: uploaded, Replicate: replicate, Registerer: reg,
 		Logger: log.With().Str("component", "writeback").Logger(),
 	})
 	if err != nil {
@@ -197,9 +217,17 @@ func openOrigin(spec originSpec, access, secret string) (store.Origin, error) {
 // openTiers opens the RAM tier and the disk tier under <data-dir>/cache,
 // registering each with n for closing as soon as it is open; a zero budget
 // leaves that tier nil (the engine then skips it).
-func openTiers(cfg Config, pins store.PinSet, n *node, log zerolog.Logger) (ramTier, diskTier store.Tier, err error) {
+func openTiers(cfg Config, pins store.PinSet, clustered bool, n *node, log zerolog.Logger) (ramTier, diskTier, hotTier store.Tier, err error) {
 	if cfg.RAM > 0 {
-		r := ram.New(ram.Options{Capacity: ramTierBytes(int64(cfg.RAM)), Policy: cfg.Eviction, Pins: pins, Quotas: cfg.Quotas()})
+		capacity := ramTierBytes(int64(cfg.RAM))
+		if clustered {
+			// Copies of chunks read from their owners: an eighth of the
+			// RAM tier's budget, kept apart so they never evict owned data.
+			hot := ram.New(ram.Options{Capacity: capacity / 8, Policy: cfg.Eviction})
+			n.closers = append([]namedCloser{{"hot", hot}}, n.closers...)
+			hotTier, capacity = hot, capacity-capacity/8
+		}
+		r := ram.New(ram.Options{Capacity: capacity, Policy: cfg.Eviction, Pins: pins, Quotas: cfg.Quotas()})
 		n.closers = append([]namedCloser{{"ram", r}}, n.closers...)
 		ramTier = r
 	}
@@ -209,17 +237,17 @@ func openTiers(cfg Config, pins store.PinSet, n *node, log zerolog.Logger) (ramT
 		// cut under the old one (their directory can be deleted by hand).
 		dir := filepath.Join(cfg.DataDir, "cache", "chunk-"+strconv.FormatInt(int64(cfg.ChunkSize), 10))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, nil, fmt.Errorf("disk tier: %w", err)
+			return nil, nil, nil, fmt.Errorf("disk tier: %w", err)
 		}
 		d, err := disk.Open(disk.Options{Dir: dir, Capacity: int64(cfg.Disk), Policy: cfg.Eviction, Pins: pins, Quotas: cfg.Quotas(),
 			Logger: log.With().Str("component", "disk").Logger()})
 		if err != nil {
-			return nil, nil, fmt.Errorf("disk tier: %w", err)
+			return nil, nil, nil, fmt.Errorf("disk tier: %w", err)
 		}
 		n.closers = append([]namedCloser{{"disk", d}}, n.closers...)
 		diskTier = d
 	}
-	return ramTier, diskTier, nil
+	return ramTier, diskTier, hotTier, nil
 }
 
 // The memory budget (--ram) covers the RAM tier and the node's working

@@ -79,7 +79,13 @@ func runServe(ctx context.Context, flags *pflag.FlagSet, getenv Getenv, stderr i
 	if err != nil {
 		return fmt.Errorf("credentials: %w", err)
 	}
-	n, err := buildNode(cfg, spec, oak, osk, creds, log)
+	var secret []byte
+	if cfg.Cluster.enabled() {
+		if secret, err = clusterSecret(cfg.Cluster, getenv); err != nil {
+			return usageError{err}
+		}
+	}
+	n, err := buildNode(cfg, spec, oak, osk, creds, secret, log)
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/url"
@@ -19,7 +18,7 @@ import (
 
 func newStatusCmd(getenv Getenv) *cobra.Command {
 	var cf clientFlags
-	var asJSON bool
+	var asJSON, object bool
 	cmd := &cobra.Command{
 		Use:   "status [s3://BUCKET[/PREFIX]]",
 		Short: "Show what a node caches: tiers, buckets, cached share, hit rate, warm-ups",
@@ -27,7 +26,10 @@ func newStatusCmd(getenv Getenv) *cobra.Command {
 the eviction policy) and, for every bucket it knows (or the one given, under
 PREFIX), the objects and bytes its catalog holds, how much of them is
 cached and in which tier, its hit rate since the node started, and its
-warm-up jobs. --json prints the node's answer as it is.`,
+warm-up jobs. A cluster member reports every live member this way, and
+with --object, for the object s3://BUCKET/KEY names, how much of it each
+member holds (so a scheduler can place a job next to its data).
+--json prints the node's answer as it is.`,
 		Example: `  granary status --endpoint http://127.0.0.1:9000 s3://datasets/imagenet/`,
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -39,6 +41,15 @@ warm-up jobs. --json prints the node's answer as it is.`,
 				}
 				q.Set("bucket", bucket)
 				q.Set("prefix", prefix)
+				if object {
+					if prefix == "" {
+						return usageError{fmt.Errorf("--object: %s names no object", args[0])}
+					}
+					q.Del("prefix")
+					q.Set("key", prefix)
+				}
+			} else if object {
+				return usageError{fmt.Errorf("--object: give the object as s3://BUCKET/KEY")}
 			}
 			endpoint, err := cf.Endpoint(getenv)
 			if err != nil {
@@ -57,15 +68,12 @@ warm-up jobs. --json prints the node's answer as it is.`,
 				_, err = cmd.OutOrStdout().Write(append(body, '\n'))
 				return err
 			}
-			var st gateway.Status
-			if err := json.Unmarshal(body, &st); err != nil {
-				return fmt.Errorf("status: bad answer from the node: %w", err)
-			}
-			return printStatus(cmd.OutOrStdout(), st)
+			return printAnswer(cmd.OutOrStdout(), body)
 		},
 	}
 	cf.register(cmd.Flags())
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the node's JSON answer")
+	cmd.Flags().BoolVar(&object, "object", false, "the s3:// URL names an object: report which nodes hold it")
 	return cmd
 }
 
@@ -99,6 +107,10 @@ func printStatus(w io.Writer, st gateway.Status) error {
 			fmt.Fprintf(tw, "%s\ts3://%s/%s\t%s\t%d\t%d (%s)\t%d\t%d\n", j.ID, j.Spec.Bucket, j.Spec.Prefix, j.State,
 				j.Listed, j.Fetched, Size(j.FetchedBytes), j.Cached, j.Failed)
 		}
+	}
+	if o := st.Object; o != nil {
+		fmt.Fprintf(tw, "\nOBJECT s3://%s/%s (%s, etag %s): %s held (ram %s, disk %s)\n", o.Bucket, o.Key, Size(o.Size), o.ETag,
+			Size(o.Held), Size(o.ByTier["ram"]), Size(o.ByTier["disk"]))
 	}
 	return tw.Flush()
 }

@@ -1,0 +1,79 @@
+// GET /_granary/status: this node's status, or in a cluster every live
+// member's (asked over the peer protocol, each bounded by the peer
+// timeout), so one call tells a scheduler where a bucket, prefix or
+// object is cached.
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"sync"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// ClusterStatus is the answer of a cluster member: one entry per live
+// member, this node first.
+type ClusterStatus struct {
+	Self  string       `json:"self"`
+	Nodes []NodeStatus `json:"nodes"`
+}
+
+// NodeStatus is one member's status document, or why it has none.
+type NodeStatus struct {
+	ID      string          `json:"id"`
+	Addr    string          `json:"addr"`
+	Healthy bool            `json:"healthy"`
+	Error   string          `json:"error,omitempty"`
+	Status  json.RawMessage `json:"status,omitempty"`
+}
+
+func (s *Server) status(c *fiber.Ctx, r *request) error {
+	p := s.opts.Peer
+	if p == nil || p.Node == nil {
+		return s.nodeStatus(c, r)
+	}
+	args := c.Request().URI().QueryArgs()
+	q := url.Values{}
+	for _, k := range []string{"bucket", "prefix", "key"} {
+		if v := args.Peek(k); len(v) > 0 {
+			q.Set(k, string(v))
+		}
+	}
+	r.bucket = q.Get("bucket")
+	if r.bucket != "" {
+		if err := checkBucket(r.bucket); err != nil {
+			return err
+		}
+	}
+	members := p.Node.Members()
+	out := ClusterStatus{Self: p.Self.ID, Nodes: make([]NodeStatus, len(members))}
+	var wg sync.WaitGroup
+	for i, m := range members {
+		out.Nodes[i] = NodeStatus{ID: m.ID, Addr: m.Addr}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st, err := p.Node.Client().Status(context.WithoutCancel(c.UserContext()), m, q)
+			if err != nil {
+				out.Nodes[i].Error = err.Error()
+				return
+			}
+			out.Nodes[i].Healthy, out.Nodes[i].Status = true, st
+		}()
+	}
+	wg.Wait()
+	selfFirst(out.Nodes, p.Self.ID)
+	return c.JSON(out)
+}
+
+// selfFirst moves this node's entry to the front.
+func selfFirst(nodes []NodeStatus, self string) {
+	for i := range nodes {
+		if nodes[i].ID == self {
+			nodes[0], nodes[i] = nodes[i], nodes[0]
+			return
+		}
+	}
+}

@@ -1,0 +1,125 @@
+// A three-node cluster of real `granary serve` processes on loopback in
+// front of MinIO, for the cluster tests: reserved ports (static peers must
+// know each other's address before they start), shared credentials and
+// secret, and the nodes' origin request counters.
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/granary-dev/granary/internal/miniotest"
+)
+
+// testClusterSecret is the cluster secret of the test clusters.
+const testClusterSecret = "test-cluster-secret-0123456789"
+
+// clusterRig is a running cluster.
+type clusterRig struct {
+	mio   *miniotest.Server
+	env   map[string]string // shared by every node
+	ids   []string
+	addrs []string
+	nodes []*child
+	args  []string // extra flags of every node
+}
+
+// reservePorts returns n loopback addresses free a moment ago.
+func reservePorts(t *testing.T, n int) []string {
+	t.Helper()
+	var out []string
+	var lns []net.Listener
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		out = append(out, ln.Addr().String())
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	return out
+}
+
+// startCluster starts n static-peer nodes in front of origin (an
+// s3://host:port?secure=false URL of mio, or of a proxy in front of it).
+func startCluster(t *testing.T, mio *miniotest.Server, origin string, n int, args ...string) *clusterRig {
+	t.Helper()
+	r := &clusterRig{mio: mio, addrs: reservePorts(t, n), args: append([]string{"--origin", origin}, args...),
+		env: map[string]string{
+			"GRANARY_ACCESS_KEY": "cluster-access", "GRANARY_SECRET_KEY": "cluster-secret-key",
+			"GRANARY_ORIGIN_ACCESS_KEY": mio.AccessKey, "GRANARY_ORIGIN_SECRET_KEY": mio.SecretKey,
+			"GRANARY_CLUSTER_SECRET": testClusterSecret, "GRANARY_LOG_LEVEL": "warn",
+		}}
+	var peers []string
+	for i := range n {
+		r.ids = append(r.ids, "n"+strconv.Itoa(i+1))
+		peers = append(peers, r.ids[i]+"="+r.addrs[i])
+	}
+	for i := range n {
+		r.nodes = append(r.nodes, r.start(t, i, strings.Join(peers, ",")))
+	}
+	return r
+}
+
+// start runs node i (its own data directory) with the static peer list.
+func (r *clusterRig) start(t *testing.T, i int, peers string) *child {
+	env := map[string]string{"GRANARY_DATA_DIR": t.TempDir()}
+	for k, v := range r.env {
+		env[k] = v
+	}
+	args := append([]string{"--listen", r.addrs[i], "--node-id", r.ids[i], "--peers", peers}, r.args...)
+	return startChild(t, env, args...)
+}
+
+// metric sums the values of the samples of name whose labels contain
+// every string in labels, on node addr.
+func metric(t *testing.T, addr, name string, labels ...string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sum := 0.0
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		ok := true
+		for _, l := range labels {
+			ok = ok && strings.Contains(line, l)
+		}
+		if i := strings.LastIndexByte(line, ' '); ok && i > 0 {
+			v, err := strconv.ParseFloat(line[i+1:], 64)
+			if err != nil {
+				t.Fatalf("metric line %q: %v", line, err)
+			}
+			sum += v
+		}
+	}
+	return sum
+}
+
+// originGets is the origin GET requests of every node still running.
+func (r *clusterRig) originGets(t *testing.T) int {
+	total := 0.0
+	for i, c := range r.nodes {
+		if c != nil {
+			total += metric(t, r.addrs[i], "granary_origin_requests_total", `op="get"`)
+		}
+	}
+	return int(total)
+}
+
+func objectName(i int) string { return fmt.Sprintf("set/obj-%03d", i) }

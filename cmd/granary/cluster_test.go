@@ -1,0 +1,196 @@
+// The cluster through real processes: three `granary serve` nodes on
+// loopback in front of MinIO. Data written via one node is read via
+// another; each chunk is read from the origin once across the cluster; a
+// node killed in the middle of a large read costs the read nothing; a peer
+// without the cluster secret is refused.
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+
+	"github.com/granary-dev/granary/cluster"
+	"github.com/granary-dev/granary/internal/miniotest"
+	"github.com/granary-dev/granary/internal/slowproxy"
+)
+
+func randomBytes(seed uint64, n int) []byte {
+	b := make([]byte, n)
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	return b
+}
+
+func TestClusterWritesReadsAndInvalidates(t *testing.T) {
+	mio := miniotest.StartT(t)
+	r := startCluster(t, mio, "s3://"+mio.Endpoint+"?secure=false", 3, "--chunk-size", "1MiB")
+	ctx := context.Background()
+	c1, c2, c3 := nodeClient(t, r.env, r.addrs[0]), nodeClient(t, r.env, r.addrs[1]), nodeClient(t, r.env, r.addrs[2])
+	if err := c1.MakeBucket(ctx, "data", minio.MakeBucketOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	v1 := randomBytes(1, 3<<20+17)
+	if _, err := c1.PutObject(ctx, "data", "model.bin", bytes.NewReader(v1), int64(len(v1)), minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	small := randomBytes(2, 5000)
+	if _, err := c1.PutObject(ctx, "data", "small", bytes.NewReader(small), int64(len(small)), minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := getAll(t, c3, "data", "model.bin"); !bytes.Equal(got, v1) {
+		t.Fatal("node 3 reads other bytes than node 1 wrote")
+	}
+	if got := getAll(t, c3, "data", "small"); !bytes.Equal(got, small) {
+		t.Fatal("node 3 reads another small object than node 1 wrote")
+	}
+	// An overwrite through node 2 is what nodes 1 and 3 serve next, though
+	// they cached the old version.
+	v2 := randomBytes(3, 2<<20+5)
+	if _, err := c2.PutObject(ctx, "data", "model.bin", bytes.NewReader(v2), int64(len(v2)), minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range []*minio.Client{c1, c3} {
+		if got := getAll(t, c, "data", "model.bin"); !bytes.Equal(got, v2) {
+			t.Fatalf("node %d serves the old version after an overwrite through node 2", []int{1, 3}[i])
+		}
+	}
+	if err := c2.RemoveObject(ctx, "data", "small", minio.RemoveObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*minio.Client{c1, c3} {
+		_, err := c.StatObject(ctx, "data", "small", minio.StatObjectOptions{})
+		if minio.ToErrorResponse(err).Code != "NoSuchKey" {
+			t.Fatalf("a deleted object is still served: %v", err)
+		}
+	}
+}
+
+func TestClusterReadsEachChunkFromTheOriginOnce(t *testing.T) {
+	mio := miniotest.StartT(t)
+	r := startCluster(t, mio, "s3://"+mio.Endpoint+"?secure=false", 3, "--chunk-size", "256KiB")
+	ctx := context.Background()
+	direct := directClient(t, mio)
+	if err := direct.MakeBucket(ctx, "set", minio.MakeBucketOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Written at the origin, not through the cluster: nothing is cached.
+	const objects = 24
+	data := make([][]byte, objects)
+	chunks := 0
+	for i := range objects {
+		data[i] = randomBytes(uint64(10+i), 100<<10+i*37<<10) // 100 KiB .. ~950 KiB: 1-4 chunks
+		chunks += (len(data[i]) + 256<<10 - 1) / (256 << 10)
+		if _, err := direct.PutObject(ctx, "set", objectName(i), bytes.NewReader(data[i]), int64(len(data[i])), minio.PutObjectOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := r.originGets(t)
+	// Every object is read through every node at once, several times.
+	var wg sync.WaitGroup
+	errs := make(chan error, 3*objects*2)
+	for n := range r.addrs {
+		cl := nodeClient(t, r.env, r.addrs[n])
+		for round := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for k := range objects {
+					i := (k*7 + n*5 + round*3) % objects
+					if got := getAll(t, cl, "set", objectName(i)); sha256.Sum256(got) != sha256.Sum256(data[i]) {
+						errs <- errors.New(objectName(i) + " read wrong")
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if got := r.originGets(t) - before; got != chunks {
+		t.Fatalf("the cluster read the origin %d times for %d chunks (each read through 3 nodes, twice); want each chunk once", got, chunks)
+	}
+	if metric(t, r.addrs[0], "granary_peer_chunk_reads_total")+metric(t, r.addrs[1], "granary_peer_chunk_reads_total") == 0 {
+		t.Fatal("no node read a chunk from its owner")
+	}
+}
+
+func TestClusterNodeKilledMidRead(t *testing.T) {
+	mio := miniotest.StartT(t)
+	// A slow origin, so the restore below is still running at the kill.
+	proxy, err := slowproxy.Start(mio.Endpoint, slowproxy.Options{Total: 24e6, Latency: 2 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	r := startCluster(t, mio, "s3://"+proxy.Addr()+"?secure=false", 3, "--chunk-size", "1MiB", "--peer-timeout", "2s")
+	ctx := context.Background()
+	direct := directClient(t, mio)
+	if err := direct.MakeBucket(ctx, "ckpt", minio.MakeBucketOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	big := randomBytes(99, 40<<20+3)
+	if _, err := direct.PutObject(ctx, "ckpt", "shard-0", bytes.NewReader(big), int64(len(big)), minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	obj, err := nodeClient(t, r.env, r.addrs[0]).GetObject(ctx, "ckpt", "shard-0", minio.GetObjectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obj.Close()
+	var got bytes.Buffer
+	if _, err := io.CopyN(&got, obj, 6<<20); err != nil {
+		t.Fatalf("first 6 MiB: %v", err)
+	}
+	r.nodes[1].kill(t)
+	r.nodes[1] = nil
+	if _, err := got.ReadFrom(obj); err != nil {
+		t.Fatalf("the read failed after a node died: %v", err)
+	}
+	if sha256.Sum256(got.Bytes()) != sha256.Sum256(big) {
+		t.Fatalf("the read returned %d bytes that differ from the object", got.Len())
+	}
+	if metric(t, r.addrs[0], "granary_peer_errors_total") == 0 {
+		t.Fatal("node 1 never noticed node 2 gone: the kill missed the read")
+	}
+}
+
+func TestClusterRefusesPeersWithoutTheSecret(t *testing.T) {
+	mio := miniotest.StartT(t)
+	r := startCluster(t, mio, "s3://"+mio.Endpoint+"?secure=false", 2)
+	ctx := context.Background()
+	target := cluster.Member{ID: r.ids[0], Addr: r.addrs[0]}
+	good := cluster.NewClient("n2", []byte(testClusterSecret), 0)
+	if err := good.Ping(ctx, target); err != nil {
+		t.Fatalf("a member with the secret is refused: %v", err)
+	}
+	bad := cluster.NewClient("n2", []byte("another-secret-of-some-length"), 0)
+	var se *cluster.StatusError
+	if err := bad.Ping(ctx, target); !errors.As(err, &se) || se.Code != http.StatusForbidden {
+		t.Fatalf("a peer with a wrong secret: %v, want 403", err)
+	}
+	if err := bad.Forget(ctx, target, "data", "x"); !errors.As(err, &se) || se.Code != http.StatusForbidden {
+		t.Fatalf("a forget with a wrong secret: %v, want 403", err)
+	}
+	resp, err := http.Get("http://" + r.addrs[0] + cluster.RoutePing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("an unsigned peer request answered %d", resp.StatusCode)
+	}
+}

@@ -1,0 +1,219 @@
+// The engine in a cluster: a chunk this node does not own is asked of its
+// owners (then the origin), a chunk written or warmed here is placed on its
+// owners, and what a write changes is forgotten by every member.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+
+	"github.com/granary-dev/granary/cluster"
+	"github.com/granary-dev/granary/store"
+)
+
+// Peers is the cluster as the engine uses it; *cluster.Node is one.
+type Peers interface {
+	Self() cluster.Member
+	Members() []cluster.Member
+	Owners(key []byte, r int) []cluster.Member
+	Client() *cluster.Client
+}
+
+// pushSlots bounds the chunk placements on other members in progress.
+const pushSlots = 8
+
+// peerState is the engine's cluster plumbing (nil-safe when there are no
+// peers).
+type peerState struct {
+	peers  Peers
+	slots  chan struct{}  // one per push in progress
+	pushes sync.WaitGroup // pushes and invalidations in the background
+}
+
+func newPeerState(p Peers) *peerState {
+	if p == nil {
+		return nil
+	}
+	return &peerState{peers: p, slots: make(chan struct{}, pushSlots)}
+}
+
+// readCopies is R for data read through: how many owners a chunk has.
+func (e *Engine) readCopies() int { return max(e.opts.Replicas, 1) }
+
+// writeCopies is R for data written through this node: at least 2, so
+// a written chunk outlives one node (where the cluster has two).
+func (e *Engine) writeCopies() int { return max(e.opts.Replicas, 2) }
+
+// chunkOwners says whether this node reads chunk id from the origin
+// itself (no cluster, or it is one of the chunk's R owners) and
+// otherwise which owners to ask, in order: the R owners and, after them,
+// the next one (who holds written chunks, and takes over when the first
+// dies).
+func (e *Engine) chunkOwners(id store.ChunkID) (local bool, ask []cluster.Member) {
+	if e.peer == nil {
+		return true, nil
+	}
+	r := e.readCopies()
+	self := e.peer.peers.Self().ID
+	for i, m := range e.peer.peers.Owners(cluster.ChunkKey(id.Bucket, id.Key, id.Index), max(r, 2)) {
+		if m.ID == self {
+			if i < r {
+				return true, nil
+			}
+			continue
+		}
+		ask = append(ask, m)
+	}
+	return len(ask) == 0, ask
+}
+
+// ownsFirstChunk reports whether this node reads chunk 0 of bucket/key
+// from the origin itself (else a metadata miss is a plain Stat, and the
+// first chunk comes from its owner).
+func (e *Engine) ownsFirstChunk(bucket, key string) bool {
+	mine, _ := e.chunkOwners(store.ChunkID{Bucket: bucket, Key: key})
+	return mine
+}
+
+// placeChunk puts a chunk read or written here where it belongs: in this
+// node's tiers if it owns it (else a hot copy in the hot tier), and on
+// the other owners (written data on writeCopies of them). Pushes run in
+// the background, at most pushSlots at once (a full set makes the caller
+// wait: backpressure, not unbounded memory).
+func (e *Engine) placeChunk(id store.ChunkID, data []byte, keep, written bool) {
+	if e.peer == nil {
+		e.storeChunk(id, data, keep)
+		return
+	}
+	r := e.readCopies()
+	if written {
+		r = e.writeCopies()
+	}
+	self := e.peer.peers.Self().ID
+	mine := false
+	for _, m := range e.peer.peers.Owners(cluster.ChunkKey(id.Bucket, id.Key, id.Index), r) {
+		if m.ID == self {
+			mine = true
+			continue
+		}
+		e.pushChunk(m, id, data)
+	}
+	if mine {
+		e.storeChunk(id, data, keep)
+	} else {
+		e.storeHot(id, data)
+	}
+}
+
+// pushChunk sends a chunk to owner m in the background.
+func (e *Engine) pushChunk(m cluster.Member, id store.ChunkID, data []byte) {
+	e.peer.slots <- struct{}{}
+	e.peer.pushes.Add(1)
+	go func() {
+		defer e.peer.pushes.Done()
+		defer func() { <-e.peer.slots }()
+		err := e.peer.peers.Client().PutChunk(context.Background(), m, id, e.opts.ChunkSize, data)
+		if err != nil {
+			e.m.peerErrors.WithLabelValues("put").Inc()
+			e.log.Warn().Err(err).Str("peer", m.ID).Str("bucket", id.Bucket).Str("key", id.Key).
+				Int64("chunk", id.Index).Msg("placing a chunk on its owner failed")
+		}
+	}()
+}
+
+// storeHot keeps a copy of a chunk this node served for an owner, in the
+// bounded hot tier (if any): never on disk, never in the RAM tier that
+// holds the chunks this node owns.
+func (e *Engine) storeHot(id store.ChunkID, data []byte) {
+	if e.opts.Hot != nil {
+		e.putTier(e.opts.Hot, "hot", id, data, false)
+	}
+}
+
+// invalidate forgets bucket/key here and on every other member (an object
+// written or deleted through this node), waiting for them up to the peer
+// timeout, so a read through any node after the write's answer sees it.
+func (e *Engine) invalidate(bucket, key string) {
+	e.forgetObject(bucket, key)
+	if e.peer == nil {
+		return
+	}
+	self := e.peer.peers.Self().ID
+	var wg sync.WaitGroup
+	for _, m := range e.peer.peers.Members() {
+		if m.ID == self {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := e.peer.peers.Client().Forget(context.Background(), m, bucket, key); err != nil {
+				e.m.peerErrors.WithLabelValues("forget").Inc()
+				e.log.Warn().Err(err).Str("peer", m.ID).Str("bucket", bucket).Str("key", key).
+					Msg("peer did not forget a changed object; it may serve the old version until its metadata expires")
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// ForgetObject drops what this node caches of bucket/key (a peer's
+// invalidation).
+func (e *Engine) ForgetObject(bucket, key string) { e.forgetObject(bucket, key) }
+
+// PeerChunk returns a reader of chunk id (n bytes long, objects cut into
+// chunk-byte chunks) from byte off on, for a peer that asked this node as
+// an owner: from the tiers, or a flight that reads the origin (never
+// another peer: the asker already chose this node). The reader fails if
+// the chunk cannot be had; ctx bounds it.
+func (e *Engine) PeerChunk(ctx context.Context, id store.ChunkID, n, chunk, off int64) (io.Reader, error) {
+	if chunk != e.opts.ChunkSize {
+		return nil, errors.New("gateway: peer uses another chunk size")
+	}
+	if n <= 0 || n > chunk || off < 0 || off > n || id.Index < 0 || id.ETag == "" {
+		return nil, errors.New("gateway: bad chunk request")
+	}
+	if id.Index == 0 {
+		// The first chunk may be on its way with the object's metadata
+		// (fetchWithFirstChunk registers its flight only once the origin
+		// answered): join that load rather than read the chunk twice.
+		info, first, err := e.objectInfo(ctx, id.Bucket, id.Key, fetchPeer)
+		if err == nil && info.ETag == id.ETag && first != nil {
+			return &refReader{ctx: ctx, ref: chunkRef{fl: first}, off: int(off)}, nil
+		}
+	}
+	info := store.ObjectInfo{Bucket: id.Bucket, Key: id.Key, ETag: id.ETag, Size: id.Index*chunk + n}
+	ref := e.chunk(info, id.Index, fetchPeer, lookAll)
+	return &refReader{ctx: ctx, ref: ref, off: int(off)}, nil
+}
+
+// StorePeerChunk stores a chunk a peer placed on this node as its owner.
+func (e *Engine) StorePeerChunk(id store.ChunkID, chunk int64, data []byte) error {
+	if chunk != e.opts.ChunkSize {
+		return errors.New("gateway: peer uses another chunk size")
+	}
+	if len(data) == 0 || int64(len(data)) > chunk || id.ETag == "" || id.Index < 0 {
+		return errors.New("gateway: bad chunk")
+	}
+	e.storeChunk(id, data, true)
+	return nil
+}
+
+// refReader reads a chunkRef from off to its end.
+type refReader struct {
+	ctx context.Context
+	ref chunkRef
+	off int
+}
+
+func (r *refReader) Read(p []byte) (int, error) {
+	b, err := r.ref.bytesAt(r.ctx, r.off)
+	if err != nil {
+		return 0, err
+	}
+	n := copy(p, b)
+	r.off += n
+	return n, nil
+}
