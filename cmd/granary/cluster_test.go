@@ -14,6 +14,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/granary-dev/granary/cluster"
 	"github.com/granary-dev/granary/internal/miniotest"
 	"github.com/granary-dev/granary/internal/slowproxy"
+	"github.com/granary-dev/granary/store"
 )
 
 func randomBytes(seed uint64, n int) []byte {
@@ -192,5 +194,86 @@ func TestClusterRefusesPeersWithoutTheSecret(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("an unsigned peer request answered %d", resp.StatusCode)
+	}
+}
+
+func TestClusterHungPeerCostsOneTimeout(t *testing.T) {
+	mio := miniotest.StartT(t)
+	r := startCluster(t, mio, "s3://"+mio.Endpoint+"?secure=false", 3, "--chunk-size", "256KiB", "--peer-timeout", "1s")
+	ctx := context.Background()
+	direct := directClient(t, mio)
+	if err := direct.MakeBucket(ctx, "set", minio.MakeBucketOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	data := make([][]byte, 16)
+	for i := range data {
+		data[i] = randomBytes(uint64(500+i), 300<<10)
+		if _, err := direct.PutObject(ctx, "set", objectName(i), bytes.NewReader(data[i]), int64(len(data[i])), minio.PutObjectOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Node 2 stops answering (SIGSTOP: its connections stay open).
+	r.nodes[1].cmd.Process.Signal(syscall.SIGSTOP)
+	defer r.nodes[1].cmd.Process.Signal(syscall.SIGCONT)
+	c1 := nodeClient(t, r.env, r.addrs[0])
+	done := make(chan error, 1)
+	go func() {
+		for i := range data {
+			if !bytes.Equal(getAll(t, c1, "set", objectName(i)), data[i]) {
+				done <- errors.New(objectName(i) + " read wrong")
+				return
+			}
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("reads hang on a hung peer")
+	}
+	if metric(t, r.addrs[0], "granary_peer_errors_total") == 0 {
+		t.Fatal("no read went to the hung peer: the test proved nothing")
+	}
+}
+
+func TestClusterPeerBadInput(t *testing.T) {
+	mio := miniotest.StartT(t)
+	r := startCluster(t, mio, "s3://"+mio.Endpoint+"?secure=false", 1, "--chunk-size", "256KiB")
+	ctx := context.Background()
+	c := cluster.NewClient("n9", []byte(testClusterSecret), 0)
+	target := cluster.Member{ID: r.ids[0], Addr: r.addrs[0]}
+	id := store.ChunkID{Bucket: "set", Key: "k", ETag: "abc", Index: 0}
+	cases := []struct {
+		name     string
+		n, chunk int64
+		id       store.ChunkID
+	}{
+		{"another chunk size", 100, 1 << 20, id},
+		{"longer than a chunk", 300 << 10, 256 << 10, id},
+		{"no etag", 100, 256 << 10, store.ChunkID{Bucket: "set", Key: "k"}},
+		{"bad bucket", 100, 256 << 10, store.ChunkID{Bucket: "A_B", Key: "k", ETag: "x"}},
+		{"negative index", 100, 256 << 10, store.ChunkID{Bucket: "set", Key: "k", ETag: "x", Index: -1}},
+	}
+	var se *cluster.StatusError
+	for _, tc := range cases {
+		if _, err := c.GetChunk(ctx, target, tc.id, tc.n, tc.chunk, 0); !errors.As(err, &se) || se.Code != http.StatusBadRequest {
+			t.Errorf("%s: %v, want 400", tc.name, err)
+		}
+	}
+	if err := c.PutChunk(ctx, target, id, 1<<20, []byte("x")); !errors.As(err, &se) || se.Code != http.StatusBadRequest {
+		t.Errorf("put with another chunk size: %v, want 400", err)
+	}
+	// A chunk of an object the origin does not have fails; it is not
+	// served as empty or short.
+	rc, err := c.GetChunk(ctx, target, store.ChunkID{Bucket: "set", Key: "nothing", ETag: "abc"}, 1000, 256<<10, 0)
+	if err == nil {
+		_, err = io.ReadAll(rc)
+		rc.Close()
+	}
+	if err == nil {
+		t.Fatal("a chunk of a missing object was served")
 	}
 }

@@ -85,16 +85,20 @@ func runServe(ctx context.Context, flags *pflag.FlagSet, getenv Getenv, stderr i
 			return usageError{err}
 		}
 	}
-	n, err := buildNode(cfg, spec, oak, osk, creds, secret, log)
-	if err != nil {
-		return err
-	}
-	defer n.close(log)
-	limitMemory(cfg, getenv, log)
+	// Listen first: a cluster member advertises the address it got
+	// (port 0 picks one).
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	cfg.Listen = ln.Addr().String()
+	n, err := buildNode(cfg, spec, oak, osk, creds, secret, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer n.close(log)
+	limitMemory(cfg, getenv, log)
 	printBanner(stderr, "http://"+ln.Addr().String(), cfg, creds)
 	log.Info().Str("addr", ln.Addr().String()).Str("origin", cfg.Origin).
 		Stringer("ram", cfg.RAM).Stringer("disk", cfg.Disk).Str("data_dir", cfg.DataDir).
