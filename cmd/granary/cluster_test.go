@@ -9,10 +9,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -20,7 +22,9 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
+	"github.com/granary-dev/granary/api"
 	"github.com/granary-dev/granary/cluster"
+	"github.com/granary-dev/granary/gateway"
 	"github.com/granary-dev/granary/internal/miniotest"
 	"github.com/granary-dev/granary/internal/slowproxy"
 	"github.com/granary-dev/granary/store"
@@ -275,5 +279,53 @@ func TestClusterPeerBadInput(t *testing.T) {
 	}
 	if err == nil {
 		t.Fatal("a chunk of a missing object was served")
+	}
+}
+
+func TestClusterStatusLocatesAnObject(t *testing.T) {
+	mio := miniotest.StartT(t)
+	r := startCluster(t, mio, "s3://"+mio.Endpoint+"?secure=false", 3, "--chunk-size", "256KiB")
+	ctx := context.Background()
+	direct := directClient(t, mio)
+	if err := direct.MakeBucket(ctx, "data", minio.MakeBucketOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	obj := randomBytes(77, 4<<20) // 16 chunks over 3 owners
+	if _, err := direct.PutObject(ctx, "data", "model.bin", bytes.NewReader(obj), int64(len(obj)), minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(getAll(t, nodeClient(t, r.env, r.addrs[0]), "data", "model.bin"), obj) {
+		t.Fatal("read wrong")
+	}
+	var out bytes.Buffer
+	code := execute(ctx, []string{"status", "--endpoint", "http://" + r.addrs[2], "--object", "--json", "s3://data/model.bin"},
+		&out, &out, envMap(r.env))
+	if code != exitOK {
+		t.Fatalf("status: exit %d: %s", code, out.String())
+	}
+	var cs api.ClusterStatus
+	if err := json.Unmarshal(out.Bytes(), &cs); err != nil || len(cs.Nodes) != 3 || cs.Self != "n3" {
+		t.Fatalf("status answer %v: %s", err, out.String())
+	}
+	owned, holders := int64(0), 0
+	for _, n := range cs.Nodes {
+		var st gateway.Status
+		if err := json.Unmarshal(n.Status, &st); err != nil || st.Object == nil || st.Object.Size != int64(len(obj)) {
+			t.Fatalf("node %s: %v %s", n.ID, err, n.Status)
+		}
+		// Owned chunks are in RAM (the hot tier holds node 1's copies of
+		// the others' chunks).
+		if ram := st.Object.ByTier["ram"]; ram > 0 {
+			owned += ram
+			holders++
+		}
+	}
+	if owned != int64(len(obj)) || holders < 2 {
+		t.Fatalf("owners hold %d of %d bytes over %d nodes; want every byte once, spread", owned, len(obj), holders)
+	}
+	out.Reset()
+	if code := execute(ctx, []string{"status", "--endpoint", "http://" + r.addrs[2], "--object", "s3://data/model.bin"},
+		&out, &out, envMap(r.env)); code != exitOK || !strings.Contains(out.String(), "OBJECT s3://data/model.bin") {
+		t.Fatalf("status text: exit %d:\n%s", code, out.String())
 	}
 }
