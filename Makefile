@@ -6,7 +6,7 @@ MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 MINIO_BIN := $(GOPATH)/bin/minio
 export MINIO_BIN
 
-.PHONY: run build deps test unit e2e bench lint fuzz
+.PHONY: run build deps test unit e2e bench lint fuzz cluster
 
 run:
 	$(GO) run ./cmd/granary serve
@@ -26,6 +26,11 @@ unit:
 
 e2e: build
 	scripts/e2e.sh bin/granary
+
+# cluster runs MinIO and three Granary nodes on loopback in the foreground
+# (what docker-compose.yml runs in containers); Ctrl-C stops them.
+cluster: build
+	scripts/cluster.sh bin/granary
 
 lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -224,6 +224,9 @@ func findSecretKey(n *yaml.Node, prefix string) string {
 }
 
 func isSecretKey(key string) bool {
+	if key == "cluster-secret-file" {
+		return false // a setting naming where the secret is, not a secret
+	}
 	k := strings.ToLower(strings.NewReplacer("-", "", "_", "").Replace(key))
 	for _, w := range secretWords {
 		if strings.Contains(k, w) {

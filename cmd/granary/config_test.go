@@ -200,6 +200,10 @@ func TestYAMLSingleDomainAndEmptyFile(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(c.Domains, StringList{"s3.local"}) {
 		t.Fatalf("domains %v, %v", c.Domains, err)
 	}
+	c, err = loadWith(t, []string{"--config", writeFile(t, dir, "cl.yaml", "cluster-secret-file: /run/secrets/cluster\nreplicas: 2\n")}, nil)
+	if err != nil || c.Cluster.SecretFile != "/run/secrets/cluster" || c.Cluster.Replicas != 2 {
+		t.Fatalf("cluster settings from the file: %+v, %v", c.Cluster, err)
+	}
 	c, err = loadWith(t, []string{"--config", writeFile(t, dir, "empty.yaml", "# nothing\n"), "--data-dir", dir}, nil)
 	if err != nil || c.Listen != "127.0.0.1:9000" {
 		t.Fatalf("empty file: %+v, %v", c, err)
@@ -263,6 +267,14 @@ func TestConfigErrors(t *testing.T) {
 		{args: []string{"--write-mode", "write-around"}, want: "write-mode"},
 		{file: "buckets:\n  b: {write-mode: lazy}\n", want: "buckets.b.write-mode"},
 		{file: "listen: [1\n", want: "config"},
+		{args: []string{"--peers", "a=127.0.0.1:1"}, want: "node-id: required"},
+		{args: []string{"--node-id", "a", "--peers", "b=127.0.0.1:1"}, want: "not in the list"},
+		{args: []string{"--node-id", "a", "--peers", "a=127.0.0.1:1,a=127.0.0.1:2"}, want: "peers"},
+		{args: []string{"--node-id", "a", "--peers", "a=nowhere"}, want: "peers: a"},
+		{args: []string{"--node-id", "a", "--peers", "a=127.0.0.1:1", "--join", "127.0.0.1:2"}, want: "give one"},
+		{args: []string{"--replicas", "0"}, want: "replicas"},
+		{args: []string{"--peer-timeout", "0s"}, want: "peer-timeout"},
+		{args: []string{"--node-id", "a", "--listen", "0.0.0.0:9000"}, want: "advertise"},
 	}
 	for _, tc := range cases {
 		dir := t.TempDir()
@@ -277,6 +289,39 @@ func TestConfigErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("args %v env %v file %q: error %v, want one containing %q", tc.args, tc.env, tc.file, err, tc.want)
 		}
+	}
+}
+
+// TestClusterSecretRules: a member needs a secret of some length, from
+// one place.
+func TestClusterSecretRules(t *testing.T) {
+	c := ClusterConfig{NodeID: "a"}
+	if _, err := clusterSecret(c, envMap(nil)); err == nil || !strings.Contains(err.Error(), "at least") {
+		t.Errorf("no secret: %v", err)
+	}
+	if _, err := clusterSecret(c, envMap(map[string]string{"GRANARY_CLUSTER_SECRET": "short"})); err == nil {
+		t.Error("a 5-byte secret was accepted")
+	}
+	file := writeFile(t, t.TempDir(), "secret", "a-secret-long-enough-for-this\n")
+	got, err := clusterSecret(ClusterConfig{NodeID: "a", SecretFile: file}, envMap(nil))
+	if err != nil || string(got) != "a-secret-long-enough-for-this" {
+		t.Errorf("secret from a file: %q, %v", got, err)
+	}
+	both := envMap(map[string]string{"GRANARY_CLUSTER_SECRET": "another-long-enough-secret"})
+	if _, err := clusterSecret(ClusterConfig{NodeID: "a", SecretFile: file}, both); err == nil || !strings.Contains(err.Error(), "both") {
+		t.Errorf("secret from both places: %v", err)
+	}
+}
+
+// TestExampleClusterConfig keeps the cluster example loadable.
+func TestExampleClusterConfig(t *testing.T) {
+	c, err := loadWith(t, []string{"--config", filepath.Join("..", "..", "configs", "cluster.yaml"), "--data-dir", t.TempDir()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peers, err := parsePeers(c.Cluster.Peers)
+	if err != nil || len(peers) != 3 || c.Cluster.NodeID != "n1" || !c.Cluster.enabled() {
+		t.Fatalf("cluster example: %+v, %v", c.Cluster, err)
 	}
 }
 
