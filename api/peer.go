@@ -67,8 +67,7 @@ func (s *Server) servePeer(c *fiber.Ctx, r *request) error {
 	case path == cluster.RouteChunk && r.method == mPUT:
 		return s.peerPutChunk(c, r)
 	case path == cluster.RouteForget && r.method == mPOST:
-		s.engine.ForgetObject(r.bucket, r.key)
-		return nil
+		return s.peerForget(c, r, from)
 	case path == cluster.RoutePing && r.method == mGET:
 		return c.JSON(map[string]string{"id": p.Self.ID})
 	case path == cluster.RouteReplica:
@@ -129,6 +128,21 @@ func (s *Server) peerPutChunk(c *fiber.Ctx, r *request) error {
 	if err := s.engine.StorePeerChunk(id, chunk, data); err != nil {
 		return s3err.New(s3err.InvalidArgument, err.Error())
 	}
+	return nil
+}
+
+// peerForget drops an object's cached state, and learns its new version
+// if the writer sent one (a write-back object not at the origin yet).
+func (s *Server) peerForget(c *fiber.Ctx, r *request, from string) error {
+	var written *store.ObjectInfo
+	if h := c.Request().Header.Peek(cluster.HeaderObject); len(h) > 0 {
+		info, err := cluster.DecodeObject(string(h))
+		if err != nil || info.Bucket != r.bucket || info.Key != r.key || info.ETag == "" {
+			return s3err.New(s3err.InvalidArgument, "bad written object")
+		}
+		written = &info
+	}
+	s.engine.PeerWrote(r.bucket, r.key, written, from)
 	return nil
 }
 

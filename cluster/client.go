@@ -165,9 +165,19 @@ func (c *Client) PutChunk(ctx context.Context, to Member, id store.ChunkID, chun
 }
 
 // Forget tells member to drop what it caches of bucket/key (an object
-// written or deleted through this node).
-func (c *Client) Forget(ctx context.Context, to Member, bucket, key string) error {
-	return c.call(ctx, http.MethodPost, to, RouteForget, url.Values{"bucket": {bucket}, "key": {key}}, nil, nil)
+// written or deleted through this node). written, if set, is the new
+// version, which this node holds before the origin does (write-back): the
+// member learns it and where to read it meanwhile.
+func (c *Client) Forget(ctx context.Context, to Member, bucket, key string, written *store.ObjectInfo) error {
+	var hdr http.Header
+	if written != nil {
+		js, err := json.Marshal(written)
+		if err != nil {
+			return err
+		}
+		hdr = http.Header{HeaderObject: {base64.StdEncoding.EncodeToString(js)}}
+	}
+	return c.call(ctx, http.MethodPost, to, RouteForget, url.Values{"bucket": {bucket}, "key": {key}}, nil, hdr)
 }
 
 // Ping checks that member to answers as the node it is listed as.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 
+	"github.com/granary-dev/granary/cluster"
 	"github.com/granary-dev/granary/store"
 )
 
@@ -234,17 +235,24 @@ func (e *Engine) runFlight(id store.ChunkID, f *flight, body io.ReadCloser) {
 
 // openSource opens chunk id (n bytes) where it is read from: the tee of
 // an object being filled, its owners in a cluster (unless here says this
-// node reads it itself: asked as the owner, or a fill of data it has),
-// else the origin. local reports that the chunk was not read from an
-// owner.
+// node reads it itself: asked as the owner, or a fill of data it has) and
+// the member that wrote it if the origin may not have it yet, else the
+// origin. local reports that this node owns the chunk (it stores it as
+// such; else it keeps a hot copy).
 func (e *Engine) openSource(id store.ChunkID, n int64, here bool) (body io.ReadCloser, local bool, err error) {
 	if body = e.teeReader(id, n); body != nil {
 		return body, true, nil
 	}
+	mine, ask := true, []cluster.Member(nil)
 	if !here {
-		if mine, ask := e.chunkOwners(id); !mine {
-			return e.peerBody(id, n, ask), false, nil
-		}
+		mine, ask = e.chunkOwners(id)
+	}
+	if w, ok := e.pendingWriter(id); ok {
+		// Written through w, maybe not at the origin yet.
+		return e.peerBody(id, n, append(ask, w)), mine, nil
+	}
+	if !mine {
+		return e.peerBody(id, n, ask), false, nil
 	}
 	ctx, watch, cancel := watchStalls(context.Background(), e.opts.FetchTimeout)
 	off := id.Index * e.opts.ChunkSize

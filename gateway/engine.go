@@ -189,6 +189,9 @@ func (e *Engine) forgetObject(bucket, key string) {
 	e.meta.drop(metaKey(bucket, key))
 	e.sf.Forget(metaKey(bucket, key))
 	e.forgetData(bucket, key)
+	if e.peer != nil {
+		e.peer.pending.drop(bucket, key)
+	}
 }
 
 // forgetData drops the chunks of every version of bucket/key and the

@@ -37,6 +37,6 @@ func (e *Engine) Uploaded(staged store.ObjectInfo, originETag string) {
 		e.log.Info().Str("bucket", staged.Bucket).Str("key", staged.Key).
 			Str("staged_etag", staged.ETag).Str("origin_etag", originETag).
 			Msg("origin renamed an uploaded object; dropping its cached copy")
-		e.invalidate(staged.Bucket, staged.Key)
+		e.invalidate(staged.Bucket, staged.Key, nil)
 	}
 }

@@ -126,11 +126,12 @@ func (e *Engine) CompleteUpload(ctx context.Context, bucket, key, uploadID strin
 	start := time.Now()
 	info, err := mp.CompleteUpload(ctx, bucket, key, uploadID, parts)
 	e.observe("complete_upload", start, err)
-	e.invalidate(bucket, key)
 	if err != nil {
+		e.invalidate(bucket, key, nil)
 		return info, err
 	}
 	info.Bucket, info.Key = bucket, key
+	e.invalidate(bucket, key, e.writtenHere(info))
 	e.recordWrite(info)
 	// The origin's answer is the object's info: cache it, unless another
 	// write of the key dropped the entry meanwhile.

@@ -231,11 +231,12 @@ func (e *Engine) Put(ctx context.Context, bucket, key string, body io.Reader, si
 		body = io.TeeReader(body, keep)
 	}
 	info, err := e.origin.Put(ctx, bucket, key, body, size, meta)
-	e.invalidate(bucket, key)
 	if err != nil {
+		e.invalidate(bucket, key, nil)
 		return info, err
 	}
 	info.Bucket, info.Key = bucket, key
+	e.invalidate(bucket, key, e.writtenHere(info))
 	e.recordWrite(info)
 	if keep != nil && int64(keep.Len()) == size && info.ETag != "" {
 		e.placeChunk(store.ChunkID{Bucket: bucket, Key: key, ETag: info.ETag}, keep.Bytes(), true, true)
@@ -268,7 +269,7 @@ func (e *Engine) Copy(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey 
 		return store.ObjectInfo{}, ErrCopyUnsupported
 	}
 	info, err := e.origin.(countingOrigin).Copy(ctx, srcBucket, srcKey, dstBucket, dstKey, meta)
-	e.invalidate(dstBucket, dstKey)
+	e.invalidate(dstBucket, dstKey, nil)
 	if err == nil {
 		info.Bucket, info.Key = dstBucket, dstKey
 		e.recordWrite(info)
@@ -282,7 +283,7 @@ func (e *Engine) Delete(ctx context.Context, bucket, key string) error {
 		return err
 	}
 	err := e.origin.Delete(ctx, bucket, key)
-	e.invalidate(bucket, key)
+	e.invalidate(bucket, key, nil)
 	if err == nil {
 		e.recordDelete(bucket, key)
 	}

@@ -27,9 +27,10 @@ const pushSlots = 8
 // peerState is the engine's cluster plumbing (nil-safe when there are no
 // peers).
 type peerState struct {
-	peers  Peers
-	slots  chan struct{}  // one per push in progress
-	pushes sync.WaitGroup // pushes and invalidations in the background
+	peers   Peers
+	slots   chan struct{}  // one per push in progress
+	pushes  sync.WaitGroup // pushes and invalidations in the background
+	pending pendingSet     // versions written through other members
 }
 
 func newPeerState(p Peers) *peerState {
@@ -135,7 +136,9 @@ func (e *Engine) storeHot(id store.ChunkID, data []byte) {
 // invalidate forgets bucket/key here and on every other member (an object
 // written or deleted through this node), waiting for them up to the peer
 // timeout, so a read through any node after the write's answer sees it.
-func (e *Engine) invalidate(bucket, key string) {
+// written, if set, is a new version the origin may not have yet
+// (write-back): members learn it, and to read it from this node meanwhile.
+func (e *Engine) invalidate(bucket, key string, written *store.ObjectInfo) {
 	e.forgetObject(bucket, key)
 	if e.peer == nil {
 		return
@@ -149,7 +152,7 @@ func (e *Engine) invalidate(bucket, key string) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := e.peer.peers.Client().Forget(context.Background(), m, bucket, key); err != nil {
+			if err := e.peer.peers.Client().Forget(context.Background(), m, bucket, key, written); err != nil {
 				e.m.peerErrors.WithLabelValues("forget").Inc()
 				e.log.Warn().Err(err).Str("peer", m.ID).Str("bucket", bucket).Str("key", key).
 					Msg("peer did not forget a changed object; it may serve the old version until its metadata expires")
@@ -159,9 +162,23 @@ func (e *Engine) invalidate(bucket, key string) {
 	wg.Wait()
 }
 
-// ForgetObject drops what this node caches of bucket/key (a peer's
-// invalidation).
-func (e *Engine) ForgetObject(bucket, key string) { e.forgetObject(bucket, key) }
+// pendingWriter returns the live member that wrote chunk id's version
+// through it, if the origin may not have it yet.
+func (e *Engine) pendingWriter(id store.ChunkID) (cluster.Member, bool) {
+	if e.peer == nil {
+		return cluster.Member{}, false
+	}
+	w, ok := e.peer.pending.writer(id)
+	if !ok || w == e.peer.peers.Self().ID {
+		return cluster.Member{}, false
+	}
+	for _, m := range e.peer.peers.Members() {
+		if m.ID == w {
+			return m, true
+		}
+	}
+	return cluster.Member{}, false
+}
 
 // PeerChunk returns a reader of chunk id (n bytes long, objects cut into
 // chunk-byte chunks) from byte off on, for a peer that asked this node as

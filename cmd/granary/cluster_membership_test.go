@@ -1,6 +1,7 @@
 // The cluster when members change, through real processes: write-back
-// data acknowledged with a copy on a second node survives the death of
-// the node that took it; nodes that join through gossip (--join) serve.
+// data is served by every node before it reaches the origin, and,
+// acknowledged with a copy on a second node, survives the death of the
+// node that took it; nodes that join through gossip (--join) serve.
 package main
 
 import (
@@ -42,6 +43,13 @@ func TestClusterWriteBackSurvivesNodeLoss(t *testing.T) {
 		data[i] = randomBytes(uint64(200+i), 1<<20+i*100<<10)
 		if _, err := c1.PutObject(ctx, "ckpt", objectName(i), bytes.NewReader(data[i]), int64(len(data[i])), minio.PutObjectOptions{}); err != nil {
 			t.Fatalf("put %d: %v", i, err)
+		}
+	}
+	// Every node serves them at once, though the origin has few or none.
+	c3 := nodeClient(t, r.env, r.addrs[2])
+	for i := range shards {
+		if !bytes.Equal(getAll(t, c3, "ckpt", objectName(i)), data[i]) {
+			t.Fatalf("%s read through node 3 before its upload differs", objectName(i))
 		}
 	}
 	r.nodes[0].kill(t)

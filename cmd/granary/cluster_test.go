@@ -188,7 +188,7 @@ func TestClusterRefusesPeersWithoutTheSecret(t *testing.T) {
 	if err := bad.Ping(ctx, target); !errors.As(err, &se) || se.Code != http.StatusForbidden {
 		t.Fatalf("a peer with a wrong secret: %v, want 403", err)
 	}
-	if err := bad.Forget(ctx, target, "data", "x"); !errors.As(err, &se) || se.Code != http.StatusForbidden {
+	if err := bad.Forget(ctx, target, "data", "x", nil); !errors.As(err, &se) || se.Code != http.StatusForbidden {
 		t.Fatalf("a forget with a wrong secret: %v, want 403", err)
 	}
 	resp, err := http.Get("http://" + r.addrs[0] + cluster.RoutePing)
