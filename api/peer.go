@@ -74,6 +74,18 @@ func (s *Server) servePeer(c *fiber.Ctx, r *request) error {
 		return s.peerReplica(c, r, from)
 	case path == cluster.RouteStatus && r.method == mGET:
 		return s.nodeStatus(c, r)
+	case path == cluster.RouteHead && r.method == mGET:
+		if err := checkBucket(r.bucket); err != nil {
+			return err
+		}
+		if err := checkKey(r.key); err != nil {
+			return err
+		}
+		info, err := s.engine.PeerHead(s.baseCtx, r.bucket, r.key)
+		if err != nil {
+			return err
+		}
+		return c.JSON(info)
 	}
 	return s3err.New(s3err.InvalidRequest, "unknown peer call "+r.method+" "+path)
 }

@@ -7,12 +7,14 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/granary-dev/granary/store"
@@ -25,6 +27,7 @@ const (
 	RoutePing    = PeerPrefix + "ping"    // GET: the node's ID
 	RouteReplica = PeerPrefix + "replica" // PUT a write-back copy, DELETE it
 	RouteStatus  = PeerPrefix + "status"  // GET: the node's status (query as /_granary/status)
+	RouteHead    = PeerPrefix + "head"    // GET: an object's info, as the owner of its first chunk knows it
 )
 
 // HeaderObject carries a replica's object info (base64 of its JSON).
@@ -238,6 +241,34 @@ func (c *Client) Status(ctx context.Context, to Member, q url.Values) (json.RawM
 		return nil, fmt.Errorf("peer %s: status: %w", to.ID, err)
 	}
 	return json.RawMessage(b), nil
+}
+
+// Head asks member to (the owner of an object's first chunk) for the
+// object's info: from its metadata cache, else from the origin together
+// with the first chunk. A missing object is store.ErrNoSuchKey (or
+// ErrNoSuchBucket); any other failure means ask someone else.
+func (c *Client) Head(ctx context.Context, to Member, bucket, key string) (store.ObjectInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	resp, err := c.do(ctx, http.MethodGet, to, RouteHead, url.Values{"bucket": {bucket}, "key": {key}}, nil, nil)
+	var se *StatusError
+	switch {
+	case errors.As(err, &se) && se.Code == http.StatusNotFound && strings.Contains(se.Msg, "NoSuchBucket"):
+		return store.ObjectInfo{}, fmt.Errorf("peer %s: %s: %w", to.ID, bucket, store.ErrNoSuchBucket)
+	case errors.As(err, &se) && se.Code == http.StatusNotFound:
+		return store.ObjectInfo{}, fmt.Errorf("peer %s: %s/%s: %w", to.ID, bucket, key, store.ErrNoSuchKey)
+	case err != nil:
+		return store.ObjectInfo{}, err
+	}
+	defer resp.Body.Close()
+	var info store.ObjectInfo
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&info); err != nil {
+		return store.ObjectInfo{}, fmt.Errorf("peer %s: head: %w", to.ID, err)
+	}
+	if info.Bucket != bucket || info.Key != key {
+		return store.ObjectInfo{}, fmt.Errorf("peer %s: head of %s/%s answered for %s/%s", to.ID, bucket, key, info.Bucket, info.Key)
+	}
+	return info, nil
 }
 
 // DecodeObject reads a replica's object info from its header value.

@@ -85,7 +85,7 @@ func newMetrics() *metrics {
 			Name: "granary_peer_chunk_reads_total", Help: "Chunks (or their rest) read from an owner node instead of the origin.",
 		}),
 		peerErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "granary_peer_errors_total", Help: "Peer calls that failed or timed out, by call (get, put, forget).",
+			Name: "granary_peer_errors_total", Help: "Peer calls that failed or timed out, by call (get, head, put, forget).",
 		}, []string{"call"}),
 	}
 }

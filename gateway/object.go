@@ -126,9 +126,13 @@ func (e *Engine) loadInfo(ctx context.Context, bucket, key string, first fetchKi
 	var info store.ObjectInfo
 	var fl *flight
 	var err error
-	if !had && first != fetchNone && !e.holdsVersions(bucket, key) && e.ownsFirstChunk(bucket, key) {
+	owns := first == fetchPeer || e.ownsFirstChunk(bucket, key)
+	switch {
+	case !had && first != fetchNone && !e.holdsVersions(bucket, key) && owns:
 		info, fl, err = e.fetchWithFirstChunk(ctx, bucket, key, first)
-	} else {
+	case !had && !owns:
+		info, err = e.headFromOwners(ctx, bucket, key)
+	default:
 		info, err = e.origin.Stat(ctx, bucket, key)
 	}
 	switch {

@@ -162,6 +162,33 @@ func (e *Engine) invalidate(bucket, key string, written *store.ObjectInfo) {
 	wg.Wait()
 }
 
+// headFromOwners loads an object's info from the owners of its first
+// chunk (the owner reads the origin once for the whole cluster, with the
+// first chunk), else from the origin.
+func (e *Engine) headFromOwners(ctx context.Context, bucket, key string) (store.ObjectInfo, error) {
+	_, ask := e.chunkOwners(store.ChunkID{Bucket: bucket, Key: key})
+	for _, m := range ask {
+		info, err := e.peer.peers.Client().Head(ctx, m, bucket, key)
+		if err == nil || errors.Is(err, store.ErrNoSuchKey) || errors.Is(err, store.ErrNoSuchBucket) {
+			return info, err
+		}
+		e.m.peerErrors.WithLabelValues("head").Inc()
+		e.log.Warn().Err(err).Str("peer", m.ID).Str("bucket", bucket).Str("key", key).Msg("owner did not answer a HEAD; trying the next source")
+	}
+	return e.origin.Stat(ctx, bucket, key)
+}
+
+// PeerHead answers a member's HEAD for an object whose first chunk this
+// node owns: from the metadata cache, else from the origin with the first
+// chunk (never asked of another member).
+func (e *Engine) PeerHead(ctx context.Context, bucket, key string) (store.ObjectInfo, error) {
+	info, _, err := e.objectInfo(ctx, bucket, key, fetchPeer)
+	if err == nil {
+		info.Bucket, info.Key = bucket, key
+	}
+	return info, err
+}
+
 // pendingWriter returns the live member that wrote chunk id's version
 // through it, if the origin may not have it yet.
 func (e *Engine) pendingWriter(id store.ChunkID) (cluster.Member, bool) {

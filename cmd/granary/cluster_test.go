@@ -129,6 +129,14 @@ func TestClusterReadsEachChunkFromTheOriginOnce(t *testing.T) {
 	if got := r.originGets(t) - before; got != chunks {
 		t.Fatalf("the cluster read the origin %d times for %d chunks (each read through 3 nodes, twice); want each chunk once", got, chunks)
 	}
+	// Metadata comes with the first chunk, from its owner: no HEADs.
+	stats := 0.0
+	for _, a := range r.addrs {
+		stats += metric(t, a, "granary_origin_requests_total", `op="stat"`)
+	}
+	if stats != 0 {
+		t.Fatalf("the cluster sent %v HEADs to the origin; the owners of first chunks answer them", stats)
+	}
 	if metric(t, r.addrs[0], "granary_peer_chunk_reads_total")+metric(t, r.addrs[1], "granary_peer_chunk_reads_total") == 0 {
 		t.Fatal("no node read a chunk from its owner")
 	}
