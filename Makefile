@@ -50,4 +50,5 @@ bench: deps build
 	$(GO) run ./loadtest -granary bin/granary -scenario mount
 	$(GO) run ./loadtest -granary bin/granary -scenario epochs
 	$(GO) run ./loadtest -granary bin/granary -scenario hdfs-epochs
+	$(GO) run ./loadtest -granary bin/granary -scenario cluster
 	$(GO) test ./api -run '^$$' -bench BenchmarkListCatalog1M -benchtime 1x
