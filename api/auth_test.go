@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/granary-dev/granary/gateway"
+	"github.com/granary-dev/granary/internal/syncbuf"
 )
 
 func TestAuth(t *testing.T) {
@@ -152,7 +152,7 @@ func TestVirtualHost(t *testing.T) {
 }
 
 func TestAdminRoutes(t *testing.T) {
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	e := newEnv(t, backends[0], func(o *Options) { o.Logger = zerolog.New(&logs).Level(zerolog.DebugLevel) })
 	bucket := e.makeBucket(t, "admin")
 	e.put(t, bucket, "k", []byte("v"), minio.PutObjectOptions{})
@@ -198,22 +198,4 @@ func TestAdminRoutes(t *testing.T) {
 			t.Errorf("log holds %q", secret)
 		}
 	}
-}
-
-// lockedBuffer is a log sink safe for the server's goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -3,39 +3,19 @@
 package cluster
 
 import (
-	"bytes"
 	"net"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/granary-dev/granary/internal/goroutines"
+	"github.com/granary-dev/granary/internal/syncbuf"
 	"github.com/hashicorp/memberlist"
 	"github.com/rs/zerolog"
 )
 
 const testSecret = "granary-test-secret"
-
-// lockedBuffer is a log sink safe for memberlist's goroutines, and still
-// safe to write after the test has ended (unlike t.Log).
-type lockedBuffer struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // testOpts: a node on 127.0.0.1 with an ephemeral gossip port and a
 // made-up S3 address derived from its ID.
@@ -190,7 +170,7 @@ func reservePort(t *testing.T) string {
 
 func TestGossipJoinRetry(t *testing.T) {
 	seed := reservePort(t)
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	bOpts := testOpts("b", seed)
 	bOpts.Logger = zerolog.New(logs)
 	b := startGossip(t, bOpts) // nothing answers at seed yet
@@ -215,7 +195,7 @@ func TestGossipJoinRetry(t *testing.T) {
 }
 
 func TestGossipWrongSecretRefused(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	aOpts := testOpts("a")
 	aOpts.Logger = zerolog.New(logs).Level(zerolog.DebugLevel)
 	a := startGossip(t, aOpts)

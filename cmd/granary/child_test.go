@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/granary-dev/granary/internal/syncbuf"
 )
 
 // childArgsEnv carries a child's command line (JSON) to TestMain.
@@ -36,7 +38,7 @@ func TestMain(m *testing.M) {
 type child struct {
 	cmd    *exec.Cmd
 	addr   string
-	stderr *syncBuffer
+	stderr *syncbuf.Buffer
 	exited chan struct{}
 }
 
@@ -46,7 +48,7 @@ type child struct {
 func startChild(t *testing.T, env map[string]string, args ...string) *child {
 	t.Helper()
 	argv, _ := json.Marshal(append([]string{"serve", "--listen", "127.0.0.1:0"}, args...))
-	c := &child{cmd: exec.Command(os.Args[0], "-test.run=^$"), stderr: &syncBuffer{}, exited: make(chan struct{})}
+	c := &child{cmd: exec.Command(os.Args[0], "-test.run=^$"), stderr: &syncbuf.Buffer{}, exited: make(chan struct{})}
 	c.cmd.Env = append(os.Environ(), childArgsEnv+"="+string(argv))
 	for k, v := range env {
 		c.cmd.Env = append(c.cmd.Env, k+"="+v)

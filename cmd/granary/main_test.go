@@ -12,32 +12,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/minio/minio-go/v7"
 
 	"github.com/granary-dev/granary/internal/miniotest"
+	"github.com/granary-dev/granary/internal/syncbuf"
 )
-
-// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type syncBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestExitCodes(t *testing.T) {
 	cases := []struct {
@@ -78,7 +60,7 @@ func TestServeHelpNamesEveryEnvVar(t *testing.T) {
 // server is a `granary serve` running in-process.
 type server struct {
 	addr   string
-	stderr *syncBuffer
+	stderr *syncbuf.Buffer
 	cancel context.CancelFunc
 	done   chan int
 }
@@ -90,7 +72,7 @@ var servingRE = regexp.MustCompile(`serving S3 at http://(\S+) `)
 func startServe(t *testing.T, env map[string]string, args ...string) *server {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &server{stderr: &syncBuffer{}, cancel: cancel, done: make(chan int, 1)}
+	s := &server{stderr: &syncbuf.Buffer{}, cancel: cancel, done: make(chan int, 1)}
 	go func() {
 		s.done <- execute(ctx, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...), io.Discard, s.stderr, envMap(env))
 	}()

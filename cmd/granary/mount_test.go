@@ -28,6 +28,7 @@ import (
 
 	"github.com/granary-dev/granary/fuse"
 	"github.com/granary-dev/granary/internal/miniotest"
+	"github.com/granary-dev/granary/internal/syncbuf"
 )
 
 // testWorkerCommand runs a supervisor's worker as the test binary, which
@@ -183,7 +184,7 @@ type mountChild struct {
 func spawnMount(t *testing.T, env map[string]string, dir string, args ...string) *mountChild {
 	t.Helper()
 	argv, _ := json.Marshal(append([]string{"mount"}, args...))
-	c := &child{cmd: exec.Command(os.Args[0], "-test.run=^$"), stderr: &syncBuffer{}, exited: make(chan struct{})}
+	c := &child{cmd: exec.Command(os.Args[0], "-test.run=^$"), stderr: &syncbuf.Buffer{}, exited: make(chan struct{})}
 	c.cmd.Env = append(os.Environ(), childArgsEnv+"="+string(argv))
 	for k, v := range env {
 		c.cmd.Env = append(c.cmd.Env, k+"="+v)
@@ -468,7 +469,7 @@ func TestSupervisePolicy(t *testing.T) {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		var log syncBuffer
+		var log syncbuf.Buffer
 		done := make(chan error, 1)
 		go func() { done <- supervise(ctx, nil, t.TempDir(), &log) }()
 		for deadline := time.After(20 * time.Second); workers == 0 || strings.Count(log.String(), "started mount worker") < workers; {
