@@ -119,8 +119,13 @@ func (s *Server) peerGetChunk(c *fiber.Ctx, r *request) error {
 	if err != nil {
 		return s3err.New(s3err.InvalidArgument, err.Error())
 	}
-	r.streaming = false
 	c.Response().Header.SetContentType("application/octet-stream")
+	if whole, ok := body.(interface{ Bytes() ([]byte, bool) }); ok {
+		if b, ok := whole.Bytes(); ok && int64(len(b)) == n-off {
+			c.Response().SetBodyRaw(b) // immutable: the tiers never modify it
+			return nil
+		}
+	}
 	c.Response().SetBodyStream(body, int(n-off))
 	return nil
 }

@@ -252,6 +252,15 @@ type refReader struct {
 	off int
 }
 
+// Bytes returns the rest of the chunk if a tier holds it whole (it may
+// then be sent as it is, without a copy; the bytes are immutable).
+func (r *refReader) Bytes() ([]byte, bool) {
+	if r.ref.fl != nil || r.ref.data == nil {
+		return nil, false
+	}
+	return r.ref.data[r.off:], true
+}
+
 func (r *refReader) Read(p []byte) (int, error) {
 	b, err := r.ref.bytesAt(r.ctx, r.off)
 	if err != nil {

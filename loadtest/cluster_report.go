@@ -154,8 +154,9 @@ func (r *clusterReport) savedTable(b *strings.Builder) {
 			ind.served.originBytes/cl.served.originBytes, float64(ind.linkBytes)/float64(cl.linkBytes))
 	}
 	fmt.Fprintf(b, "\nIdeal: the cluster reads each object from the origin once (%d GETs, %s), the independent nodes "+
-		"three times (%d GETs): a ratio of 3. In the cluster a node that does not own an object still asks the origin for "+
-		"its metadata (a HEAD) the first time it serves it, then gets the bytes from the owner (peer chunk reads).\n\n",
+		"three times (%d GETs): a ratio of 3. In the cluster a node that does not own an object asks the owner of its "+
+		"first chunk for its metadata (which the owner reads from the origin together with that chunk) and then for "+
+		"the bytes (peer chunk reads), so HEADs never reach the origin.\n\n",
 		p.savedCount, mib(int64(p.savedCount)*int64(p.savedSize)), 3*p.savedCount)
 	r.savedBounds(b)
 }
