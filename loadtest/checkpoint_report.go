@@ -4,7 +4,6 @@ package main
 
 import (
 	"fmt"
-	"runtime"
 	"strings"
 	"time"
 
@@ -87,8 +86,7 @@ func (r *ckptReport) markdown() string {
 	var b strings.Builder
 	p := r.plan
 	fmt.Fprintf(&b, "# Granary checkpoint save and restore\n\n")
-	fmt.Fprintf(&b, "%s; %s; %s, GOMAXPROCS %d; %s", r.started.UTC().Format(time.RFC3339), cpuModel(),
-		runtime.Version(), runtime.GOMAXPROCS(0), map[bool]string{true: "**quick mode**", false: "full mode"}[r.quick])
+	b.WriteString(runStamp(r.started, r.quick))
 	fmt.Fprintf(&b, ". A %s checkpoint of %d shards of %s (random bytes), saved and restored with every shard at once "+
 		"as a training job's ranks would, by minio-go with the same options for every target (PutObject's default "+
 		"multipart upload, parts in parallel; one GET stream per shard); every restored shard's sha256 verified. "+

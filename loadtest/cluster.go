@@ -126,22 +126,15 @@ func runClusterPlan(ctx context.Context, o options, p clusterPlan, logw io.Write
 	r := &clusterRun{plan: p, objs: newClusterObjects(p), bin: o.granary, mio: mio, logf: logf,
 		rep: &clusterReport{plan: p, slow: slow, quick: o.quick, started: time.Now()}}
 	d := &dataset{bucket: clusterBucket, sets: []objectSet{{objects: r.objs.all()}}}
-	if err := seedMinio(ctx, d, mio, logf); err != nil {
-		return nil, err
-	}
-	if r.proxy, err = slowproxy.Start(mio.Endpoint, slow); err != nil {
+	if r.proxy, err = seedSlowOrigin(ctx, d, mio, slow, logf); err != nil {
 		return nil, err
 	}
 	defer r.proxy.Close()
-	r.rep.loadStart = loadAverage()
-	if err := r.measure(ctx); err != nil {
-		if len(r.rep.hops) > 0 {
-			r.rep.loadEnd = loadAverage()
-			logf("partial report before the failure:\n%s", r.rep.markdown())
-		}
+	err = measureLogged(&r.rep.loadStart, &r.rep.loadEnd, func() error { return r.measure(ctx) },
+		func() bool { return len(r.rep.hops) > 0 }, r.rep.markdown, logf)
+	if err != nil {
 		return nil, err
 	}
-	r.rep.loadEnd = loadAverage()
 	return r.rep, nil
 }
 

@@ -13,10 +13,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -50,14 +46,12 @@ func startNodeSet(ctx context.Context, bin, origin, access, secret string, ram, 
 		peers = append(peers, id+"="+addrs[i])
 	}
 	for i, id := range s.ids {
-		args := []string{"--origin", "s3://" + origin + "?secure=false&region=us-east-1",
-			"--ram", strconv.FormatInt(ram, 10), "--disk", strconv.FormatInt(disk, 10), "--log-level", "warn"}
-		env := []string{"GRANARY_ORIGIN_ACCESS_KEY=" + access, "GRANARY_ORIGIN_SECRET_KEY=" + secret}
+		args, env := originFlags(origin, access, secret, ram, disk)
 		if clustered {
 			args = append(args, "--node-id", id, "--peers", strings.Join(peers, ","))
 			env = append(env, "GRANARY_CLUSTER_SECRET="+clusterSecret)
 		}
-		g, err := launchNode(bin, addrs[i], append(args, extra...), env)
+		g, err := launchGranary(bin, "granary-loadtest-cluster-", addrs[i], append(args, extra...), env)
 		if err != nil {
 			s.stop()
 			return nil, fmt.Errorf("node %s: %w", id, err)
@@ -98,30 +92,6 @@ func reservePorts(n int) ([]string, error) {
 		}
 	}
 	return addrs, nil
-}
-
-// launchNode starts `bin serve` on addr with a fresh data directory, args
-// and extra environment, without waiting for it.
-func launchNode(bin, addr string, args, env []string) (*granaryProc, error) {
-	dir, err := os.MkdirTemp("", "granary-loadtest-cluster-")
-	if err != nil {
-		return nil, err
-	}
-	g := &granaryProc{dir: dir, addr: addr, exited: make(chan struct{})}
-	g.cmd = exec.Command(bin, append([]string{"serve", "--listen", addr, "--data-dir", filepath.Join(dir, "data")}, args...)...)
-	g.cmd.Env = append(append(os.Environ(), "GRANARY_ACCESS_KEY="+granaryAccess, "GRANARY_SECRET_KEY="+granarySecret), env...)
-	if g.log, err = os.Create(filepath.Join(dir, "granary.log")); err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	g.cmd.Stdout, g.cmd.Stderr = g.log, g.log
-	if err := g.cmd.Start(); err != nil {
-		g.log.Close()
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	go func() { g.cmd.Wait(); close(g.exited) }()
-	return g, nil
 }
 
 // stop stops every node that started.

@@ -6,7 +6,6 @@ package main
 import (
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -97,12 +96,6 @@ func (r *epochsReport) speedup(row epochRow) float64 {
 		return 0
 	}
 	return row.samplesPerSec() / d.samplesPerSec()
-}
-
-// runStamp is a report's first words: when, on what, and the mode.
-func runStamp(started time.Time, quick bool) string {
-	return fmt.Sprintf("%s; %s; %s, GOMAXPROCS %d; %s", started.UTC().Format(time.RFC3339), cpuModel(),
-		runtime.Version(), runtime.GOMAXPROCS(0), map[bool]string{true: "**quick mode**", false: "full mode"}[quick])
 }
 
 func (r *epochsReport) markdown() string {

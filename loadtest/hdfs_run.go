@@ -38,15 +38,11 @@ func runHDFSEpochs(ctx context.Context, o options, logw io.Writer) (*hdfsReport,
 	if err := seedHDFS(ctx, c, r.objs, p.seedWorkers, logf); err != nil {
 		return nil, err
 	}
-	rep.loadStart = loadAverage()
-	if err := measureHDFS(ctx, c, r, p); err != nil {
-		if len(rep.rows) > 0 {
-			rep.loadEnd = loadAverage()
-			logf("partial report before the failure:\n%s", rep.markdown())
-		}
+	err = measureLogged(&rep.loadStart, &rep.loadEnd, func() error { return measureHDFS(ctx, c, r, p) },
+		func() bool { return len(rep.rows) > 0 }, rep.markdown, logf)
+	if err != nil {
 		return nil, fmt.Errorf("%w\nhdfsd log tail:\n%s", err, c.proc.logTail())
 	}
-	rep.loadEnd = loadAverage()
 	return rep, nil
 }
 

@@ -4,7 +4,6 @@ package main
 
 import (
 	"fmt"
-	"runtime"
 	"strings"
 	"time"
 )
@@ -88,8 +87,7 @@ func (r *mountReport) markdown() string {
 	var b strings.Builder
 	p := r.plan
 	fmt.Fprintf(&b, "# Granary mount (FUSE sidecar) against local disk\n\n")
-	fmt.Fprintf(&b, "%s; %s; %s, GOMAXPROCS %d; %s", r.started.UTC().Format(time.RFC3339), cpuModel(),
-		runtime.Version(), runtime.GOMAXPROCS(0), map[bool]string{true: "**quick mode**", false: "full mode"}[r.quick])
+	b.WriteString(runStamp(r.started, r.quick))
 	fmt.Fprintf(&b, ". Same run, same data: one %s file and %d files of %s (random bytes), in a MinIO bucket "+
 		"served by `granary serve`, mounted with `granary mount --read-only --max-memory %s` (a training set's mount; the read-write rows mount it again without --read-only), and written to a local directory "+
 		"on the same disk. The large file is read sequentially in %s reads; the small files are each read whole, "+

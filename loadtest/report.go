@@ -29,8 +29,7 @@ type report struct {
 func (r *report) markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Granary load test\n\n")
-	fmt.Fprintf(&b, "%s; %s; %s, GOMAXPROCS %d; %s", r.started.UTC().Format(time.RFC3339), cpuModel(),
-		runtime.Version(), runtime.GOMAXPROCS(0), map[bool]string{true: "**quick mode**", false: "full mode"}[r.quick])
+	b.WriteString(runStamp(r.started, r.quick))
 	fmt.Fprintf(&b, ". Every target on loopback, read by the same client (net/http, SigV4 headers); every body verified. "+
 		"Load average (1 min) %s before the measurements, %s after: above the core count, other work competed and the numbers are noisy.\n\n",
 		r.loadStart, r.loadEnd)
@@ -119,6 +118,12 @@ func ratio(a, b float64) string {
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }
 
 func mib(n int64) string { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }
+
+// runStamp is a report's first words: when, on what, and the mode.
+func runStamp(started time.Time, quick bool) string {
+	return fmt.Sprintf("%s; %s; %s, GOMAXPROCS %d; %s", started.UTC().Format(time.RFC3339), cpuModel(),
+		runtime.Version(), runtime.GOMAXPROCS(0), map[bool]string{true: "**quick mode**", false: "full mode"}[quick])
+}
 
 // loadAverage returns the 1-minute load average, or "?".
 func loadAverage() string {

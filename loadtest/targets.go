@@ -110,23 +110,46 @@ const (
 // with ram as its RAM budget, a disk tier in a temporary directory and the
 // extra serve flags, and waits until its /healthz answers.
 func startGranary(bin, minioEndpoint, minioAccess, minioSecret string, ram, disk int64, extra ...string) (*granaryProc, error) {
-	dir, err := os.MkdirTemp("", "granary-loadtest-")
-	if err != nil {
-		return nil, err
-	}
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	g := &granaryProc{dir: dir, addr: fmt.Sprintf("127.0.0.1:%d", port), exited: make(chan struct{})}
-	g.cmd = exec.Command(bin, "serve", "--listen", g.addr, "--data-dir", filepath.Join(dir, "data"),
-		"--origin", "s3://"+minioEndpoint+"?secure=false&region=us-east-1",
-		"--ram", strconv.FormatInt(ram, 10), "--disk", strconv.FormatInt(disk, 10), "--log-level", "warn")
-	g.cmd.Args = append(g.cmd.Args, extra...)
-	g.cmd.Env = append(os.Environ(),
-		"GRANARY_ACCESS_KEY="+granaryAccess, "GRANARY_SECRET_KEY="+granarySecret,
-		"GRANARY_ORIGIN_ACCESS_KEY="+minioAccess, "GRANARY_ORIGIN_SECRET_KEY="+minioSecret)
+	args, env := originFlags(minioEndpoint, minioAccess, minioSecret, ram, disk)
+	g, err := launchGranary(bin, "granary-loadtest-", fmt.Sprintf("127.0.0.1:%d", port), append(args, extra...), env)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.awaitReady(60 * time.Second); err != nil {
+		g.stop()
+		return nil, err
+	}
+	return g, nil
+}
+
+// originFlags are the serve flags and the extra environment of a node in
+// front of the S3 origin at origin (host:port, credentials access/secret)
+// with budget ram and disk.
+func originFlags(origin, access, secret string, ram, disk int64) (args, env []string) {
+	args = []string{"--origin", "s3://" + origin + "?secure=false&region=us-east-1",
+		"--ram", strconv.FormatInt(ram, 10), "--disk", strconv.FormatInt(disk, 10), "--log-level", "warn"}
+	env = []string{"GRANARY_ORIGIN_ACCESS_KEY=" + access, "GRANARY_ORIGIN_SECRET_KEY=" + secret}
+	return args, env
+}
+
+// launchGranary starts `bin serve` on addr with a fresh data directory (a
+// temporary directory named after dirPrefix, which stop removes), the
+// load test's credentials, args and extra environment, without waiting
+// for it.
+func launchGranary(bin, dirPrefix, addr string, args, env []string) (*granaryProc, error) {
+	dir, err := os.MkdirTemp("", dirPrefix)
+	if err != nil {
+		return nil, err
+	}
+	g := &granaryProc{dir: dir, addr: addr, exited: make(chan struct{})}
+	g.cmd = exec.Command(bin, append([]string{"serve", "--listen", addr, "--data-dir", filepath.Join(dir, "data")}, args...)...)
+	g.cmd.Env = append(append(os.Environ(), "GRANARY_ACCESS_KEY="+granaryAccess, "GRANARY_SECRET_KEY="+granarySecret), env...)
 	if g.log, err = os.Create(filepath.Join(dir, "granary.log")); err != nil {
+		os.RemoveAll(dir)
 		return nil, err
 	}
 	g.cmd.Stdout, g.cmd.Stderr = g.log, g.log
@@ -136,10 +159,6 @@ func startGranary(bin, minioEndpoint, minioAccess, minioSecret string, ram, disk
 		return nil, err
 	}
 	go func() { g.cmd.Wait(); close(g.exited) }()
-	if err := g.awaitReady(60 * time.Second); err != nil {
-		g.stop()
-		return nil, err
-	}
 	return g, nil
 }
 
