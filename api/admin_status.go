@@ -13,8 +13,8 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-// ClusterStatus is the answer of a cluster member: one entry per live
-// member, this node first.
+// ClusterStatus is the answer of a cluster member: one entry per member
+// it knows of (a dead static peer too, unhealthy), this node first.
 type ClusterStatus struct {
 	Self  string       `json:"self"`
 	Nodes []NodeStatus `json:"nodes"`
@@ -47,7 +47,7 @@ func (s *Server) status(c *fiber.Ctx, r *request) error {
 			return err
 		}
 	}
-	members := p.Node.Members()
+	members := p.Node.Known()
 	out := ClusterStatus{Self: p.Self.ID, Nodes: make([]NodeStatus, len(members))}
 	var wg sync.WaitGroup
 	for i, m := range members {

@@ -138,6 +138,15 @@ func (n *Node) Client() *Client { return n.opts.Client }
 // Members returns the live members, sorted by ID.
 func (n *Node) Members() []Member { return n.cur.Load().members }
 
+// Known returns the members this node knows of, alive or not (a static
+// list knows its dead members; gossip forgets them), sorted by ID.
+func (n *Node) Known() []Member {
+	if k, ok := n.opts.Membership.(interface{ Known() []Member }); ok {
+		return k.Known()
+	}
+	return n.Members()
+}
+
 // Owners returns the r members owning key, the primary first.
 func (n *Node) Owners(key []byte, r int) []Member {
 	v := n.cur.Load()

@@ -71,6 +71,13 @@ func (s *Static) Members() []Member {
 	return out
 }
 
+// Known returns every listed member, dead or alive, sorted by ID.
+func (s *Static) Known() []Member {
+	out := append([]Member{s.self}, s.peers...)
+	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
 // Changes implements Membership.
 func (s *Static) Changes() <-chan struct{} { return s.changes }
 

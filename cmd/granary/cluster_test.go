@@ -180,6 +180,12 @@ func TestClusterNodeKilledMidRead(t *testing.T) {
 	if metric(t, r.addrs[0], "granary_peer_errors_total") == 0 {
 		t.Fatal("node 1 never noticed node 2 gone: the kill missed the read")
 	}
+	// The status lists the dead member, unhealthy.
+	var out bytes.Buffer
+	if code := execute(ctx, []string{"status", "--endpoint", "http://" + r.addrs[0]}, &out, &out, envMap(r.env)); code != exitOK ||
+		!strings.Contains(out.String(), "3 members") || !strings.Contains(out.String(), "unreachable") {
+		t.Fatalf("status after a node died: exit %d\n%s", code, out.String())
+	}
 }
 
 func TestClusterRefusesPeersWithoutTheSecret(t *testing.T) {

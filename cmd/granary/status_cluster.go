@@ -37,7 +37,7 @@ func printCluster(w io.Writer, cs api.ClusterStatus) error {
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "cluster seen from %s: %d live members\n\nNODE\tADDRESS\tHEALTH\tRAM USED\tDISK USED\n", cs.Self, len(cs.Nodes))
+	fmt.Fprintf(tw, "cluster seen from %s: %d members\n\nNODE\tADDRESS\tHEALTH\tRAM USED\tDISK USED\n", cs.Self, len(cs.Nodes))
 	for i, n := range cs.Nodes {
 		health, ram, dsk := "healthy", "-", "-"
 		if reports[i] == nil {
