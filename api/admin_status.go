@@ -49,13 +49,16 @@ func (s *Server) status(c *fiber.Ctx, r *request) error {
 	}
 	members := p.Node.Known()
 	out := ClusterStatus{Self: p.Self.ID, Nodes: make([]NodeStatus, len(members))}
+	// The request's context, taken once: fiber's Ctx is not safe for
+	// concurrent use.
+	ctx := context.WithoutCancel(c.UserContext())
 	var wg sync.WaitGroup
 	for i, m := range members {
 		out.Nodes[i] = NodeStatus{ID: m.ID, Addr: m.Addr}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st, err := p.Node.Client().Status(context.WithoutCancel(c.UserContext()), m, q)
+			st, err := p.Node.Client().Status(ctx, m, q)
 			if err != nil {
 				out.Nodes[i].Error = err.Error()
 				return

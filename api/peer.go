@@ -81,7 +81,8 @@ func (s *Server) servePeer(c *fiber.Ctx, r *request) error {
 		if err := checkKey(r.key); err != nil {
 			return err
 		}
-		info, err := s.engine.PeerHead(s.baseCtx, r.bucket, r.key)
+		cached := string(c.Request().URI().QueryArgs().Peek("cached")) == "1"
+		info, err := s.engine.PeerHead(s.baseCtx, r.bucket, r.key, cached)
 		if err != nil {
 			return err
 		}
@@ -115,7 +116,11 @@ func (s *Server) peerGetChunk(c *fiber.Ctx, r *request) error {
 	if err != nil {
 		return err
 	}
-	body, err := s.engine.PeerChunk(s.baseCtx, id, n, chunk, off)
+	cached := string(c.Request().URI().QueryArgs().Peek("cached")) == "1"
+	body, err := s.engine.PeerChunk(s.baseCtx, id, n, chunk, off, cached)
+	if errors.Is(err, store.ErrNotFound) {
+		return s3err.New(s3err.NoSuchKey, "chunk not cached here")
+	}
 	if err != nil {
 		return s3err.New(s3err.InvalidArgument, err.Error())
 	}

@@ -127,11 +127,16 @@ func (c *Client) call(ctx context.Context, method string, to Member, route strin
 
 // GetChunk streams chunk id (n bytes long, objects cut in chunk-byte
 // chunks) from member to, from byte off on. The owner answers from its
-// tiers or fills itself from the origin. The body yields exactly n-off
-// bytes or fails with io.ErrUnexpectedEOF; ctx bounds the whole read.
-func (c *Client) GetChunk(ctx context.Context, to Member, id store.ChunkID, n, chunk, off int64) (io.ReadCloser, error) {
+// tiers or fills itself from the origin; with cachedOnly, from its tiers
+// only, else 404 at once (a hand-off from a former owner). The body
+// yields exactly n-off bytes or fails with io.ErrUnexpectedEOF; ctx
+// bounds the whole read.
+func (c *Client) GetChunk(ctx context.Context, to Member, id store.ChunkID, n, chunk, off int64, cachedOnly bool) (io.ReadCloser, error) {
 	q := chunkQuery(id, n, chunk)
 	q.Set("off", strconv.FormatInt(off, 10))
+	if cachedOnly {
+		q.Set("cached", "1")
+	}
 	resp, err := c.do(ctx, http.MethodGet, to, RouteChunk, q, nil, nil)
 	if err != nil {
 		return nil, err
@@ -245,12 +250,17 @@ func (c *Client) Status(ctx context.Context, to Member, q url.Values) (json.RawM
 
 // Head asks member to (the owner of an object's first chunk) for the
 // object's info: from its metadata cache, else from the origin together
-// with the first chunk. A missing object is store.ErrNoSuchKey (or
+// with the first chunk (with cachedOnly: from its cache only, else
+// store.ErrNoSuchKey). A missing object is store.ErrNoSuchKey (or
 // ErrNoSuchBucket); any other failure means ask someone else.
-func (c *Client) Head(ctx context.Context, to Member, bucket, key string) (store.ObjectInfo, error) {
+func (c *Client) Head(ctx context.Context, to Member, bucket, key string, cachedOnly bool) (store.ObjectInfo, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	resp, err := c.do(ctx, http.MethodGet, to, RouteHead, url.Values{"bucket": {bucket}, "key": {key}}, nil, nil)
+	q := url.Values{"bucket": {bucket}, "key": {key}}
+	if cachedOnly {
+		q.Set("cached", "1")
+	}
+	resp, err := c.do(ctx, http.MethodGet, to, RouteHead, q, nil, nil)
 	var se *StatusError
 	switch {
 	case errors.As(err, &se) && se.Code == http.StatusNotFound && strings.Contains(se.Msg, "NoSuchBucket"):

@@ -33,6 +33,9 @@ type view struct {
 	members []Member
 	byID    map[string]Member
 	ring    *Ring
+	// without is the ring of the other members: who owns a key when
+	// this node is left out, which is who held it before it joined.
+	without *Ring
 }
 
 // Node is the cluster as this node sees it. Safe for concurrent use.
@@ -73,7 +76,17 @@ func (n *Node) rebuild() error {
 	if err != nil {
 		return err
 	}
-	n.cur.Store(&view{members: ms, byID: byID, ring: ring})
+	others := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if id != n.opts.Self.ID {
+			others = append(others, id)
+		}
+	}
+	without, err := NewRing(others)
+	if err != nil {
+		return err
+	}
+	n.cur.Store(&view{members: ms, byID: byID, ring: ring, without: without})
 	return nil
 }
 
@@ -156,6 +169,20 @@ func (n *Node) Owners(key []byte, r int) []Member {
 		out[i] = v.byID[id]
 	}
 	return out
+}
+
+// Heir returns the member that owns key when this node is left out of the
+// ring: where a chunk this node owns but lacks most likely is (it held it
+// before this node joined, or while this node was away). False when this
+// node is alone.
+func (n *Node) Heir(key []byte) (Member, bool) {
+	v := n.cur.Load()
+	ids := v.without.Owners(key, 1)
+	if len(ids) == 0 {
+		return Member{}, false
+	}
+	m, ok := v.byID[ids[0]]
+	return m, ok
 }
 
 // Close stops following the membership (which the caller closes).

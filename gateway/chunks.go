@@ -208,7 +208,7 @@ func (e *Engine) runFlight(id store.ChunkID, f *flight, body io.ReadCloser) {
 			return
 		}
 		var err error
-		if body, local, err = e.openSource(id, int64(len(f.buf)), f.asked || keep); err != nil {
+		if body, local, err = e.openSource(id, int64(len(f.buf)), f.asked, keep); err != nil {
 			e.flightFailed(id, f, err)
 			return
 		}
@@ -234,25 +234,31 @@ func (e *Engine) runFlight(id store.ChunkID, f *flight, body io.ReadCloser) {
 }
 
 // openSource opens chunk id (n bytes) where it is read from: the tee of
-// an object being filled, its owners in a cluster (unless here says this
-// node reads it itself: asked as the owner, or a fill of data it has) and
-// the member that wrote it if the origin may not have it yet, else the
-// origin. local reports that this node owns the chunk (it stores it as
-// such; else it keeps a hot copy).
-func (e *Engine) openSource(id store.ChunkID, n int64, here bool) (body io.ReadCloser, local bool, err error) {
+// an object being filled; in a cluster, its owners (unless this node
+// reads it itself: asked as the owner, or a fill, keep, of data it has),
+// the member that wrote it if the origin may not have it yet, and, for a
+// chunk this node owns, its former owner's tiers; else the origin. local
+// reports that this node owns the chunk (it stores it as such; else it
+// keeps a hot copy).
+func (e *Engine) openSource(id store.ChunkID, n int64, asked, keep bool) (body io.ReadCloser, local bool, err error) {
 	if body = e.teeReader(id, n); body != nil {
 		return body, true, nil
 	}
 	mine, ask := true, []cluster.Member(nil)
-	if !here {
+	if !asked && !keep {
 		mine, ask = e.chunkOwners(id)
 	}
+	srcs := owners(ask)
 	if w, ok := e.pendingWriter(id); ok {
 		// Written through w, maybe not at the origin yet.
-		return e.peerBody(id, n, append(ask, w)), mine, nil
+		srcs = append(srcs, source{m: w})
 	}
-	if !mine {
-		return e.peerBody(id, n, ask), false, nil
+	if h, ok := e.heir(id); ok && mine && !keep {
+		// Owned here but missing: its former owner may hold it.
+		srcs = append(srcs, source{m: h, cached: true})
+	}
+	if len(srcs) > 0 {
+		return e.peerBody(id, n, srcs), mine, nil
 	}
 	ctx, watch, cancel := watchStalls(context.Background(), e.opts.FetchTimeout)
 	off := id.Index * e.opts.ChunkSize

@@ -128,6 +128,8 @@ func (e *Engine) loadInfo(ctx context.Context, bucket, key string, first fetchKi
 	var err error
 	owns := first == fetchPeer || e.ownsFirstChunk(bucket, key)
 	switch {
+	case !had && owns && e.peer != nil && e.fromHeir(ctx, bucket, key, &info):
+		// The former owner of the first chunk knew it: no origin call.
 	case !had && first != fetchNone && !e.holdsVersions(bucket, key) && owns:
 		info, fl, err = e.fetchWithFirstChunk(ctx, bucket, key, first)
 	case !had && !owns:

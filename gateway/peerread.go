@@ -7,10 +7,28 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
 
 	"github.com/granary-dev/granary/cluster"
 	"github.com/granary-dev/granary/store"
 )
+
+// source is a member to read a chunk from.
+type source struct {
+	m cluster.Member
+	// cached asks for what m holds only, never a fill (a hand-off from
+	// the chunk's former owner).
+	cached bool
+}
+
+// owners are members to ask as owners.
+func owners(ms []cluster.Member) []source {
+	out := make([]source, len(ms))
+	for i, m := range ms {
+		out[i] = source{m: m}
+	}
+	return out
+}
 
 // failover reads chunk id (n bytes) from the members in ask, in order,
 // then from the origin. Invariant: got bytes were delivered; the next
@@ -20,14 +38,14 @@ type failover struct {
 	ctx  context.Context
 	id   store.ChunkID
 	n    int64
-	ask  []cluster.Member
+	ask  []source
 	next int // index in ask of the next source; len(ask) is the origin
 	got  int64
 	cur  io.ReadCloser
 	last bool // cur is the origin
 }
 
-func (e *Engine) peerBody(id store.ChunkID, n int64, ask []cluster.Member) io.ReadCloser {
+func (e *Engine) peerBody(id store.ChunkID, n int64, ask []source) io.ReadCloser {
 	return &failover{e: e, ctx: context.Background(), id: id, n: n, ask: ask}
 }
 
@@ -54,7 +72,7 @@ func (r *failover) Read(p []byte) (int, error) {
 func (r *failover) sourceFailed(err error) {
 	r.cur.Close()
 	r.cur = nil
-	peer := r.ask[r.next-1]
+	peer := r.ask[r.next-1].m
 	r.e.m.peerErrors.WithLabelValues("get").Inc()
 	r.e.log.Warn().Err(err).Str("peer", peer.ID).Str("bucket", r.id.Bucket).Str("key", r.id.Key).
 		Int64("chunk", r.id.Index).Int64("at", r.got).Msg("owner failed mid-chunk; reading on from the next source")
@@ -66,16 +84,21 @@ func (r *failover) sourceFailed(err error) {
 func (r *failover) open() error {
 	timeout := r.e.peer.peers.Client().Timeout()
 	for r.next < len(r.ask) {
-		m := r.ask[r.next]
+		src := r.ask[r.next]
+		m := src.m
 		r.next++
 		ctx, watch, cancel := watchStalls(r.ctx, timeout)
-		rc, err := r.e.peer.peers.Client().GetChunk(ctx, m, r.id, r.n, r.e.opts.ChunkSize, r.got)
+		rc, err := r.e.peer.peers.Client().GetChunk(ctx, m, r.id, r.n, r.e.opts.ChunkSize, r.got, src.cached)
 		if err == nil {
 			r.cur = watch(rc)
 			r.e.m.peerReads.Inc()
 			return nil
 		}
 		cancel()
+		var se *cluster.StatusError
+		if src.cached && errors.As(err, &se) && se.Code == http.StatusNotFound {
+			continue // the former owner does not have it either
+		}
 		r.e.m.peerErrors.WithLabelValues("get").Inc()
 		r.e.log.Warn().Err(err).Str("peer", m.ID).Str("bucket", r.id.Bucket).Str("key", r.id.Key).
 			Int64("chunk", r.id.Index).Msg("owner did not serve a chunk; trying the next source")

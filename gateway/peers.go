@@ -6,8 +6,10 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/granary-dev/granary/cluster"
 	"github.com/granary-dev/granary/store"
@@ -18,6 +20,9 @@ type Peers interface {
 	Self() cluster.Member
 	Members() []cluster.Member
 	Owners(key []byte, r int) []cluster.Member
+	// Heir is who owns key when this node is left out: who held it
+	// before this node joined (see cluster.Node.Heir).
+	Heir(key []byte) (cluster.Member, bool)
 	Client() *cluster.Client
 }
 
@@ -162,13 +167,39 @@ func (e *Engine) invalidate(bucket, key string, written *store.ObjectInfo) {
 	wg.Wait()
 }
 
+// heir returns the member that held chunk id before this node owned it,
+// if that is another node (see Peers.Heir).
+func (e *Engine) heir(id store.ChunkID) (cluster.Member, bool) {
+	if e.peer == nil {
+		return cluster.Member{}, false
+	}
+	m, ok := e.peer.peers.Heir(cluster.ChunkKey(id.Bucket, id.Key, id.Index))
+	return m, ok && m.ID != e.peer.peers.Self().ID
+}
+
+// fromHeir sets *info to an object's info if the member that owned its
+// first chunk before this node has it cached (a hand-off never reaches
+// the origin), and reports whether it did.
+func (e *Engine) fromHeir(ctx context.Context, bucket, key string, info *store.ObjectInfo) bool {
+	m, ok := e.heir(store.ChunkID{Bucket: bucket, Key: key})
+	if !ok {
+		return false
+	}
+	got, err := e.peer.peers.Client().Head(ctx, m, bucket, key, true)
+	if err != nil || got.Bucket != bucket || got.Key != key {
+		return false
+	}
+	*info = got
+	return true
+}
+
 // headFromOwners loads an object's info from the owners of its first
 // chunk (the owner reads the origin once for the whole cluster, with the
 // first chunk), else from the origin.
 func (e *Engine) headFromOwners(ctx context.Context, bucket, key string) (store.ObjectInfo, error) {
 	_, ask := e.chunkOwners(store.ChunkID{Bucket: bucket, Key: key})
 	for _, m := range ask {
-		info, err := e.peer.peers.Client().Head(ctx, m, bucket, key)
+		info, err := e.peer.peers.Client().Head(ctx, m, bucket, key, false)
 		if err == nil || errors.Is(err, store.ErrNoSuchKey) || errors.Is(err, store.ErrNoSuchBucket) {
 			return info, err
 		}
@@ -180,8 +211,16 @@ func (e *Engine) headFromOwners(ctx context.Context, bucket, key string) (store.
 
 // PeerHead answers a member's HEAD for an object whose first chunk this
 // node owns: from the metadata cache, else from the origin with the first
-// chunk (never asked of another member).
-func (e *Engine) PeerHead(ctx context.Context, bucket, key string) (store.ObjectInfo, error) {
+// chunk (never asked of another member). With cachedOnly, from the cache
+// only (else store.ErrNoSuchKey).
+func (e *Engine) PeerHead(ctx context.Context, bucket, key string, cachedOnly bool) (store.ObjectInfo, error) {
+	if cachedOnly {
+		ent, ok := e.meta.get(metaKey(bucket, key))
+		if !ok || !e.freshness(bucket).fresh(ent.checked, time.Now()) {
+			return store.ObjectInfo{}, fmt.Errorf("gateway: %s/%s: not cached: %w", bucket, key, store.ErrNoSuchKey)
+		}
+		return ent.info, nil
+	}
 	info, _, err := e.objectInfo(ctx, bucket, key, fetchPeer)
 	if err == nil {
 		info.Bucket, info.Key = bucket, key
@@ -210,14 +249,22 @@ func (e *Engine) pendingWriter(id store.ChunkID) (cluster.Member, bool) {
 // PeerChunk returns a reader of chunk id (n bytes long, objects cut into
 // chunk-byte chunks) from byte off on, for a peer that asked this node as
 // an owner: from the tiers, or a flight that reads the origin (never
-// another peer: the asker already chose this node). The reader fails if
-// the chunk cannot be had; ctx bounds it.
-func (e *Engine) PeerChunk(ctx context.Context, id store.ChunkID, n, chunk, off int64) (io.Reader, error) {
+// another peer: the asker already chose this node). With cachedOnly (a new
+// owner asking a former one), from the tiers only, else store.ErrNotFound.
+// The reader fails if the chunk cannot be had; ctx bounds it.
+func (e *Engine) PeerChunk(ctx context.Context, id store.ChunkID, n, chunk, off int64, cachedOnly bool) (io.Reader, error) {
 	if chunk != e.opts.ChunkSize {
 		return nil, errors.New("gateway: peer uses another chunk size")
 	}
 	if n <= 0 || n > chunk || off < 0 || off > n || id.Index < 0 || id.ETag == "" {
 		return nil, errors.New("gateway: bad chunk request")
+	}
+	if cachedOnly {
+		b, ok := e.lookupLen(id, n, lookNone)
+		if !ok {
+			return nil, store.ErrNotFound
+		}
+		return &refReader{ctx: ctx, ref: chunkRef{data: b}, off: int(off)}, nil
 	}
 	if id.Index == 0 {
 		// The first chunk may be on its way with the object's metadata

@@ -112,28 +112,46 @@ func TestClusterJoinThroughGossip(t *testing.T) {
 	if err := ca.MakeBucket(ctx, "data", minio.MakeBucketOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	objs := make([][]byte, 12)
+	objs := make([][]byte, 20)
 	for i := range objs {
-		objs[i] = randomBytes(uint64(300+i), 600<<10)
+		objs[i] = randomBytes(uint64(300+i), 600<<10) // 3 chunks
 		if _, err := ca.PutObject(ctx, "data", objectName(i), bytes.NewReader(objs[i]), int64(len(objs[i])), minio.PutObjectOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// A third node joins through the second, and serves at once.
-	c := start(2, gossip[1])
-	waitMembers(t, a.addr, env, 3)
-	waitMembers(t, c.addr, env, 3)
-	for _, n := range []*child{b, c} {
-		cl := nodeClient(t, env, n.addr)
+	readAll := func(addr string) {
+		cl := nodeClient(t, env, addr)
 		for i := range objs {
 			if !bytes.Equal(getAll(t, cl, "data", objectName(i)), objs[i]) {
-				t.Fatalf("%s via %s differs", objectName(i), n.addr)
+				t.Fatalf("%s via %s differs", objectName(i), addr)
 			}
 		}
 	}
-	if metric(t, c.addr, "granary_peer_chunk_reads_total") == 0 {
-		t.Fatal("the joined node read no chunk from its owners")
+	readAll(b.addr) // the owners (a and b) now hold every chunk
+	gets := func(nodes ...*child) float64 {
+		sum := 0.0
+		for _, n := range nodes {
+			sum += metric(t, n.addr, "granary_origin_requests_total", `op="get"`)
+		}
+		return sum
 	}
+	before := gets(a, b)
+	// A third node joins through the second, takes its share of the ring
+	// and serves at once: the chunks it now owns come from their former
+	// owners, not from the origin.
+	c := start(2, gossip[1])
+	waitMembers(t, a.addr, env, 3)
+	waitMembers(t, b.addr, env, 3)
+	waitMembers(t, c.addr, env, 3)
+	readAll(c.addr)
+	readAll(a.addr)
+	if moved := gets(a, b, c) - before; moved > 6 {
+		t.Fatalf("after the join the cluster read the origin %v times for 60 cached chunks; a third of them moved to the new node and should have come from their former owners", moved)
+	}
+	if metric(t, c.addr, "granary_peer_chunk_reads_total") == 0 {
+		t.Fatal("the joined node read no chunk from its peers")
+	}
+	t.Logf("origin reads after the join: %v for 60 cached chunks", gets(a, b, c)-before)
 	// A member that leaves drops out of the others' view.
 	b.stop(t)
 	waitMembers(t, a.addr, env, 2)

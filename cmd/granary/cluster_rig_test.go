@@ -66,6 +66,16 @@ func startCluster(t *testing.T, mio *miniotest.Server, origin string, n int, arg
 	for i := range n {
 		r.nodes = append(r.nodes, r.start(t, i, strings.Join(peers, ",")))
 	}
+	// Nodes still running stop cleanly at the end: a node that exits
+	// otherwise (a data race in these -race children exits 66) fails the
+	// test.
+	t.Cleanup(func() {
+		for _, c := range r.nodes {
+			if c != nil {
+				c.stop(t)
+			}
+		}
+	})
 	return r
 }
 

@@ -277,7 +277,7 @@ func TestClusterPeerBadInput(t *testing.T) {
 	}
 	var se *cluster.StatusError
 	for _, tc := range cases {
-		if _, err := c.GetChunk(ctx, target, tc.id, tc.n, tc.chunk, 0); !errors.As(err, &se) || se.Code != http.StatusBadRequest {
+		if _, err := c.GetChunk(ctx, target, tc.id, tc.n, tc.chunk, 0, false); !errors.As(err, &se) || se.Code != http.StatusBadRequest {
 			t.Errorf("%s: %v, want 400", tc.name, err)
 		}
 	}
@@ -286,7 +286,7 @@ func TestClusterPeerBadInput(t *testing.T) {
 	}
 	// A chunk of an object the origin does not have fails; it is not
 	// served as empty or short.
-	rc, err := c.GetChunk(ctx, target, store.ChunkID{Bucket: "set", Key: "nothing", ETag: "abc"}, 1000, 256<<10, 0)
+	rc, err := c.GetChunk(ctx, target, store.ChunkID{Bucket: "set", Key: "nothing", ETag: "abc"}, 1000, 256<<10, 0, false)
 	if err == nil {
 		_, err = io.ReadAll(rc)
 		rc.Close()
