@@ -10,6 +10,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"strconv"
 	"sync"
 
 	"github.com/granary-dev/granary/store"
@@ -136,8 +137,9 @@ func (t *tees) source(id store.ChunkID) *parts.Assembly {
 
 // completed fills the cache with the object info names from the tee of
 // uploadID, once the origin completed it with parts. The tee must hold the
-// same bytes: same parts, same ETags, same size, else it is dropped.
-func (e *Engine) completed(t *tees, uploadID string, parts []store.CompletePart, info store.ObjectInfo) {
+// same bytes: same parts, same ETags, same size, else it is dropped. A
+// single PUT's tee (single) is one part named by the object's ETag.
+func (e *Engine) completed(t *tees, uploadID string, parts []store.CompletePart, info store.ObjectInfo, single bool) {
 	id := t.take(uploadID)
 	if id == "" {
 		return
@@ -147,7 +149,11 @@ func (e *Engine) completed(t *tees, uploadID string, parts []store.CompletePart,
 		t.store.Remove(id)
 		return
 	}
-	if asm.ETag != info.ETag || asm.Size != info.Size {
+	etag := asm.ETag
+	if single && len(asm.Parts) == 1 {
+		etag = asm.Parts[0].ETag
+	}
+	if etag != info.ETag || asm.Size != info.Size {
 		asm.Remove()
 		return
 	}
@@ -161,6 +167,30 @@ func (e *Engine) completed(t *tees, uploadID string, parts []store.CompletePart,
 		t.mu.Unlock()
 		asm.Remove()
 	})
+}
+
+// teePut tees a write-through PUT's body (larger than a chunk: smaller
+// ones are kept in memory) into a one-part tee upload. The func returned
+// takes the origin's answer: on success the object fills the cache from
+// the tee, else the tee is dropped.
+func (e *Engine) teePut(bucket, key string, body io.Reader, size int64, meta store.ObjectMeta) (io.Reader, func(store.ObjectInfo, error)) {
+	t := e.teeing(bucket)
+	if t == nil || size <= e.opts.ChunkSize {
+		return body, func(store.ObjectInfo, error) {}
+	}
+	teeID := "granary-put-" + strconv.FormatUint(e.putTees.Add(1), 10)
+	t.startTee(bucket, key, teeID, meta)
+	body, finish := t.teePart(bucket, key, teeID, 1, body, size)
+	return body, func(info store.ObjectInfo, err error) {
+		finish(err)
+		if err != nil || info.ETag == "" {
+			if id := t.take(teeID); id != "" {
+				t.store.Remove(id)
+			}
+			return
+		}
+		e.completed(t, teeID, []store.CompletePart{{Number: 1, ETag: info.ETag}}, info, true)
+	}
 }
 
 // teeReader returns a reader of a chunk from the tee of its object, if the

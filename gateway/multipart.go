@@ -139,7 +139,7 @@ func (e *Engine) CompleteUpload(ctx context.Context, bucket, key, uploadID strin
 		e.meta.putIf(seq, metaKey(bucket, key), info, time.Now())
 	}
 	if t := e.teeing(bucket); t != nil {
-		e.completed(t, uploadID, parts, info)
+		e.completed(t, uploadID, parts, info, false)
 	}
 	e.fillWriteBack(info)
 	return info, nil

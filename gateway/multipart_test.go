@@ -152,3 +152,32 @@ func TestReadOnlyBucket(t *testing.T) {
 		t.Fatal("a read-only bucket's object reported unpersisted")
 	}
 }
+
+func TestWriteThroughPutFillsCache(t *testing.T) {
+	r := newRig(t, rigOptions{chunk: 1 << 20, fresh: Freshness{Mode: Immutable}, tee: true})
+	data := randBytes(t, 3<<20+777)
+	ctx := context.Background()
+	info, err := r.e.Put(ctx, r.bucket, "ckpt/single", bytes.NewReader(data), int64(len(data)), store.ObjectMeta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.waitFills()
+	if !r.inRAM(info) {
+		t.Fatal("a write-through PUT of 4 chunks did not fill the cache")
+	}
+	gets := r.originGets()
+	if got := r.read("ckpt/single", nil); !bytes.Equal(got, data) {
+		t.Fatal("restored bytes differ")
+	}
+	if r.originGets() != gets {
+		t.Fatalf("the restore read the origin %d times", r.originGets()-gets)
+	}
+	// A PUT whose body ends early fails and leaves no tee behind.
+	if _, err := r.e.Put(ctx, r.bucket, "ckpt/short", bytes.NewReader(data[:2<<20]), int64(len(data)), store.ObjectMeta{}); err == nil {
+		t.Fatal("a short body was accepted")
+	}
+	uploads, err := r.e.tees.store.ListUploads(r.bucket, store.UploadListOptions{})
+	if err != nil || len(uploads.Uploads) != 0 {
+		t.Fatalf("tees left behind: %+v %v", uploads, err)
+	}
+}

@@ -224,7 +224,9 @@ func (e *Engine) fetchWithFirstChunk(ctx context.Context, bucket, key string, ki
 
 // Put writes an object through to the origin and returns once the origin
 // has accepted it. An object of one chunk or less is kept for the cache on
-// the way through (within PutCacheBytes), so the first read is a hit.
+// the way through (within PutCacheBytes); a larger one is copied to the
+// tee and fills the cache from there once the origin has it. Either way
+// the first read is a hit.
 func (e *Engine) Put(ctx context.Context, bucket, key string, body io.Reader, size int64, meta store.ObjectMeta) (store.ObjectInfo, error) {
 	if err := e.writable(bucket); err != nil {
 		return store.ObjectInfo{}, err
@@ -236,13 +238,16 @@ func (e *Engine) Put(ctx context.Context, bucket, key string, body io.Reader, si
 		keep = bytes.NewBuffer(make([]byte, 0, size))
 		body = io.TeeReader(body, keep)
 	}
+	body, teed := e.teePut(bucket, key, body, size, meta)
 	info, err := e.origin.Put(ctx, bucket, key, body, size, meta)
 	if err != nil {
 		e.invalidate(bucket, key, nil)
+		teed(info, err)
 		return info, err
 	}
 	info.Bucket, info.Key = bucket, key
 	e.invalidate(bucket, key, e.writtenHere(info))
+	teed(info, nil)
 	e.recordWrite(info)
 	if keep != nil && int64(keep.Len()) == size && info.ETag != "" {
 		e.placeChunk(store.ChunkID{Bucket: bucket, Key: key, ETag: info.ETag}, keep.Bytes(), true, true)

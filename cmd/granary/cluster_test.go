@@ -55,8 +55,18 @@ func TestClusterWritesReadsAndInvalidates(t *testing.T) {
 	if _, err := c1.PutObject(ctx, "data", "small", bytes.NewReader(small), int64(len(small)), minio.PutObjectOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The write placed each chunk on two owners (written data gets
+	// max(R, 2)), so node 3 reads it without the origin.
+	waitFor(t, 30*time.Second, "every chunk of the written object on two owners", func() bool {
+		owned, _ := ownedBytes(t, r, 0, "data", "model.bin", int64(len(v1)))
+		return owned == 2*int64(len(v1))
+	})
+	gets := r.originGets(t)
 	if got := getAll(t, c3, "data", "model.bin"); !bytes.Equal(got, v1) {
 		t.Fatal("node 3 reads other bytes than node 1 wrote")
+	}
+	if r.originGets(t) != gets {
+		t.Fatalf("reading a written object through node 3 read the origin %d times", r.originGets(t)-gets)
 	}
 	if got := getAll(t, c3, "data", "small"); !bytes.Equal(got, small) {
 		t.Fatal("node 3 reads another small object than node 1 wrote")
@@ -311,35 +321,42 @@ func TestClusterStatusLocatesAnObject(t *testing.T) {
 	if !bytes.Equal(getAll(t, nodeClient(t, r.env, r.addrs[0]), "data", "model.bin"), obj) {
 		t.Fatal("read wrong")
 	}
+	owned, holders := ownedBytes(t, r, 2, "data", "model.bin", int64(len(obj)))
+	if owned != int64(len(obj)) || holders < 2 {
+		t.Fatalf("owners hold %d of %d bytes over %d nodes; want every byte once, spread", owned, len(obj), holders)
+	}
 	var out bytes.Buffer
-	code := execute(ctx, []string{"status", "--endpoint", "http://" + r.addrs[2], "--object", "--json", "s3://data/model.bin"},
-		&out, &out, envMap(r.env))
+	if code := execute(ctx, []string{"status", "--endpoint", "http://" + r.addrs[2], "--object", "s3://data/model.bin"},
+		&out, &out, envMap(r.env)); code != exitOK || !strings.Contains(out.String(), "OBJECT s3://data/model.bin") {
+		t.Fatalf("status text: exit %d:\n%s", code, out.String())
+	}
+}
+
+// ownedBytes asks node i (granary status --object --json) where an
+// object of size bytes is, and returns the bytes the nodes' RAM tiers hold
+// of it (owned chunks: copies served for others are in the hot tier) and
+// how many nodes hold some.
+func ownedBytes(t *testing.T, r *clusterRig, i int, bucket, key string, size int64) (owned int64, holders int) {
+	t.Helper()
+	var out bytes.Buffer
+	code := execute(context.Background(), []string{"status", "--endpoint", "http://" + r.addrs[i], "--object", "--json",
+		"s3://" + bucket + "/" + key}, &out, &out, envMap(r.env))
 	if code != exitOK {
 		t.Fatalf("status: exit %d: %s", code, out.String())
 	}
 	var cs api.ClusterStatus
-	if err := json.Unmarshal(out.Bytes(), &cs); err != nil || len(cs.Nodes) != 3 || cs.Self != "n3" {
+	if err := json.Unmarshal(out.Bytes(), &cs); err != nil || len(cs.Nodes) != len(r.addrs) || cs.Self != r.ids[i] {
 		t.Fatalf("status answer %v: %s", err, out.String())
 	}
-	owned, holders := int64(0), 0
 	for _, n := range cs.Nodes {
 		var st gateway.Status
-		if err := json.Unmarshal(n.Status, &st); err != nil || st.Object == nil || st.Object.Size != int64(len(obj)) {
+		if err := json.Unmarshal(n.Status, &st); err != nil || st.Object == nil || st.Object.Size != size {
 			t.Fatalf("node %s: %v %s", n.ID, err, n.Status)
 		}
-		// Owned chunks are in RAM (the hot tier holds node 1's copies of
-		// the others' chunks).
 		if ram := st.Object.ByTier["ram"]; ram > 0 {
 			owned += ram
 			holders++
 		}
 	}
-	if owned != int64(len(obj)) || holders < 2 {
-		t.Fatalf("owners hold %d of %d bytes over %d nodes; want every byte once, spread", owned, len(obj), holders)
-	}
-	out.Reset()
-	if code := execute(ctx, []string{"status", "--endpoint", "http://" + r.addrs[2], "--object", "s3://data/model.bin"},
-		&out, &out, envMap(r.env)); code != exitOK || !strings.Contains(out.String(), "OBJECT s3://data/model.bin") {
-		t.Fatalf("status text: exit %d:\n%s", code, out.String())
-	}
+	return owned, holders
 }
