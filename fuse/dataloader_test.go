@@ -51,7 +51,7 @@ if __name__ == "__main__":
 func TestDataLoaderWorkers(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("no python3")
+		t.Fatal("python3 not found (make deps installs it)")
 	}
 	for _, ro := range []bool{true, false} {
 		t.Run(fmt.Sprintf("read-only=%v", ro), func(t *testing.T) {

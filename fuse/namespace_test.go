@@ -127,7 +127,7 @@ func TestUploadFails(t *testing.T) {
 func TestPythonWriter(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("no python3")
+		t.Fatal("python3 not found (make deps installs it)")
 	}
 	mc, bucket := newBucket(t)
 	dir, _ := mountT(t, baseOptions(bucket))
