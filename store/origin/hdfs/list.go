@@ -212,7 +212,7 @@ func (l *lister) commonPrefix(p string) (string, bool) {
 
 // visitKey handles one key found in the walk.
 func (l *lister) visitKey(key string, fi os.FileInfo) error {
-	if !strings.HasPrefix(key, l.opts.Prefix) || len(key) > maxKeyLen {
+	if !strings.HasPrefix(key, l.opts.Prefix) || len(key) > store.MaxKeyLen {
 		return nil
 	}
 	if cp, ok := l.commonPrefix(key); ok {
@@ -267,7 +267,7 @@ func hasObjectIn(ctx context.Context, dr dirReader, dir string) (bool, error) {
 		return err == nil, err
 	}
 	for _, e := range entries {
-		if !e.isDir && len(dir+e.name) <= maxKeyLen {
+		if !e.isDir && len(dir+e.name) <= store.MaxKeyLen {
 			return true, nil
 		}
 	}
