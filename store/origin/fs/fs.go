@@ -210,7 +210,7 @@ func (o *Origin) StatBucket(ctx context.Context, bucket string) error {
 // left behind do not count) together with its sidecars, then aborts its
 // multipart uploads.
 func (o *Origin) RemoveBucket(ctx context.Context, bucket string) error {
-	if err := o.removeBucketDir(bucket); err != nil {
+	if err := o.removeBucketDir(ctx, bucket); err != nil {
 		return err
 	}
 	return o.abortUploads(bucket)
@@ -218,14 +218,14 @@ func (o *Origin) RemoveBucket(ctx context.Context, bucket string) error {
 
 // removeBucketDir removes the bucket's directory and sidecars, holding
 // bucketMu so no commit can land in it meanwhile.
-func (o *Origin) removeBucketDir(bucket string) error {
+func (o *Origin) removeBucketDir(ctx context.Context, bucket string) error {
 	o.bucketMu.Lock()
 	defer o.bucketMu.Unlock()
 	br, err := o.openBucket(bucket)
 	if err != nil {
 		return err
 	}
-	has, err := o.hasObject(br, bucket, "")
+	has, err := o.hasObject(ctx, br, bucket)
 	br.Close()
 	if err != nil {
 		return fmt.Errorf("fs: remove bucket %s: %w", bucket, err)
