@@ -227,6 +227,25 @@ func (s *Store) Abort(bucket, key, id string) error {
 	return s.removeLocked(u)
 }
 
+// AbortBucket aborts every upload of bucket (one that was just removed).
+// Uploads completed or aborted meanwhile are skipped.
+func (s *Store) AbortBucket(bucket string) error {
+	for {
+		page, err := s.ListUploads(bucket, store.UploadListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, u := range page.Uploads {
+			if err := s.Abort(bucket, u.Key, u.UploadID); err != nil && !errors.Is(err, store.ErrNoSuchUpload) {
+				return fmt.Errorf("parts: abort upload %s of removed bucket %s: %w", u.UploadID, bucket, err)
+			}
+		}
+		if !page.IsTruncated {
+			return nil
+		}
+	}
+}
+
 // Sealed returns the IDs of sealed uploads (found by Open or sealed
 // since), for an owner to match against its own records and Remove those
 // it no longer needs.

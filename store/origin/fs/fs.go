@@ -213,7 +213,7 @@ func (o *Origin) RemoveBucket(ctx context.Context, bucket string) error {
 	if err := o.removeBucketDir(ctx, bucket); err != nil {
 		return err
 	}
-	return o.abortUploads(bucket)
+	return o.uploads.AbortBucket(bucket)
 }
 
 // removeBucketDir removes the bucket's directory and sidecars, holding

@@ -231,5 +231,5 @@ func (o *Origin) RemoveBucket(ctx context.Context, bucket string) error {
 	if err := o.cl().RemoveAll(o.bucketPath(bucket)); err != nil {
 		return wrap("remove bucket", bucket, "", err, store.ErrNoSuchBucket)
 	}
-	return o.abortUploads(bucket)
+	return o.uploads.AbortBucket(bucket)
 }

@@ -6,7 +6,6 @@ package hdfs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
@@ -94,23 +93,4 @@ func (o *Origin) checkUpload(ctx context.Context, bucket, key string) error {
 		return err
 	}
 	return o.StatBucket(ctx, bucket)
-}
-
-// abortUploads aborts every upload of bucket (which was just removed).
-func (o *Origin) abortUploads(bucket string) error {
-	for {
-		page, err := o.uploads.ListUploads(bucket, store.UploadListOptions{})
-		if err != nil {
-			return err
-		}
-		for _, u := range page.Uploads {
-			// ErrNoSuchUpload: completed or aborted meanwhile.
-			if err := o.uploads.Abort(bucket, u.Key, u.UploadID); err != nil && !errors.Is(err, store.ErrNoSuchUpload) {
-				return fmt.Errorf("hdfs: abort upload %s of removed bucket %s: %w", u.UploadID, bucket, err)
-			}
-		}
-		if !page.IsTruncated {
-			return nil
-		}
-	}
 }
