@@ -46,6 +46,7 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/granary-dev/granary/store"
+	"github.com/granary-dev/granary/store/internal/boltdb"
 )
 
 // Errors of the catalog. Nothing above this package sees a bbolt error.
@@ -90,9 +91,6 @@ type Change struct {
 	Entry Entry
 	Old   Entry
 }
-
-// lockTimeout bounds the wait for another process's lock on the file.
-const lockTimeout = 2 * time.Second
 
 // Top-level bbolt buckets.
 var (
@@ -142,21 +140,9 @@ type DB struct {
 // read as a catalog is reported (and left alone), not silently replaced.
 func Open(opts Options) (*DB, error) {
 	path := opts.Path
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{
-		Timeout:      lockTimeout,
-		NoSync:       true, // see the package comment
-		NoGrowSync:   true,
-		FreelistType: bolt.FreelistMapType,
-		NoStatistics: true,
-	})
-	switch {
-	case errors.Is(err, berrors.ErrTimeout):
-		return nil, fmt.Errorf("%w: %s", ErrLocked, path)
-	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum),
-		errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, berrors.ErrInvalidMapping):
-		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
-	case err != nil:
-		return nil, fmt.Errorf("%w: open %s: %v", ErrIO, path, err)
+	bdb, err := boltdb.Open(path, boltdb.Errors{Locked: ErrLocked, Corrupt: ErrCorrupt, IO: ErrIO})
+	if err != nil {
+		return nil, err
 	}
 	d := &DB{db: bdb, log: opts.Logger, cover: map[string]map[string]time.Time{}, runs: map[*loadRun]struct{}{}}
 	if err := d.init(path); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/granary-dev/granary/store"
+	"github.com/granary-dev/granary/store/internal/boltdb"
 )
 
 func TestCoverage(t *testing.T) {
@@ -142,7 +143,7 @@ func TestOpenLocked(t *testing.T) {
 	if !errors.Is(err, ErrLocked) {
 		t.Fatalf("second Open = %v, want ErrLocked", err)
 	}
-	if d := time.Since(start); d > lockTimeout+3*time.Second {
+	if d := time.Since(start); d > boltdb.LockTimeout+3*time.Second {
 		t.Fatalf("second Open took %v", d)
 	}
 }

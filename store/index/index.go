@@ -19,12 +19,12 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/granary-dev/granary/store"
+	"github.com/granary-dev/granary/store/internal/boltdb"
 )
 
 // Errors of the index. Nothing above this package sees a bbolt error.
@@ -47,9 +47,6 @@ var (
 	keyCount     = []byte("count") // number of entries in bucketChunks
 )
 
-// lockTimeout bounds the wait for another process's lock on the file.
-const lockTimeout = 2 * time.Second
-
 // DB is an open index. It is safe for concurrent use; bbolt serialises
 // writers and lets readers run in parallel.
 type DB struct {
@@ -67,21 +64,9 @@ type DB struct {
 
 // Open opens or creates the index file at path.
 func Open(path string) (*DB, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{
-		Timeout:      lockTimeout,
-		NoSync:       true, // see the package comment
-		NoGrowSync:   true,
-		FreelistType: bolt.FreelistMapType,
-		NoStatistics: true,
-	})
-	switch {
-	case errors.Is(err, berrors.ErrTimeout):
-		return nil, fmt.Errorf("%w: %s", ErrLocked, path)
-	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum),
-		errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, berrors.ErrInvalidMapping):
-		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
-	case err != nil:
-		return nil, fmt.Errorf("%w: open %s: %v", ErrIO, path, err)
+	db, err := boltdb.Open(path, boltdb.Errors{Locked: ErrLocked, Corrupt: ErrCorrupt, IO: ErrIO})
+	if err != nil {
+		return nil, err
 	}
 	d := &DB{db: db}
 	var n int64
