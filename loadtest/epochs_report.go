@@ -98,12 +98,16 @@ func (r *epochsReport) speedup(row epochRow) float64 {
 	return row.samplesPerSec() / d.samplesPerSec()
 }
 
-func (r *epochsReport) markdown() string {
+func (r *epochsReport) markdown() string { return r.render(r.header, r.targets) }
+
+// render is the report with the given header and targets sections (the
+// HDFS scenario has its own).
+func (r *epochsReport) render(header, targets func(*strings.Builder)) string {
 	var b strings.Builder
-	r.header(&b)
+	header(&b)
 	r.table(&b)
 	if slices.ContainsFunc(r.rows, func(row epochRow) bool { return row.config != cfgDirect }) {
-		r.targets(&b)
+		targets(&b)
 	}
 	return b.String()
 }

@@ -6,7 +6,6 @@ package main
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -17,15 +16,7 @@ type hdfsReport struct {
 	plan hdfsPlan
 }
 
-func (r *hdfsReport) markdown() string {
-	var b strings.Builder
-	r.header(&b)
-	r.table(&b)
-	if slices.ContainsFunc(r.rows, func(row epochRow) bool { return row.config != cfgDirect }) {
-		r.targets(&b)
-	}
-	return b.String()
-}
+func (r *hdfsReport) markdown() string { return r.render(r.header, r.targets) }
 
 // header renders the title and what was measured how.
 func (r *hdfsReport) header(b *strings.Builder) {
