@@ -20,13 +20,13 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"sync"
 	"time"
 
 	hdfs "github.com/colinmarc/hdfs/protocol/hadoop_hdfs"
 	"github.com/golang/protobuf/proto"
 	protov2 "google.golang.org/protobuf/proto"
 
+	"github.com/granary-dev/granary/internal/hdfstest/accept"
 	"github.com/granary-dev/granary/internal/hdfstest/blocks"
 )
 
@@ -43,14 +43,10 @@ const (
 	ioTimeout = 2 * time.Minute
 )
 
-// server is one Serve call: the store and the live connections.
+// server is one Serve call.
 type server struct {
 	store *blocks.Store
 	logf  func(string, ...any)
-
-	mu    sync.Mutex            // guards conns
-	conns map[net.Conn]struct{} // connections being served
-	wg    sync.WaitGroup        // one per connection goroutine
 }
 
 // Serve serves the data transfer protocol on ln, each connection on its own
@@ -62,40 +58,11 @@ func Serve(ln net.Listener, store *blocks.Store, logf func(string, ...any)) erro
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	s := &server{store: store, logf: logf, conns: make(map[net.Conn]struct{})}
-	defer s.shutdown()
-	for {
-		conn, err := ln.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			return fmt.Errorf("datanode: accept: %w", err)
-		}
-		s.mu.Lock()
-		s.conns[conn] = struct{}{}
-		s.mu.Unlock()
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.serveConn(conn)
-			s.mu.Lock()
-			delete(s.conns, conn)
-			s.mu.Unlock()
-		}()
+	s := &server{store: store, logf: logf}
+	if err := accept.Serve(ln, s.serveConn); err != nil {
+		return fmt.Errorf("datanode: accept: %w", err)
 	}
-}
-
-// shutdown closes the open connections and waits for their goroutines.
-// Only the accept loop adds connections, and it has stopped, so none can
-// appear after the close.
-func (s *server) shutdown() {
-	s.mu.Lock()
-	for c := range s.conns {
-		c.Close()
-	}
-	s.mu.Unlock()
-	s.wg.Wait()
+	return nil
 }
 
 // dnConn is one client connection: reads go through r, writes straight to

@@ -18,6 +18,7 @@ import (
 
 	hadoop "github.com/colinmarc/hdfs/protocol/hadoop_common"
 	"github.com/golang/protobuf/proto"
+	"github.com/granary-dev/granary/internal/hdfstest/accept"
 	"github.com/granary-dev/granary/internal/hdfstest/blocks"
 )
 
@@ -54,10 +55,6 @@ type Server struct {
 	ns   *namespace
 
 	mu sync.Mutex // guards ns (the on-disk namespace and counters)
-
-	connMu sync.Mutex            // guards conns
-	conns  map[net.Conn]struct{} // open client connections
-	wg     sync.WaitGroup        // one per connection goroutine
 }
 
 // New opens (creating if needed) the namespace in opts.Dir.
@@ -75,49 +72,17 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{opts: opts, ns: ns, conns: map[net.Conn]struct{}{}}, nil
+	return &Server{opts: opts, ns: ns}, nil
 }
 
 // Serve accepts connections until ln is closed, then closes every open
 // connection, waits for their goroutines and returns nil.
 func (s *Server) Serve(ln net.Listener) error {
-	defer s.closeAll()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			return err
+	return accept.Serve(ln, func(c net.Conn) {
+		if err := s.serveConn(c); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+			s.opts.Logf("namenode: conn %s: %v", c.RemoteAddr(), err)
 		}
-		s.connMu.Lock()
-		s.conns[c] = struct{}{}
-		s.connMu.Unlock()
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			defer s.forget(c)
-			if err := s.serveConn(c); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-				s.opts.Logf("namenode: conn %s: %v", c.RemoteAddr(), err)
-			}
-		}()
-	}
-}
-
-func (s *Server) forget(c net.Conn) {
-	c.Close()
-	s.connMu.Lock()
-	delete(s.conns, c)
-	s.connMu.Unlock()
-}
-
-func (s *Server) closeAll() {
-	s.connMu.Lock()
-	for c := range s.conns {
-		c.Close()
-	}
-	s.connMu.Unlock()
-	s.wg.Wait()
+	})
 }
 
 // serveConn runs one client connection: the "hrpc" preamble, the
