@@ -63,30 +63,7 @@ func TestRandomReads(t *testing.T) {
 	model := content(42, size)
 	put(t, mc, bucket, "big", model)
 	dir, s := mountT(t, baseOptions(bucket))
-	bounded(t, 30*time.Second, "random reads", func() {
-		f, err := os.Open(filepath.Join(dir, "big"))
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer f.Close()
-		r := rand.New(rand.NewPCG(1, 2))
-		for i := 0; i < 300; i++ {
-			off := r.Int64N(size)
-			n := 1 + r.IntN(1<<20)
-			buf := make([]byte, n)
-			got, err := f.ReadAt(buf, off)
-			want := model[off:min(off+int64(n), size)]
-			if err != nil && !(errors.Is(err, io.EOF) && got == len(want)) {
-				t.Errorf("ReadAt(%d, %d): %d, %v", off, n, got, err)
-				return
-			}
-			if !bytes.Equal(buf[:got], want) {
-				t.Errorf("ReadAt(%d, %d): wrong bytes", off, n)
-				return
-			}
-		}
-	})
+	randomReads(t, filepath.Join(dir, "big"), model, 1, 300, 1<<20)
 	// Far-apart small reads of a fresh file: no read-ahead beyond what
 	// the kernel asks for.
 	_ = s.fsys.cl.fetched.Swap(0)
@@ -284,4 +261,33 @@ func TestMemoryBudget(t *testing.T) {
 	if n := b.inUse(); n != 0 {
 		t.Errorf("%d bytes still charged after every file was closed", n)
 	}
+}
+
+// randomReads reads n random ranges of up to maxLen bytes of the file at
+// path through one descriptor, each checked against model (bounded).
+func randomReads(t *testing.T, path string, model []byte, seed uint64, n, maxLen int) {
+	t.Helper()
+	bounded(t, 30*time.Second, "random reads", func() {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer f.Close()
+		r := rand.New(rand.NewPCG(seed, seed+1))
+		for range n {
+			off, size := r.Int64N(int64(len(model))), 1+r.IntN(maxLen)
+			buf := make([]byte, size)
+			got, err := f.ReadAt(buf, off)
+			want := model[off:min(off+int64(size), int64(len(model)))]
+			if err != nil && !(errors.Is(err, io.EOF) && got == len(want)) {
+				t.Errorf("ReadAt(%d, %d): %d, %v", off, size, got, err)
+				return
+			}
+			if !bytes.Equal(buf[:got], want) {
+				t.Errorf("ReadAt(%d, %d): wrong bytes", off, size)
+				return
+			}
+		}
+	})
 }

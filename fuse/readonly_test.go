@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -52,25 +51,7 @@ func TestReadOnlyReads(t *testing.T) {
 	// Random ranges of a file not read yet, through one descriptor.
 	big := content(77, 12<<20)
 	put(t, mc, bucket, "big", big)
-	bounded(t, 30*time.Second, "random reads", func() {
-		f, err := os.Open(filepath.Join(dir, "big"))
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer f.Close()
-		r := rand.New(rand.NewPCG(3, 4))
-		for i := 0; i < 100; i++ {
-			off, n := r.Int64N(int64(len(big))), 1+r.IntN(512<<10)
-			buf := make([]byte, n)
-			got, err := f.ReadAt(buf, off)
-			want := big[off:min(off+int64(n), int64(len(big)))]
-			if (err != nil && !errors.Is(err, io.EOF)) || !bytes.Equal(buf[:got], want) {
-				t.Errorf("ReadAt(%d, %d): %d bytes, %v", off, n, got, err)
-				return
-			}
-		}
-	})
+	randomReads(t, filepath.Join(dir, "big"), big, 3, 100, 512<<10)
 }
 
 // TestReadOnlyRewritten: a descriptor keeps the version it opened (or
