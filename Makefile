@@ -44,7 +44,12 @@ fuzz:
 	$(GO) test ./api/sigv4 -run '^$$' -fuzz '^FuzzChunkedReader$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./store/index -run '^$$' -fuzz '^FuzzChunkKey$$' -fuzztime $(FUZZTIME)
 
-bench: deps build
+# bench-deps installs what `bench` needs beyond deps: nginx (the loadtest's
+# proxy_cache reference target) and wrk.
+bench-deps:
+	@scripts/bench-deps.sh
+
+bench: deps bench-deps build
 	$(GO) run ./loadtest -granary bin/granary
 	$(GO) run ./loadtest -granary bin/granary -scenario checkpoint
 	$(GO) run ./loadtest -granary bin/granary -scenario mount
