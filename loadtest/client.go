@@ -1,6 +1,7 @@
 // The one lean S3 GET client every target is measured with: net/http with
-// a tuned Transport and SigV4 header signing (minio-go's signer), checking
-// every byte it reads against the expected object.
+// a tuned Transport and SigV4 header signing (minio-go's signer; plain
+// unsigned GETs for an anonymous target such as nginx), checking every
+// byte it reads against the expected object.
 package main
 
 import (
@@ -10,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/minio/minio-go/v7/pkg/signer"
@@ -21,11 +23,14 @@ const emptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b785
 // readBufSize is the client's read buffer per request.
 const readBufSize = 256 << 10
 
-// client issues signed GETs to one target.
+// client issues GETs to one target, signed unless it is anonymous.
 type client struct {
 	t      target
 	bucket string
 	http   *http.Client
+	// hits and others count the answers carrying a cache status header
+	// (nginx's): HIT, and anything else (MISS, EXPIRED, ...).
+	hits, others atomic.Int64
 }
 
 func newClient(t target, bucket string, conns int) *client {
@@ -43,6 +48,10 @@ func newClient(t target, bucket string, conns int) *client {
 
 func (c *client) close() { c.http.CloseIdleConnections() }
 
+// cacheHits returns the answers so far with a cache status header: hits,
+// and the others.
+func (c *client) cacheHits() (hits, others int64) { return c.hits.Load(), c.others.Load() }
+
 // get reads bytes [off, off+len(want)) of key (the whole object when whole
 // is true) and checks them against want. buf is the caller's scratch
 // buffer. It returns the bytes read.
@@ -54,13 +63,16 @@ func (c *client) get(ctx context.Context, key string, off int64, want []byte, wh
 	if !whole {
 		req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", off, off+int64(len(want))-1))
 	}
-	req.Header.Set("X-Amz-Content-Sha256", emptySHA256)
-	req = signer.SignV4(*req, c.t.access, c.t.secret, "", "us-east-1")
+	if !c.t.anonymous {
+		req.Header.Set("X-Amz-Content-Sha256", emptySHA256)
+		req = signer.SignV4(*req, c.t.access, c.t.secret, "", "us-east-1")
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return 0, err
 	}
 	defer resp.Body.Close()
+	countCacheStatus(resp.Header, &c.hits, &c.others)
 	wantStatus := http.StatusOK
 	if !whole {
 		wantStatus = http.StatusPartialContent

@@ -1,6 +1,7 @@
 // The servers a load test measures: MinIO (internal/miniotest), a trivial
-// in-memory Go HTTP server (the ceiling of a Go server on this machine) and
-// a `granary serve` process in front of MinIO. All on loopback.
+// in-memory Go HTTP server (the ceiling of a Go server on this machine),
+// nginx proxy_cache in front of MinIO (nginx.go) and a `granary serve`
+// process in front of MinIO. All on loopback.
 package main
 
 import (
@@ -21,10 +22,11 @@ import (
 
 // target is one server under measurement.
 type target struct {
-	name     string // "minio", "trivial", "granary"
-	endpoint string // http://host:port
-	access   string
-	secret   string
+	name      string // "minio", "trivial", "nginx", "granary"
+	endpoint  string // http://host:port
+	access    string
+	secret    string
+	anonymous bool // unsigned GETs (nginx: a public-read bucket)
 }
 
 // trivialServer serves objects from memory by path (/bucket/key), whole or

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs, skipping what is already there:
-# the MinIO server binary, Debian's boto3 and aws cli, and fuse3 (the
-# fusermount3 helper the FUSE sidecar's tests mount and unmount with).
+# the MinIO server binary, Debian's boto3 and aws cli, fuse3 (the
+# fusermount3 helper the FUSE sidecar's tests mount and unmount with) and
+# nginx (the loadtest's proxy_cache reference target, tested over MinIO).
 set -euo pipefail
 version=$1 bin=$2
 
@@ -14,6 +15,7 @@ need=()
 /usr/bin/python3 -c 'import boto3' 2>/dev/null || need+=(python3-boto3)
 [ -x /usr/bin/aws ] || need+=(awscli)
 command -v fusermount3 >/dev/null 2>&1 || need+=(fuse3)
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx)
 if [ ${#need[@]} -gt 0 ]; then
 	echo "deps: apt-get install ${need[*]}"
 	sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
