@@ -16,10 +16,13 @@ import (
 type smallResult struct {
 	set      string // object size, e.g. "4KiB"
 	conc     int
-	target   string // "minio", "trivial", "granary cold", "granary warm"
+	target   string // "minio", "trivial", "nginx cold", "nginx warm", "granary cold", "granary warm"
 	n        int
 	elapsed  time.Duration
 	p50, p99 time.Duration
+	// cacheHits and cacheOthers count the answers with a cache status
+	// header (nginx's): HIT, and anything else.
+	cacheHits, cacheOthers int64
 }
 
 func (r smallResult) opsPerSec() float64 { return float64(r.n) / r.elapsed.Seconds() }
@@ -77,6 +80,8 @@ type largeResult struct {
 	target  string
 	bytes   int64
 	elapsed time.Duration
+	// cacheHits and cacheOthers as in smallResult.
+	cacheHits, cacheOthers int64
 }
 
 func (r largeResult) mbPerSec() float64 { return float64(r.bytes) / 1e6 / r.elapsed.Seconds() }

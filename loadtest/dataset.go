@@ -115,6 +115,15 @@ func (d *dataset) all() []object {
 	return append(out, d.large...)
 }
 
+// bytes is the size of every object of d together.
+func (d *dataset) bytes() int64 {
+	var n int64
+	for _, o := range d.all() {
+		n += int64(len(o.data))
+	}
+	return n
+}
+
 // seed creates the bucket and uploads every object with conc workers.
 func (d *dataset) seed(ctx context.Context, cl *minio.Client, conc int) error {
 	if err := cl.MakeBucket(ctx, d.bucket, minio.MakeBucketOptions{}); err != nil {

@@ -20,6 +20,7 @@ func TestQuickRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts MinIO and moves a few hundred MB")
 	}
+	needNginx(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var log bytes.Buffer
@@ -28,24 +29,34 @@ func TestQuickRun(t *testing.T) {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
 	p := quickPlan()
-	if want := len(p.sizes) * len(p.concs) * 2; len(rep.small) != want {
+	// minio, trivial, nginx cold and nginx warm.
+	if want := len(p.sizes) * len(p.concs) * 4; len(rep.small) != want {
 		t.Fatalf("%d small results, want %d", len(rep.small), want)
 	}
 	for _, r := range rep.small {
 		if r.n != p.count || r.opsPerSec() <= 0 || r.p50 <= 0 || r.p99 < r.p50 {
 			t.Errorf("small result %+v", r)
 		}
+		// Every warm nginx answer is a hit, every cold one a miss.
+		if r.target == "nginx warm" && (r.cacheHits != int64(r.n) || r.cacheOthers != 0) ||
+			r.target == "nginx cold" && (r.cacheHits != 0 || r.cacheOthers != int64(r.n)) {
+			t.Errorf("nginx pass %s %s c%d: %d hits, %d others", r.target, r.set, r.conc, r.cacheHits, r.cacheOthers)
+		}
 	}
-	if len(rep.large) != 4 {
-		t.Fatalf("%d large results, want 4", len(rep.large))
+	if len(rep.large) != 8 {
+		t.Fatalf("%d large results, want 8", len(rep.large))
 	}
 	for _, r := range rep.large {
 		if r.bytes != p.largeSize || r.mbPerSec() <= 0 {
 			t.Errorf("large result %+v", r)
 		}
+		if r.target == "nginx warm" && r.cacheOthers != 0 {
+			t.Errorf("nginx warm %s: %d answers not from the cache", r.mode, r.cacheOthers)
+		}
 	}
 	md := rep.markdown()
-	for _, want := range []string{"| 4KiB | 16 | minio |", "| 100KiB | 64 | trivial |", "| 8 ranges | minio |", "quick mode"} {
+	for _, want := range []string{"| 4KiB | 16 | minio |", "| 100KiB | 64 | trivial |", "| 4KiB | 64 | nginx warm |",
+		"| 8 ranges | minio |", "| 8 ranges | nginx cold |", "quick mode"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
@@ -131,6 +142,14 @@ func TestSignedRequestsCarryAuth(t *testing.T) {
 	}
 	if !strings.HasPrefix(auth, "AWS4-HMAC-SHA256 Credential=AKID/") {
 		t.Fatalf("Authorization %q", auth)
+	}
+	anon := newClient(target{name: "nginx", endpoint: srv.URL, anonymous: true}, "b", 1)
+	defer anon.close()
+	if _, err := anon.get(context.Background(), "k", 0, []byte("hi"), true, make([]byte, 8)); err != nil {
+		t.Fatal(err)
+	}
+	if auth != "" {
+		t.Fatalf("anonymous target sent Authorization %q", auth)
 	}
 }
 

@@ -1,6 +1,7 @@
-// Command loadtest measures a granary binary against MinIO direct and a
-// trivial in-memory Go HTTP server, in one run on this machine, and writes
-// a markdown report (absolute numbers and ratios).
+// Command loadtest measures a granary binary against MinIO direct, a
+// trivial in-memory Go HTTP server and nginx proxy_cache (the reference
+// cache, nginx.go), in one run on this machine, and writes a markdown
+// report (absolute numbers and ratios).
 //
 //	go run ./loadtest -granary bin/granary [-quick] [-out FILE] [-scenario reads,checkpoint,mount,epochs,hdfs-epochs,cluster]
 //
@@ -9,12 +10,17 @@
 // origin (MinIO behind a throttling proxy, see -slow-*); scenario mount
 // reads files through `granary mount` against local disk (root, with
 // /dev/fuse); scenario epochs reads a data set of small files for several
-// epochs through a slow origin, directly and through granary; scenario
+// epochs through a slow origin, directly, through nginx and through
+// granary; scenario
 // hdfs-epochs does the same from the test HDFS cluster (hdfsd, built from
 // internal/hdfstest/hdfsd) with the HDFS client as the direct reader;
 // scenario cluster measures three granary nodes as a cluster in front of
 // a slow origin: the cost of the peer hop, and the origin requests the
 // cluster saves against three independent nodes.
+//
+// The reads, checkpoint and epochs scenarios measure nginx proxy_cache,
+// the reference cache, beside granary: they need nginx, which `make
+// bench-deps` installs.
 //
 // Everything runs on loopback and stops at the end; every loop is bounded
 // by its object count and the whole run by -timeout.
@@ -33,10 +39,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
-
-	"github.com/granary-dev/granary/internal/miniotest"
 	"github.com/granary-dev/granary/internal/slowproxy"
 )
 
@@ -57,14 +59,14 @@ func main() {
 	var scenarios string
 	def := slowproxy.DefaultOptions()
 	stream, total := slowproxy.RateFlag(def.Stream), slowproxy.RateFlag(def.Total)
-	flag.StringVar(&o.granary, "granary", "", "granary binary to measure (empty: MinIO and the trivial server only, or the direct rows of checkpoint and epochs)")
+	flag.StringVar(&o.granary, "granary", "", "granary binary to measure (empty: MinIO, the trivial server and nginx only, or the direct and nginx rows of checkpoint and epochs)")
 	flag.BoolVar(&o.quick, "quick", false, "small sizes for a smoke run (300 objects per set, 64MiB large object; checkpoint 4 x 32MiB; epochs and hdfs-epochs 2,000 samples; cluster 300 small, 2 x 64MiB large, 200 objects in the origin workload)")
 	flag.StringVar(&o.out, "out", "", "markdown report file (default loadtest/results/latest.md, or checkpoint.md, mount.md, epochs.md, hdfs-epochs.md or cluster.md when that scenario runs alone; none with -quick)")
 	flag.DurationVar(&o.timeout, "timeout", 45*time.Minute, "bound on the whole run")
 	flag.StringVar(&scenarios, "scenario", "reads", "comma-separated scenarios to run in order: reads (GETs of small and large objects), checkpoint (save and restore through a slow origin), mount (files through granary mount against local disk), epochs (a data set of small files read for several epochs through a slow origin), hdfs-epochs (the same from the test HDFS cluster behind slow proxies, direct with the HDFS client and through granary), cluster (three granary nodes as a cluster through a slow origin: the peer hop's cost, and origin requests against three independent nodes)")
 	flag.Var(&stream, "slow-stream", "checkpoint, epochs, hdfs-epochs and cluster: bandwidth of one connection to the origin, each direction (0: unlimited)")
 	flag.Var(&total, "slow-total", "checkpoint, epochs, hdfs-epochs and cluster: bandwidth over all connections to the origin, each direction (0: unlimited)")
-	flag.DurationVar(&o.slow.Latency, "slow-latency", def.Latency, "checkpoint, epochs, hdfs-epochs and cluster: one-way latency to the origin (epochs, hdfs-epochs and cluster defaults, each replaced by its flag when given: 25MB/s per connection, 100MB/s in all, 20ms)")
+	flag.DurationVar(&o.slow.Latency, "slow-latency", def.Latency, "checkpoint, epochs, hdfs-epochs and cluster: one-way latency to the origin (defaults of epochs' capped link, hdfs-epochs and cluster, each replaced by its flag when given: 25MB/s per connection, 100MB/s in all, 20ms; epochs' headline link is fixed)")
 	var shard slowproxy.RateFlag
 	flag.Var(&shard, "checkpoint-shard", "checkpoint: size of each of the 4 shards, e.g. 8MiB (default 512MiB, 32MiB with -quick)")
 	flag.Parse()
@@ -171,125 +173,4 @@ func runScenarios(ctx context.Context, o options, logw io.Writer) (string, error
 		}
 	}
 	return md.String(), nil
-}
-
-// granaryBudget is the RAM and disk budget of the granary node: the RAM
-// holds the warm set of any one scenario (1 GiB of 100 KiB objects, or one
-// 1 GiB object).
-func granaryBudget(quick bool) (ram, disk int64) {
-	if quick {
-		return 512 << 20, 2 << 30
-	}
-	return 3 << 30, 8 << 30
-}
-
-// run starts the targets, seeds the data and measures every scenario.
-func run(ctx context.Context, o options, logw io.Writer) (*report, error) {
-	p := fullPlan()
-	if o.quick {
-		p = quickPlan()
-	}
-	logf := func(format string, args ...any) { fmt.Fprintf(logw, "loadtest: "+format+"\n", args...) }
-	d := newDataset(p)
-	mio, err := miniotest.Start()
-	if err != nil {
-		return nil, err
-	}
-	defer mio.Stop()
-	if err := seedMinio(ctx, d, mio, logf); err != nil {
-		return nil, err
-	}
-	triv, err := startTrivial(d)
-	if err != nil {
-		return nil, err
-	}
-	defer triv.close()
-	rep := &report{plan: p, quick: o.quick, started: time.Now()}
-	targets := []target{
-		{name: "minio", endpoint: mio.URL(), access: mio.AccessKey, secret: mio.SecretKey},
-		{name: "trivial", endpoint: triv.endpoint(), access: "x", secret: "x"},
-	}
-	var g *granaryProc
-	if o.granary != "" {
-		ram, disk := granaryBudget(o.quick)
-		if g, err = startGranary(o.granary, mio.Endpoint, mio.AccessKey, mio.SecretKey, ram, disk); err != nil {
-			return nil, err
-		}
-		defer g.stop()
-		rep.granaryRAM = ram
-		targets = append(targets, target{name: "granary", endpoint: g.endpoint(), access: granaryAccess, secret: granarySecret})
-	}
-	rep.loadStart = loadAverage()
-	if err := measure(ctx, d, targets, rep, logf); err != nil {
-		if g != nil {
-			logf("granary log tail:\n%s", g.tail())
-		}
-		return nil, err
-	}
-	rep.loadEnd = loadAverage()
-	if g != nil {
-		if rep.granaryPeakRSS, err = g.peakRSS(); err != nil {
-			return nil, err
-		}
-	}
-	return rep, nil
-}
-
-func seedMinio(ctx context.Context, d *dataset, mio *miniotest.Server, logf func(string, ...any)) error {
-	cl, err := minio.New(mio.Endpoint, &minio.Options{
-		Creds: credentials.NewStaticV4(mio.AccessKey, mio.SecretKey, ""), Region: "us-east-1",
-	})
-	if err != nil {
-		return err
-	}
-	t0 := time.Now()
-	if err := d.seed(ctx, cl, 16); err != nil {
-		return err
-	}
-	logf("seeded %d objects into MinIO in %v", len(d.all()), time.Since(t0).Round(time.Millisecond))
-	return nil
-}
-
-// passes returns the labelled passes a scenario makes over one target:
-// granary gets a cold pass and then a warm one.
-func passes(t target) []string {
-	if t.name == "granary" {
-		return []string{"granary cold", "granary warm"}
-	}
-	return []string{t.name}
-}
-
-// measure runs every scenario against every target, in the same order.
-func measure(ctx context.Context, d *dataset, targets []target, rep *report, logf func(string, ...any)) error {
-	clients := make([]*client, len(targets))
-	for i, t := range targets {
-		clients[i] = newClient(t, d.bucket, 64)
-		defer clients[i].close()
-	}
-	for _, set := range d.sets {
-		for i, t := range targets {
-			for _, label := range passes(t) {
-				r, err := runSmall(ctx, clients[i], set, label)
-				if err != nil {
-					return err
-				}
-				logf("%d x %s c%d %-13s %8.0f ops/s  p50 %v  p99 %v", r.n, r.set, r.conc, label, r.opsPerSec(), r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond))
-				rep.small = append(rep.small, r)
-			}
-		}
-	}
-	parts := []int{1, rep.plan.ranges}
-	for k, obj := range d.large {
-		for i, t := range targets {
-			for _, label := range passes(t) {
-				r, err := runLarge(ctx, clients[i], obj, parts[k], label)
-				if err != nil {
-					return err
-				}
-				logf("%s %-13s %-13s %8.0f MB/s", sizeName(r.bytes), r.mode, label, r.mbPerSec())
-				rep.large = append(rep.large, r)
-			}
-		}
-	}
-	return nil
 }

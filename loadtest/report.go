@@ -1,6 +1,6 @@
 // The load test's markdown report: absolute numbers per target, then the
 // ratios that matter (granary warm against MinIO and the trivial server,
-// granary cold time against MinIO time).
+// granary cold time against MinIO time; against nginx in report_nginx.go).
 package main
 
 import (
@@ -30,11 +30,13 @@ func (r *report) markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Granary load test\n\n")
 	b.WriteString(runStamp(r.started, r.quick))
-	fmt.Fprintf(&b, ". Every target on loopback, read by the same client (net/http, SigV4 headers); every body verified. "+
+	fmt.Fprintf(&b, ". Every target on loopback, read by the same client (net/http, SigV4 headers; unsigned GETs for nginx); every body verified. "+
 		"Load average (1 min) %s before the measurements, %s after: above the core count, other work competed and the numbers are noisy.\n\n",
 		r.loadStart, r.loadEnd)
 	r.smallTables(&b)
 	r.largeTables(&b)
+	r.nginxTables(&b)
+	r.nginxTargets(&b)
 	if r.granaryRAM > 0 {
 		fmt.Fprintf(&b, "## Memory\n\ngranary peak RSS (VmHWM) %s with --ram %s: %.2fx the budget.\n",
 			mib(r.granaryPeakRSS), mib(r.granaryRAM), float64(r.granaryPeakRSS)/float64(r.granaryRAM))

@@ -1,0 +1,180 @@
+// The reads scenario: GETs of small object sets and of one large object
+// (one stream, parallel ranges) from MinIO direct, the trivial server,
+// nginx proxy_cache in front of MinIO and granary in front of MinIO, each
+// cache read cold (its first pass) and warm, all in one run.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/granary-dev/granary/internal/miniotest"
+)
+
+// granaryBudget is the RAM and disk budget of the granary node: the RAM
+// holds the warm set of any one scenario (1 GiB of 100 KiB objects, or one
+// 1 GiB object).
+func granaryBudget(quick bool) (ram, disk int64) {
+	if quick {
+		return 512 << 20, 2 << 30
+	}
+	return 3 << 30, 8 << 30
+}
+
+// run starts the targets, seeds the data and measures every scenario.
+func run(ctx context.Context, o options, logw io.Writer) (*report, error) {
+	p := fullPlan()
+	if o.quick {
+		p = quickPlan()
+	}
+	logf := func(format string, args ...any) { fmt.Fprintf(logw, "loadtest: "+format+"\n", args...) }
+	d := newDataset(p)
+	mio, err := miniotest.Start()
+	if err != nil {
+		return nil, err
+	}
+	defer mio.Stop()
+	if err := seedMinio(ctx, d, mio, logf); err != nil {
+		return nil, err
+	}
+	if err := publicRead(ctx, mio, d.bucket); err != nil {
+		return nil, err
+	}
+	triv, err := startTrivial(d)
+	if err != nil {
+		return nil, err
+	}
+	defer triv.close()
+	ngx, err := startNginx(nginxOptions{upstream: mio.Endpoint, objects: len(d.all()), bytes: d.bytes()})
+	if err != nil {
+		return nil, err
+	}
+	defer ngx.stop()
+	rep := &report{plan: p, quick: o.quick, started: time.Now()}
+	targets := []target{
+		{name: "minio", endpoint: mio.URL(), access: mio.AccessKey, secret: mio.SecretKey},
+		{name: "trivial", endpoint: triv.endpoint(), access: "x", secret: "x"},
+		{name: "nginx", endpoint: ngx.endpoint(), anonymous: true},
+	}
+	var g *granaryProc
+	if o.granary != "" {
+		ram, disk := granaryBudget(o.quick)
+		if g, err = startGranary(o.granary, mio.Endpoint, mio.AccessKey, mio.SecretKey, ram, disk); err != nil {
+			return nil, err
+		}
+		defer g.stop()
+		rep.granaryRAM = ram
+		targets = append(targets, target{name: "granary", endpoint: g.endpoint(), access: granaryAccess, secret: granarySecret})
+	}
+	rep.loadStart = loadAverage()
+	if err := measure(ctx, d, targets, rep, logf); err != nil {
+		if g != nil {
+			logf("granary log tail:\n%s", g.tail())
+		}
+		return nil, err
+	}
+	rep.loadEnd = loadAverage()
+	if g != nil {
+		if rep.granaryPeakRSS, err = g.peakRSS(); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
+}
+
+func seedMinio(ctx context.Context, d *dataset, mio *miniotest.Server, logf func(string, ...any)) error {
+	cl, err := minioAdmin(mio)
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	if err := d.seed(ctx, cl, 16); err != nil {
+		return err
+	}
+	logf("seeded %d objects into MinIO in %v", len(d.all()), time.Since(t0).Round(time.Millisecond))
+	return nil
+}
+
+// minioAdmin is a client of mio with its root credentials.
+func minioAdmin(mio *miniotest.Server) (*minio.Client, error) {
+	return minio.New(mio.Endpoint, &minio.Options{
+		Creds: credentials.NewStaticV4(mio.AccessKey, mio.SecretKey, ""), Region: "us-east-1",
+	})
+}
+
+// publicRead makes bucket on mio public-read, for nginx's anonymous reads.
+func publicRead(ctx context.Context, mio *miniotest.Server, bucket string) error {
+	cl, err := minioAdmin(mio)
+	if err != nil {
+		return err
+	}
+	return makePublicRead(ctx, cl, bucket)
+}
+
+// passes returns the labelled passes a scenario makes over one target:
+// each cache (granary, nginx) gets a cold pass and then a warm one.
+func passes(t target) []string {
+	if t.name == "granary" || t.name == "nginx" {
+		return []string{t.name + " cold", t.name + " warm"}
+	}
+	return []string{t.name}
+}
+
+// measure runs every scenario against every target, in the same order.
+func measure(ctx context.Context, d *dataset, targets []target, rep *report, logf func(string, ...any)) error {
+	clients := make([]*client, len(targets))
+	for i, t := range targets {
+		clients[i] = newClient(t, d.bucket, 64)
+		defer clients[i].close()
+	}
+	for _, set := range d.sets {
+		for i, t := range targets {
+			for _, label := range passes(t) {
+				h0, o0 := clients[i].cacheHits()
+				r, err := runSmall(ctx, clients[i], set, label)
+				if err != nil {
+					return err
+				}
+				r.cacheHits, r.cacheOthers = cacheDelta(clients[i], h0, o0)
+				logf("%d x %s c%d %-13s %8.0f ops/s  p50 %v  p99 %v%s", r.n, r.set, r.conc, label, r.opsPerSec(),
+					r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), cacheNote(r.cacheHits, r.cacheOthers))
+				rep.small = append(rep.small, r)
+			}
+		}
+	}
+	parts := []int{1, rep.plan.ranges}
+	for k, obj := range d.large {
+		for i, t := range targets {
+			for _, label := range passes(t) {
+				h0, o0 := clients[i].cacheHits()
+				r, err := runLarge(ctx, clients[i], obj, parts[k], label)
+				if err != nil {
+					return err
+				}
+				r.cacheHits, r.cacheOthers = cacheDelta(clients[i], h0, o0)
+				logf("%s %-13s %-13s %8.0f MB/s%s", sizeName(r.bytes), r.mode, label, r.mbPerSec(), cacheNote(r.cacheHits, r.cacheOthers))
+				rep.large = append(rep.large, r)
+			}
+		}
+	}
+	return nil
+}
+
+// cacheDelta is cl's cache status counts since h0 and o0.
+func cacheDelta(cl *client, h0, o0 int64) (hits, others int64) {
+	h, o := cl.cacheHits()
+	return h - h0, o - o0
+}
+
+// cacheNote renders cache status counts for the log, or "" without any.
+func cacheNote(hits, others int64) string {
+	if hits+others == 0 {
+		return ""
+	}
+	return fmt.Sprintf("  (%d of %d answers HIT)", hits, hits+others)
+}

@@ -1,0 +1,44 @@
+// Tests of the reads report's comparison with nginx: the ratios, the p50
+// difference and the targets it judges, from made-up results.
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestNginxReportTargets(t *testing.T) {
+	small := func(target string, ops float64, p50 time.Duration) smallResult {
+		return smallResult{set: "4KiB", conc: 16, target: target, n: 1000,
+			elapsed: time.Duration(float64(time.Second) * 1000 / ops), p50: p50, p99: 2 * p50}
+	}
+	large := func(target string, mbps float64) largeResult {
+		return largeResult{mode: "single stream", target: target, bytes: 1 << 30,
+			elapsed: time.Duration(float64(time.Second) * float64(1<<30) / 1e6 / mbps)}
+	}
+	rep := &report{plan: quickPlan(), granaryRAM: 1 << 30,
+		small: []smallResult{
+			small("minio", 5000, 3*time.Millisecond), small("nginx cold", 4000, 4*time.Millisecond),
+			small("nginx warm", 20000, time.Millisecond), small("granary cold", 3800, 4*time.Millisecond),
+			small("granary warm", 25000, 1400*time.Microsecond),
+		},
+		large: []largeResult{large("minio", 2000), large("nginx cold", 1000), large("nginx warm", 3000),
+			large("granary cold", 800), large("granary warm", 4800)},
+	}
+	rep.small[2].cacheHits = 1000
+	md := rep.markdown()
+	for _, want := range []string{
+		"| 4KiB | 16 | 20000 | 25000 | 1.25x | 1.00 ms | 1.40 ms | +0.40 ms | 0.95x |",
+		"| warm 4KiB GETs, 16 clients | 1.25x nginx | ≥ 1.00x nginx | yes |",
+		"| warm 4KiB p50, 16 clients | 1.40 ms vs 1.00 ms (+0.40 ms) | ≤ nginx + 0.30 ms | **no** |",
+		"| warm 1GiB, single stream | 1.60x nginx | ≥ 1.50x nginx | yes |",
+		"| first pass, 4KiB GETs, 16 clients | 0.95x nginx | ≥ 0.90x nginx | yes |",
+		"| first pass, 1GiB, single stream | 0.80x nginx | ≥ 0.90x nginx | **no** |",
+		"nginx answered 1000 of its 1000 warm GETs from its cache",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+}
