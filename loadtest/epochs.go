@@ -1,19 +1,18 @@
 // The epochs scenario (issue 6, "Speed"): a training data set of small
 // files read whole, in a fresh random order each epoch, by parallel
-// workers, from a slow origin (MinIO behind the slow proxy) directly and
-// through `granary serve`: with a cache that holds the data set, with a
+// workers, from a slow origin (MinIO behind the slow proxy). The headline
+// link (epochs_uncapped.go) has no per-connection cap: direct, nginx
+// proxy_cache and granary. The capped link (-slow-* flags): directly and
+// through `granary serve` with a cache that holds the data set, with a
 // warm-up (`granary warm`) before the first epoch, and with a cache half
 // the data set's size under each eviction policy. Each epoch reports
-// samples/s and the node's chunk hit rate.
+// samples/s, the p50 per-sample latency and the cache's hit rate.
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
 	"strconv"
 	"time"
 
@@ -67,14 +66,6 @@ func (p epochsPlan) evictBudget() (ram, disk int64) {
 	return p.evictRAM, p.dataBytes() / 2
 }
 
-// epochsSlow is the link to the origin unless -slow-* flags say
-// otherwise: a remote object store as a small-file reader sees it, where
-// the round trip per request dominates (20 ms each way), with a
-// per-connection and an aggregate bandwidth cap.
-func epochsSlow() slowproxy.Options {
-	return slowproxy.Options{Stream: 25e6, Total: 100e6, Latency: 20 * time.Millisecond}
-}
-
 // newEpochsObjects builds the data set: windows at distinct offsets into
 // one random pool, as newDataset does (4099 does not divide the window
 // range, and files*4099 stays below the pool for the plans here, so no
@@ -94,32 +85,25 @@ func newEpochsObjects(p epochsPlan) []object {
 type epochsRun struct {
 	plan  epochsPlan
 	objs  []object
-	bin   string // granary binary; "" runs the direct rows only
+	bin   string // granary binary; "" runs the direct and nginx rows only
 	mio   *miniotest.Server
-	proxy *slowproxy.Proxy
+	proxy *slowproxy.Proxy // the capped link (-slow-*)
+	fast  *slowproxy.Proxy // the uncapped link, the headline's; nil for hdfs-epochs
 	rep   *epochsReport
 	logf  func(string, ...any)
 }
 
-// epochsLink is the epochs scenarios' link to their origin: their
-// defaults, each replaced by its -slow-* flag when given.
-func epochsLink(o options) slowproxy.Options {
-	slow := epochsSlow()
-	for _, name := range o.slowSet {
-		switch name {
-		case "slow-stream":
-			slow.Stream = o.slow.Stream
-		case "slow-total":
-			slow.Total = o.slow.Total
-		case "slow-latency":
-			slow.Latency = o.slow.Latency
-		}
+// origin is the address of link's proxy.
+func (r *epochsRun) origin(link string) string {
+	if link == linkUncapped {
+		return r.fast.Addr()
 	}
-	return slow
+	return r.proxy.Addr()
 }
 
 // runEpochs measures the scenario; with o.granary empty, only the direct
-// rows. A failure after some rows were measured logs the partial report.
+// and nginx rows. A failure after some rows were measured logs the
+// partial report.
 func runEpochs(ctx context.Context, o options, logw io.Writer) (*epochsReport, error) {
 	p := fullEpochsPlan()
 	if o.quick {
@@ -133,12 +117,19 @@ func runEpochs(ctx context.Context, o options, logw io.Writer) (*epochsReport, e
 	}
 	defer mio.Stop()
 	r := &epochsRun{plan: p, objs: newEpochsObjects(p), bin: o.granary, mio: mio, logf: logf,
-		rep: &epochsReport{plan: p, slow: slow, quick: o.quick, started: time.Now()}}
+		rep: &epochsReport{plan: p, slow: slow, fast: uncappedLink(), quick: o.quick, started: time.Now()}}
 	d := &dataset{bucket: epochsBucket, sets: []objectSet{{objects: r.objs}}}
 	if r.proxy, err = seedSlowOrigin(ctx, d, mio, slow, logf); err != nil {
 		return nil, err
 	}
 	defer r.proxy.Close()
+	if r.fast, err = slowproxy.Start(mio.Endpoint, uncappedLink()); err != nil {
+		return nil, err
+	}
+	defer r.fast.Close()
+	if err := publicRead(ctx, mio, epochsBucket); err != nil {
+		return nil, err
+	}
 	err = measureLogged(&r.rep.loadStart, &r.rep.loadEnd, func() error { return r.measure(ctx) },
 		func() bool { return len(r.rep.rows) > 0 }, r.rep.markdown, logf)
 	if err != nil {
@@ -147,9 +138,13 @@ func runEpochs(ctx context.Context, o options, logw io.Writer) (*epochsReport, e
 	return r.rep, nil
 }
 
-// measure runs every configuration in the report's order.
+// measure runs every configuration in the report's order: the headline
+// link's, then the capped link's.
 func (r *epochsRun) measure(ctx context.Context) error {
-	if err := r.direct(ctx); err != nil {
+	if err := r.headline(ctx); err != nil {
+		return err
+	}
+	if err := r.direct(ctx, "", max(r.plan.epochs, r.plan.evictEpochs)); err != nil {
 		return err
 	}
 	if r.bin == "" {
@@ -172,20 +167,21 @@ func (r *epochsRun) measure(ctx context.Context) error {
 	return nil
 }
 
-// direct reads the epochs from the origin through the slow link: as many
-// as any configuration reads, so each gateway epoch has its direct one.
-func (r *epochsRun) direct(ctx context.Context) error {
-	cl, tr, sc, err := newCountingS3Client(r.proxy.Addr(), r.mio.AccessKey, r.mio.SecretKey)
+// direct reads epochs epochs from the origin through link: as many as
+// any configuration on that link reads, so each gateway epoch has its
+// direct one.
+func (r *epochsRun) direct(ctx context.Context, link string, epochs int) error {
+	cl, tr, sc, err := newCountingS3Client(r.origin(link), r.mio.AccessKey, r.mio.SecretKey)
 	if err != nil {
 		return err
 	}
 	defer tr.CloseIdleConnections()
-	for e := 1; e <= max(r.plan.epochs, r.plan.evictEpochs); e++ {
+	for e := 1; e <= epochs; e++ {
 		row, err := r.epoch(ctx, cl, sc, e)
 		if err != nil {
 			return fmt.Errorf("direct epoch %d: %w", e, err)
 		}
-		row.config = cfgDirect
+		row.config, row.link = cfgDirect, link
 		r.add(row)
 	}
 	return nil
@@ -196,12 +192,13 @@ func (r *epochsRun) direct(ctx context.Context) error {
 // time taken and the requests sc counted meanwhile.
 func (r *epochsRun) epoch(ctx context.Context, cl *minio.Client, sc *statusCounter, e int) (epochRow, error) {
 	req0, failed0 := sc.snapshot()
-	elapsed, n, err := readRandom(ctx, r.objs, r.plan.workers, uint64(1000+e), openS3(ctx, cl, epochsBucket))
-	if err == nil && n != len(r.objs) {
-		err = fmt.Errorf("verified %d samples of %d", n, len(r.objs))
+	rr, err := readRandomTimed(ctx, r.objs, r.plan.workers, uint64(1000+e), openS3(ctx, cl, epochsBucket))
+	if err == nil && rr.verified != len(r.objs) {
+		err = fmt.Errorf("verified %d samples of %d", rr.verified, len(r.objs))
 	}
 	req1, failed1 := sc.snapshot()
-	return epochRow{epoch: strconv.Itoa(e), files: n, elapsed: elapsed, requests: req1 - req0, failed: failed1 - failed0}, err
+	return epochRow{epoch: strconv.Itoa(e), files: rr.verified, elapsed: rr.elapsed, p50: rr.p50(),
+		requests: req1 - req0, failed: failed1 - failed0}, err
 }
 
 func (r *epochsRun) add(row epochRow) {
@@ -209,14 +206,19 @@ func (r *epochsRun) add(row epochRow) {
 	if row.lookups() > 0 {
 		hit = fmt.Sprintf("%.2f%%", 100*row.hitRate())
 	}
-	r.logf("%-45s epoch %-7s %6.0f samples/s  hit rate %-7s  lookups %.0f  origin GETs %.0f  requests %d (%d not 2xx)",
-		row.config, row.epoch, row.samplesPerSec(), hit, row.lookups(), row.originGets, row.requests, row.failed)
+	link := "capped"
+	if row.link != "" {
+		link = row.link
+	}
+	r.logf("%-8s %-45s epoch %-7s %6.0f samples/s  p50 %-8v  hit rate %-7s  lookups %.0f  origin GETs %.0f  requests %d (%d not 2xx)",
+		link, row.config, row.epoch, row.samplesPerSec(), row.p50.Round(10*time.Microsecond), hit, row.lookups(), row.originGets, row.requests, row.failed)
 	r.rep.rows = append(r.rep.rows, row)
 }
 
 // gwConfig is one granary configuration measured over its epochs.
 type gwConfig struct {
 	name      string
+	link      string // "" (the capped link) or linkUncapped
 	ram, disk int64
 	eviction  string // --eviction; "" leaves the node's default
 	warm      bool   // run `granary warm` on the data set before epoch 1
@@ -233,7 +235,7 @@ func (r *epochsRun) gateway(ctx context.Context, c gwConfig) error {
 	if c.eviction != "" {
 		args = append(args, "--eviction", c.eviction)
 	}
-	g, err := startGranary(r.bin, r.proxy.Addr(), r.mio.AccessKey, r.mio.SecretKey, c.ram, c.disk, args...)
+	g, err := startGranary(r.bin, r.origin(c.link), r.mio.AccessKey, r.mio.SecretKey, c.ram, c.disk, args...)
 	if err != nil {
 		if c.eviction != "" {
 			return fmt.Errorf("%s: granary serve --eviction %s did not start (a build without the --eviction flag fails so): %w", c.name, c.eviction, err)
@@ -281,45 +283,11 @@ func (r *epochsRun) gatewayEpochs(ctx context.Context, c gwConfig, g *granaryPro
 		if err != nil {
 			return err
 		}
-		row.config, row.cache, row.bound = c.name, after.cache().minus(before.cache()), bound
+		row.config, row.link, row.cache, row.bound = c.name, c.link, after.cache().minus(before.cache()), bound
 		row.dropped = after.sum("granary_disk_fill_dropped_total") - before.sum("granary_disk_fill_dropped_total")
 		row.originGets = after.originGets() - before.originGets()
 		r.add(row)
 		before = after
 	}
 	return nil
-}
-
-// warmUp runs `granary warm` on the data set's prefix and adds its row.
-// It reports false, with an n/a row, when the binary has no warm command.
-func (r *epochsRun) warmUp(ctx context.Context, c gwConfig, g *granaryProc, before metricSet) (bool, error) {
-	cmd := exec.CommandContext(ctx, r.bin, "warm", "--endpoint", g.endpoint(), "s3://"+epochsBucket+"/"+epochsPrefix)
-	cmd.Env = append(os.Environ(), "GRANARY_ACCESS_KEY="+granaryAccess, "GRANARY_SECRET_KEY="+granarySecret)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	start := time.Now()
-	err := cmd.Run()
-	elapsed := time.Since(start)
-	if err != nil {
-		if !hasWarmCommand(ctx, r.bin) {
-			r.add(epochRow{config: c.name, epoch: epochWarmUp, note: "n/a (no warm command in this build)"})
-			return false, nil
-		}
-		return false, fmt.Errorf("granary warm: %v\n%s", err, out.Bytes())
-	}
-	after, err := scrapeMetrics(ctx, g.endpoint())
-	if err != nil {
-		return false, err
-	}
-	r.add(epochRow{config: c.name, epoch: epochWarmUp, files: r.plan.files, elapsed: elapsed,
-		cache: after.cache().minus(before.cache()), originGets: after.originGets() - before.originGets()})
-	return true, nil
-}
-
-// hasWarmCommand tells whether bin has a warm subcommand: without one,
-// `bin warm` fails with cobra's unknown command error (and `bin warm
-// --endpoint ...` with an unknown flag error, as the root has no flags).
-func hasWarmCommand(ctx context.Context, bin string) bool {
-	out, err := exec.CommandContext(ctx, bin, "warm").CombinedOutput()
-	return err == nil || !bytes.Contains(out, []byte(`unknown command "warm"`))
 }

@@ -146,11 +146,14 @@ func scrapeMetrics(ctx context.Context, endpoint string) (metricSet, error) {
 
 // statusCounter is an http.RoundTripper that counts the requests it
 // carries and the answers that were not 2xx (minio-go retries some of
-// them, such as 503 SlowDown, out of sight of its caller).
+// them, such as 503 SlowDown, out of sight of its caller), and the
+// answers with a cache status header (nginx's).
 type statusCounter struct {
 	next     http.RoundTripper
 	requests atomic.Int64
 	failed   atomic.Int64 // not 2xx, or no answer at all
+	hits     atomic.Int64 // X-Cache-Status: HIT
+	others   atomic.Int64 // X-Cache-Status of any other value (MISS, ...)
 }
 
 func (c *statusCounter) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -158,6 +161,9 @@ func (c *statusCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := c.next.RoundTrip(req)
 	if err != nil || resp.StatusCode/100 != 2 {
 		c.failed.Add(1)
+	}
+	if err == nil {
+		countCacheStatus(resp.Header, &c.hits, &c.others)
 	}
 	return resp, err
 }
@@ -167,8 +173,14 @@ func (c *statusCounter) snapshot() (requests, failed int64) {
 	return c.requests.Load(), c.failed.Load()
 }
 
+// cacheSnapshot returns the cache status counts so far.
+func (c *statusCounter) cacheSnapshot() (hits, others int64) {
+	return c.hits.Load(), c.others.Load()
+}
+
 // newCountingS3Client is newS3Client with every request counted; the
-// caller closes tr's idle connections when done.
+// caller closes tr's idle connections when done. Empty credentials make
+// it anonymous (unsigned requests).
 func newCountingS3Client(hostport, access, secret string) (*minio.Client, *http.Transport, *statusCounter, error) {
 	tr, err := minio.DefaultTransport(false)
 	if err != nil {

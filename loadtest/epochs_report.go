@@ -1,6 +1,7 @@
-// The epochs scenario's markdown report: one row per epoch of each
-// configuration (samples/s, speed against the direct epoch, chunk hit
-// rate and its bound), then the targets.
+// The epochs scenario's markdown report: the headline link's table
+// (epochs_headline.go), then one row per epoch of each configuration on
+// the capped link (samples/s, p50 per sample, speed against the direct
+// epoch, chunk hit rate and its bound), then the targets.
 package main
 
 import (
@@ -29,12 +30,14 @@ const epochWarmUp = "warm-up"
 // epochRow is one epoch (or warm-up) of one configuration.
 type epochRow struct {
 	config  string
+	link    string // "" (the capped link) or linkUncapped
 	epoch   string // "1", "2", ... or epochWarmUp
 	files   int
 	elapsed time.Duration
-	cache   cacheCounts // chunk lookups during the epoch; zero for direct
-	bound   float64     // capacity/dataset of a cache smaller than the data set; 0 otherwise
-	dropped float64     // chunks the node's disk queue dropped during the epoch
+	p50     time.Duration // per sample, open to last byte; 0 when not measured
+	cache   cacheCounts   // chunk lookups during the epoch (nginx: its answers' cache statuses); zero for direct
+	bound   float64       // capacity/dataset of a cache smaller than the data set; 0 otherwise
+	dropped float64       // chunks the node's disk queue dropped during the epoch
 	// originGets are the object reads the node sent to the origin during
 	// the epoch: with one chunk per sample, 1 - originGets/files is the
 	// hit rate as the origin sees it.
@@ -67,38 +70,51 @@ func (r epochRow) hitRate() float64 { return r.cache.hitRate() }
 // epochsReport collects an epochs run's results.
 type epochsReport struct {
 	plan               epochsPlan
-	slow               slowproxy.Options
+	slow               slowproxy.Options // the capped link
+	fast               slowproxy.Options // the headline's link; zero without a headline (hdfs-epochs)
 	quick              bool
 	started            time.Time
 	rows               []epochRow
 	loadStart, loadEnd string // as in report
 }
 
-// find returns the row of config and epoch, or a zero row.
-func (r *epochsReport) find(config, epoch string) epochRow {
+// find returns the row of config and epoch on the capped link, or a zero
+// row.
+func (r *epochsReport) find(config, epoch string) epochRow { return r.findOn("", config, epoch) }
+
+// findOn returns the row of config and epoch on link, or a zero row.
+func (r *epochsReport) findOn(link, config, epoch string) epochRow {
 	for _, row := range r.rows {
-		if row.config == config && row.epoch == epoch && row.note == "" {
+		if row.link == link && row.config == config && row.epoch == epoch && row.note == "" {
 			return row
 		}
 	}
 	return epochRow{}
 }
 
-// speedup is row's samples/s over the direct ones of the same epoch (of
-// epoch 1 for a warm-up); 0 when either is missing.
+// speedup is row's samples/s over the direct ones of the same link and
+// epoch (of epoch 1 for a warm-up); 0 when either is missing.
 func (r *epochsReport) speedup(row epochRow) float64 {
+	return r.versus(row, cfgDirect)
+}
+
+// versus is row's samples/s over those of config on the same link and
+// epoch (of epoch 1 for a warm-up); 0 when either is missing.
+func (r *epochsReport) versus(row epochRow, config string) float64 {
 	epoch := row.epoch
 	if epoch == epochWarmUp {
 		epoch = "1"
 	}
-	d := r.find(cfgDirect, epoch)
+	d := r.findOn(row.link, config, epoch)
 	if d.samplesPerSec() <= 0 || row.samplesPerSec() <= 0 {
 		return 0
 	}
 	return row.samplesPerSec() / d.samplesPerSec()
 }
 
-func (r *epochsReport) markdown() string { return r.render(r.header, r.targets) }
+func (r *epochsReport) markdown() string {
+	return r.render(func(b *strings.Builder) { r.header(b); r.headline(b); r.cappedHeader(b) }, r.targets)
+}
 
 // render is the report with the given header and targets sections (the
 // HDFS scenario has its own).
@@ -106,7 +122,7 @@ func (r *epochsReport) render(header, targets func(*strings.Builder)) string {
 	var b strings.Builder
 	header(&b)
 	r.table(&b)
-	if slices.ContainsFunc(r.rows, func(row epochRow) bool { return row.config != cfgDirect }) {
+	if slices.ContainsFunc(r.rows, func(row epochRow) bool { return row.config != cfgDirect && row.link == "" }) {
 		targets(&b)
 	}
 	return b.String()
@@ -119,13 +135,20 @@ func (r *epochsReport) header(b *strings.Builder) {
 	b.WriteString(runStamp(r.started, r.quick))
 	fmt.Fprintf(b, ". A data set of %d samples of %s (%s, random bytes, one object each, so one cache chunk each), "+
 		"read whole in a fresh random order each epoch (the same order for every configuration) by %d workers, "+
-		"each a minio-go GetObject per sample with every byte verified. "+
-		"The origin is MinIO behind a throttling proxy standing in for a remote object store as a small-file reader sees it, "+
-		"where the round trip per request dominates: %s. Granary's origin is the same proxy; each configuration starts a "+
+		"each a minio-go GetObject per sample with every byte verified; p50 is the median time per sample, from the GET "+
+		"to the last byte. The origin is MinIO behind a throttling proxy standing in for a remote object store. "+
+		"Granary's origin is the same proxy; each configuration starts a "+
 		"fresh node (empty cache) with --freshness immutable, as a training data set does not change (with the default "+
 		"1 m TTL a slow epoch would send a HEAD to the origin for each cached sample). "+
 		"Load average (1 min) %s before, %s after.\n\n",
-		p.files, sizeName(int64(p.fileSize)), mib(p.dataBytes()), p.workers, r.slow, r.loadStart, r.loadEnd)
+		p.files, sizeName(int64(p.fileSize)), mib(p.dataBytes()), p.workers, r.loadStart, r.loadEnd)
+}
+
+// cappedHeader renders the capped link's section heading and budgets.
+func (r *epochsReport) cappedHeader(b *strings.Builder) {
+	p := r.plan
+	fmt.Fprintf(b, "## Capped link: %s\n\nThe link of the earlier runs, where a small-file reader's round trip per request dominates "+
+		"and each connection is capped (the -slow-* flags change it).\n\n", r.slow)
 	fitRAM, fitDisk := p.fitBudget()
 	evRAM, evDisk := p.evictBudget()
 	fmt.Fprintf(b, "Cache that holds the data set: --ram %s --disk %s. Cache half the data set: --ram %s --disk %s. "+
@@ -138,12 +161,15 @@ func (r *epochsReport) header(b *strings.Builder) {
 
 // table renders one row per epoch, then notes on the rows.
 func (r *epochsReport) table(b *strings.Builder) {
-	b.WriteString("| configuration | epoch | samples/s | vs direct (same epoch) | hit rate | bound | chunk lookups | origin GETs | 1 - origin GETs/samples |\n" +
-		"|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| configuration | epoch | samples/s | p50 | vs direct (same epoch) | hit rate | bound | chunk lookups | origin GETs | 1 - origin GETs/samples |\n" +
+		"|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	var dropped, failed []string
 	for _, row := range r.rows {
+		if row.link != "" {
+			continue
+		}
 		if row.note != "" {
-			fmt.Fprintf(b, "| %s | %s | %s | | | | | | |\n", row.config, row.epoch, row.note)
+			fmt.Fprintf(b, "| %s | %s | %s | | | | | | | |\n", row.config, row.epoch, row.note)
 			continue
 		}
 		hit, bound, lookups, gets, originHit := "-", "-", "-", "-", "-"
@@ -158,8 +184,8 @@ func (r *epochsReport) table(b *strings.Builder) {
 		if epoch == epochWarmUp {
 			epoch = fmt.Sprintf("%s: %.1f s", epochWarmUp, row.elapsed.Seconds())
 		}
-		fmt.Fprintf(b, "| %s | %s | %.0f | %s | %s | %s | %s | %s | %s |\n", row.config, epoch, row.samplesPerSec(),
-			ratio(r.speedup(row), 1), hit, bound, lookups, gets, originHit)
+		fmt.Fprintf(b, "| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s |\n", row.config, epoch, row.samplesPerSec(),
+			p50(row), ratio(r.speedup(row), 1), hit, bound, lookups, gets, originHit)
 		if row.failed > 0 {
 			failed = append(failed, fmt.Sprintf("%d of %d in %s epoch %s", row.failed, row.requests, row.config, row.epoch))
 		}
@@ -188,7 +214,7 @@ func (r *epochsReport) table(b *strings.Builder) {
 func (r *epochsReport) minHitRate(config string, rate func(epochRow) float64) float64 {
 	low := math.NaN()
 	for _, row := range r.rows {
-		if e, err := strconv.Atoi(row.epoch); row.config == config && row.note == "" && err == nil && e >= 2 {
+		if e, err := strconv.Atoi(row.epoch); row.link == "" && row.config == config && row.note == "" && err == nil && e >= 2 {
 			if math.IsNaN(low) || rate(row) < low {
 				low = rate(row)
 			}
@@ -217,19 +243,13 @@ func (r *epochsReport) bound(config string) float64 {
 func (r *epochsReport) targets(b *strings.Builder) {
 	b.WriteString("## The issue's targets\n\nA hit-rate goal is met when both the node's count and the origin-side figure reach it.\n\n" +
 		"| goal | measured | target | met |\n|---|---:|---:|---|\n")
+	r.headlineTargets(b)
 	goal := func(name string, ok bool, measured, target string, metText ...string) {
-		met := map[bool]string{true: "yes", false: "**no**"}[ok]
-		if len(metText) > 0 {
-			met = metText[0]
-		}
-		if measured == "" {
-			met, measured = "n/a", "n/a"
-		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", name, measured, target, met)
+		writeGoal(b, name, ok, measured, target, metText...)
 	}
 	for _, c := range []string{cfgFits, cfgWarm} {
 		s := r.speedup(r.find(c, "2"))
-		goal("epoch 2, "+c, s >= 10, ifSome(s > 0, fmt.Sprintf("%.1fx direct", s)), "≥ 10x direct")
+		goal("epoch 2, capped link, "+c, s >= 10, ifSome(s > 0, fmt.Sprintf("%.1fx direct", s)), "≥ 10x direct")
 	}
 	for _, c := range []string{cfgFits, cfgWarm} {
 		measured, ok := r.hitGoal(c, 0.999)

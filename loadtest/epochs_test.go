@@ -112,3 +112,41 @@ func TestTargetsJudgeBothHitRates(t *testing.T) {
 		t.Error("a configuration without rows met its goal")
 	}
 }
+
+// TestHeadlineRatiosAndTargets checks the uncapped link's table, its
+// ratios per epoch and its two targets, and that the capped link's rows
+// stay out of them.
+func TestHeadlineRatiosAndTargets(t *testing.T) {
+	row := func(link, config, epoch string, perSec float64, p50 time.Duration) epochRow {
+		return epochRow{link: link, config: config, epoch: epoch, files: 1000, p50: p50,
+			elapsed: time.Duration(float64(time.Second) * 1000 / perSec)}
+	}
+	rep := &epochsReport{plan: quickEpochsPlan(), fast: uncappedLink(), rows: []epochRow{
+		row(linkUncapped, cfgDirect, "1", 1000, 16*time.Millisecond),
+		row(linkUncapped, cfgDirect, "2", 1000, 16*time.Millisecond),
+		row(linkUncapped, cfgNginx, "1", 950, 17*time.Millisecond),
+		row(linkUncapped, cfgNginx, "2", 8000, time.Millisecond),
+		row(linkUncapped, cfgFits, "1", 850, 18*time.Millisecond),
+		row(linkUncapped, cfgFits, "2", 10000, 800*time.Microsecond),
+		row("", cfgDirect, "1", 400, 40*time.Millisecond),
+		row("", cfgFits, "1", 380, 42*time.Millisecond),
+		row("", cfgFits, "2", 9000, time.Millisecond),
+	}}
+	md := rep.markdown()
+	for _, want := range []string{
+		"## Headline: the training link, unlimited per connection, 100MB/s",
+		"| " + cfgFits + " | 2 | 10000 | 0.80 ms | 10.00x | 1.25x |",
+		"| 1 | 1000 (16.00 ms) | 950 (17.00 ms) | 850 (18.00 ms) | 0.85x | 0.89x | 0.95x |",
+		"| 2 | 1000 (16.00 ms) | 8000 (1.00 ms) | 10000 (0.80 ms) | 10.00x | 1.25x | 8.00x |",
+		"| cold epoch 1, uncapped link, " + cfgFits + " | 0.85x direct | ≥ 0.90x direct | **no** |",
+		"| epoch 2, uncapped link, " + cfgFits + " | 1.25x nginx | ≥ 1.00x nginx | yes |",
+		// The capped link's epoch 2 is against its own direct epoch... which
+		// this run lacks: n/a, not the uncapped link's.
+		"| epoch 2, capped link, " + cfgFits + " | n/a | ≥ 10x direct | n/a |",
+		"| " + cfgFits + " | 1 | 380 | 42.00 ms | 0.95x |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+}

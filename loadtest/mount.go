@@ -7,15 +7,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -183,54 +179,6 @@ func readSeqS3(ctx context.Context, cl *minio.Client, bucket string, o object) (
 	defer obj.Close()
 	err = readSeq(obj, o)
 	return time.Since(start), err
-}
-
-// readRandom reads every object of objs once, whole, in a random order,
-// with readers parallel readers, each calling open for its next object;
-// every body is verified. It returns the elapsed time and how many bodies
-// were verified.
-func readRandom(ctx context.Context, objs []object, readers int, seed uint64, open func(object) (io.ReadCloser, error)) (time.Duration, int, error) {
-	order := rand.New(rand.NewPCG(seed, 0)).Perm(len(objs))
-	var next, verified atomic.Int64
-	errs := make([]error, readers)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for w := range readers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			buf := make([]byte, 2*len(objs[0].data)+1)
-			for i := next.Add(1) - 1; i < int64(len(order)) && ctx.Err() == nil; i = next.Add(1) - 1 {
-				o := objs[order[i]]
-				if errs[w] = readOne(o, buf, open); errs[w] != nil {
-					return
-				}
-				verified.Add(1)
-			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	if err := errors.Join(errs...); err != nil {
-		return 0, 0, err
-	}
-	return elapsed, int(verified.Load()), ctx.Err()
-}
-
-// readOne opens o, reads it whole into buf and verifies it.
-func readOne(o object, buf []byte, open func(object) (io.ReadCloser, error)) error {
-	r, err := open(o)
-	if err != nil {
-		return err
-	}
-	n, err := readAllInto(r, buf)
-	if cerr := r.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", o.key, err)
-	}
-	return verify(o, buf[:n])
 }
 
 // openFileUnder returns an opener of the objects' files under dir.
