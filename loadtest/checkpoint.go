@@ -1,34 +1,31 @@
 // The checkpoint scenario: a multi-GiB checkpoint saved and restored
 // through an emulated remote object store (MinIO behind the slow proxy),
-// directly and through granary with a write-through and a write-back
-// bucket, then restored again through a fresh granary node with an empty
-// cache.
+// directly, through nginx proxy_cache (checkpoint_nginx.go) and through
+// granary with a write-through and a write-back bucket
+// (checkpoint_granary.go), then restored again through a fresh granary
+// node with an empty cache.
 package main
 
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/signer"
 
 	"github.com/granary-dev/granary/internal/miniotest"
 	"github.com/granary-dev/granary/internal/slowproxy"
 )
 
-// The buckets of the scenario, all on MinIO; granary serves the last two.
+// The buckets of the scenario, all on MinIO; nginx serves bucketNginx
+// (public-read), granary the write-through and write-back ones.
 const (
 	bucketDirect = "ckpt-direct"
+	bucketNginx  = "ckpt-nginx"
 	bucketWT     = "ckpt-write-through"
 	bucketWB     = "ckpt-write-back"
 	ckptPrefix   = "run-1/step-1000"
@@ -43,7 +40,7 @@ type ckptRun struct {
 }
 
 // runCheckpoint measures the scenario; with o.granary empty, only the
-// direct rows.
+// direct and nginx rows.
 func runCheckpoint(ctx context.Context, o options, logw io.Writer) (*ckptReport, error) {
 	p := fullCkptPlan()
 	if o.quick {
@@ -63,7 +60,10 @@ func runCheckpoint(ctx context.Context, o options, logw io.Writer) (*ckptReport,
 		return nil, err
 	}
 	defer mio.Stop()
-	if err := makeBuckets(ctx, mio, bucketDirect, bucketWT, bucketWB); err != nil {
+	if err := makeBuckets(ctx, mio, bucketDirect, bucketNginx, bucketWT, bucketWB); err != nil {
+		return nil, err
+	}
+	if err := publicRead(ctx, mio, bucketNginx); err != nil {
 		return nil, err
 	}
 	proxy, err := slowproxy.Start(mio.Endpoint, o.slow)
@@ -85,18 +85,11 @@ func runCheckpoint(ctx context.Context, o options, logw io.Writer) (*ckptReport,
 	logf("wrote %d x %s of random bytes in %v", p.shards, sizeName(p.shardSize), time.Since(t0).Round(time.Millisecond))
 	r := &ckptRun{ck: ck, proxy: proxy, logf: logf,
 		rep: &ckptReport{plan: p, slow: o.slow, quick: o.quick, started: time.Now(), loadStart: loadAverage()}}
-	direct, err := newCkptClient(proxy.Addr(), mio.AccessKey, mio.SecretKey)
-	if err != nil {
+	if err := r.direct(ctx, mio); err != nil {
 		return nil, err
 	}
-	if _, err := r.save(ctx, direct, "save", targetDirect, bucketDirect); err != nil {
-		return nil, err
-	}
-	if err := r.restore(ctx, direct, targetDirect, bucketDirect); err != nil {
-		return nil, err
-	}
-	if err := r.restoreOne(ctx, direct, targetDirect, bucketDirect); err != nil {
-		return nil, err
+	if err := r.nginx(ctx, mio); err != nil {
+		return nil, fmt.Errorf("nginx: %w", err)
 	}
 	if o.granary != "" {
 		if err := r.granary(ctx, o, mio, dir); err != nil {
@@ -105,6 +98,22 @@ func runCheckpoint(ctx context.Context, o options, logw io.Writer) (*ckptReport,
 	}
 	r.rep.loadEnd = loadAverage()
 	return r.rep, nil
+}
+
+// direct saves and restores the checkpoint with MinIO through the slow
+// link, then restores one shard alone.
+func (r *ckptRun) direct(ctx context.Context, mio *miniotest.Server) error {
+	cl, err := newCkptClient(r.proxy.Addr(), mio.AccessKey, mio.SecretKey)
+	if err != nil {
+		return err
+	}
+	if _, err := r.save(ctx, cl, "save", targetDirect, bucketDirect); err != nil {
+		return err
+	}
+	if err := r.restore(ctx, cl, targetDirect, bucketDirect); err != nil {
+		return err
+	}
+	return r.restoreOne(ctx, cl, targetDirect, bucketDirect)
 }
 
 // checkpointSupport tells whether bin has what the scenario needs: write
@@ -175,158 +184,4 @@ func (r *ckptRun) restoreOne(ctx context.Context, cl *minio.Client, target, buck
 func (r *ckptRun) add(row ckptRow) {
 	r.logf("%-7s %-32s %7.2f s %7.0f MB/s  origin %s", row.op, row.target, row.elapsed.Seconds(), row.mbPerSec(), mib(row.originBytes))
 	r.rep.rows = append(r.rep.rows, row)
-}
-
-// ckptBudget is the granary node's RAM and disk budget: those of the reads
-// scenario, with a disk that holds both granary buckets' copies of the
-// checkpoint twice over.
-func ckptBudget(p ckptPlan, quick bool) (ram, disk int64) {
-	ram, disk = granaryBudget(quick)
-	return ram, max(disk, 4*p.total())
-}
-
-// granary measures the granary rows: saves to both buckets, restores from
-// the cache, then a cold restore through a fresh node.
-func (r *ckptRun) granary(ctx context.Context, o options, mio *miniotest.Server, dir string) error {
-	cfg := filepath.Join(dir, "granary.yaml")
-	yaml := fmt.Sprintf("buckets:\n  %s:\n    write-mode: write-through\n  %s:\n    write-mode: write-back\n", bucketWT, bucketWB)
-	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
-		return err
-	}
-	ram, disk := ckptBudget(r.ck.plan, r.rep.quick)
-	r.rep.granaryRAM = ram
-	// The dirty limit leaves room for the whole checkpoint, so the
-	// write-back save is not held back by the upload behind it.
-	args := []string{"--config", cfg, "--write-mode", "write-through", "--dirty-limit", strconv.FormatInt(2*r.ck.plan.total(), 10)}
-	start := func() (*granaryProc, *minio.Client, error) {
-		g, err := startGranary(o.granary, r.proxy.Addr(), mio.AccessKey, mio.SecretKey, ram, disk, args...)
-		if err != nil {
-			return nil, nil, err
-		}
-		cl, err := newCkptClient(g.addr, granaryAccess, granarySecret)
-		if err != nil {
-			g.stop()
-		}
-		return g, cl, err
-	}
-	g, cl, err := start()
-	if err != nil {
-		return err
-	}
-	if err := r.warm(ctx, o.granary, g, cl); err != nil {
-		err = fmt.Errorf("%w\ngranary log tail:\n%s", err, g.tail())
-		g.stop()
-		return err
-	}
-	rss, err := g.peakRSS()
-	g.stop()
-	if err != nil {
-		return err
-	}
-	r.rep.rss = append(r.rep.rss, rssNote{"saves and cached restores", rss})
-	if g, cl, err = start(); err != nil {
-		return err
-	}
-	defer g.stop()
-	if err := r.restore(ctx, cl, targetCold, bucketWT); err != nil {
-		return fmt.Errorf("%w\ngranary log tail:\n%s", err, g.tail())
-	}
-	if rss, err = g.peakRSS(); err != nil {
-		return err
-	}
-	r.rep.rss = append(r.rep.rss, rssNote{"cold restore (fresh node)", rss})
-	return r.coldOne(ctx, start)
-}
-
-// coldOne restores one shard on another fresh node: one client stream,
-// which the node reads from the origin as parallel ranged fetches.
-func (r *ckptRun) coldOne(ctx context.Context, start func() (*granaryProc, *minio.Client, error)) error {
-	g, cl, err := start()
-	if err != nil {
-		return err
-	}
-	defer g.stop()
-	if err := r.restoreOne(ctx, cl, targetCold, bucketWT); err != nil {
-		return fmt.Errorf("%w\ngranary log tail:\n%s", err, g.tail())
-	}
-	return nil
-}
-
-// warm saves to each granary bucket and restores it from the cache (a
-// write-back save is timed until acknowledged, and until flush reports it
-// at the origin). Each step starts once the node's background cache fill
-// of the last save is done, as with checkpoints minutes apart; how long
-// the fill ran after the acknowledgement is reported.
-func (r *ckptRun) warm(ctx context.Context, bin string, g *granaryProc, cl *minio.Client) error {
-	if _, err := r.save(ctx, cl, "save", targetWT, bucketWT); err != nil {
-		return err
-	}
-	if err := r.settle(ctx, g, targetWT); err != nil {
-		return err
-	}
-	if err := r.restore(ctx, cl, targetWTCache, bucketWT); err != nil {
-		return err
-	}
-	up0, _ := r.proxy.Forwarded()
-	start, err := r.save(ctx, cl, "save", targetWBAck, bucketWB)
-	if err != nil {
-		return err
-	}
-	if err := flushPrefix(ctx, bin, g, bucketWB, ckptPrefix+"/"); err != nil {
-		return err
-	}
-	up1, _ := r.proxy.Forwarded()
-	r.add(ckptRow{op: "save", target: targetWBPersisted, bytes: r.ck.plan.total(), elapsed: time.Since(start), originBytes: up1 - up0})
-	if err := r.checkPersisted(ctx, g); err != nil {
-		return err
-	}
-	if err := r.settle(ctx, g, targetWBPersisted); err != nil {
-		return err
-	}
-	return r.restore(ctx, cl, targetWBCache, bucketWB)
-}
-
-// settle waits for the node's cache fill after a save and notes its time.
-func (r *ckptRun) settle(ctx context.Context, g *granaryProc, after string) error {
-	d, err := g.awaitIdle(ctx, 5*time.Minute)
-	if err != nil {
-		return err
-	}
-	r.rep.fills = append(r.rep.fills, fillNote{after, d})
-	r.logf("cache fill after %s: done %.2f s later", after, d.Seconds())
-	return nil
-}
-
-// flushPrefix runs `granary flush` on s3://bucket/prefix and returns once
-// the node reports every object there at the origin.
-func flushPrefix(ctx context.Context, bin string, g *granaryProc, bucket, prefix string) error {
-	cmd := exec.CommandContext(ctx, bin, "flush", "--endpoint", g.endpoint(), "s3://"+bucket+"/"+prefix)
-	cmd.Env = append(os.Environ(), "GRANARY_ACCESS_KEY="+granaryAccess, "GRANARY_SECRET_KEY="+granarySecret)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("granary flush s3://%s/%s: %v\n%s", bucket, prefix, err, out)
-	}
-	return nil
-}
-
-// checkPersisted HEADs every write-back shard after the flush: each must
-// say x-granary-persisted: true.
-func (r *ckptRun) checkPersisted(ctx context.Context, g *granaryProc) error {
-	var errs []error
-	for i := range r.ck.plan.shards {
-		key := r.ck.shardKey(ckptPrefix, i)
-		req, err := http.NewRequestWithContext(ctx, http.MethodHead, g.endpoint()+"/"+bucketWB+"/"+key, nil)
-		if err != nil {
-			return err
-		}
-		req.Header.Set("X-Amz-Content-Sha256", emptySHA256)
-		resp, err := http.DefaultClient.Do(signer.SignV4(*req, granaryAccess, granarySecret, "", "us-east-1"))
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if v := resp.Header.Get("X-Granary-Persisted"); resp.StatusCode != http.StatusOK || !strings.EqualFold(v, "true") {
-			errs = append(errs, fmt.Errorf("HEAD %s/%s after flush: status %d, x-granary-persisted %q", bucketWB, key, resp.StatusCode, v))
-		}
-	}
-	return errors.Join(errs...)
 }

@@ -1,5 +1,6 @@
-// The checkpoint scenario's markdown report: one row per save or restore,
-// its speed against the direct path, and the issue's targets.
+// The checkpoint scenario's markdown report: one row per save or restore
+// (direct, nginx, granary), its speed against the direct path, and the
+// issue's targets.
 package main
 
 import (
@@ -16,8 +17,10 @@ const (
 	targetWT          = "granary write-through"
 	targetWBAck       = "granary write-back: acknowledged"
 	targetWBPersisted = "granary write-back: persisted (flush done)"
-	targetWTCache     = "granary write-through bucket, first restore (cache)"
-	targetWBCache     = "granary write-back bucket (cache)"
+	targetWTNow       = "granary write-through bucket, restore started when the save returned"
+	targetWTCache     = "granary write-through bucket, restore after the fill settled"
+	targetWBNow       = "granary write-back bucket, restore started when the save was acknowledged"
+	targetWBCache     = "granary write-back bucket, restore after the fill settled"
 	targetCold        = "granary cold: fresh node, empty cache"
 )
 
@@ -91,7 +94,11 @@ func (r *ckptReport) markdown() string {
 		"as a training job's ranks would, by minio-go with the same options for every target (PutObject's default "+
 		"multipart upload, parts in parallel; one GET stream per shard); every restored shard's sha256 verified. "+
 		"The origin is MinIO behind a throttling proxy standing in for a remote object store: %s. "+
-		"Granary's origin is the same proxy. Load average (1 min) %s before, %s after.\n\n",
+		"Granary's origin is the same proxy, and so is that of nginx proxy_cache, the reference cache (Debian's nginx, cache on tmpfs): "+
+		"the save goes through nginx signed for the origin and passed on unchanged (nginx caches no writes), and its restores are "+
+		"unsigned GETs of a public-read bucket. A restore \"started when the save returned\" begins the moment the last shard's save "+
+		"is acknowledged, as a training job restarting after a pre-emption does; the write-back bucket's `granary flush` runs beside it. "+
+		"Load average (1 min) %s before, %s after.\n\n",
 		sizeName(p.total()), p.shards, sizeName(p.shardSize), r.slow, r.loadStart, r.loadEnd)
 	b.WriteString("| step | target | seconds | MB/s | speed vs direct | through the slow link |\n|---|---|---:|---:|---:|---:|\n")
 	for _, row := range r.rows {
@@ -100,7 +107,8 @@ func (r *ckptReport) markdown() string {
 	}
 	b.WriteString("\nThe last column is what crossed the slow link during the step: a restore from the cache should carry almost nothing.\n\n")
 	if len(r.fills) > 0 {
-		b.WriteString("Each Granary step starts once the node's background cache fill of the last save is done, as with checkpoints minutes apart. The fill ran on after the acknowledgement for:")
+		b.WriteString("A restore \"after the fill settled\" starts once the node's background cache fill is done, as with checkpoints minutes apart " +
+			"(it follows the restore started when the save returned, which may have filled some of the cache itself). The fill ran on for:")
 		for i, f := range r.fills {
 			fmt.Fprintf(&b, "%s %.2f s after %s", map[bool]string{true: ",", false: ""}[i > 0], f.took.Seconds(), f.after)
 		}
@@ -129,9 +137,13 @@ func (r *ckptReport) targets(b *strings.Builder) {
 		}
 		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", name, measured, target, met)
 	}
+	for _, t := range []string{targetWTNow, targetWBNow} {
+		s := r.speedup(r.find("restore", t))
+		goal(t, s, fmt.Sprintf("%.2fx faster", s), "≥ 15x faster", s >= 15)
+	}
 	for _, t := range []string{targetWTCache, targetWBCache} {
 		s := r.speedup(r.find("restore", t))
-		goal("restore from the cache: "+t, s, fmt.Sprintf("%.2fx faster", s), "≥ 10x faster", s >= 10)
+		goal(t, s, fmt.Sprintf("%.2fx faster", s), "≥ 10x faster", s >= 10)
 	}
 	s := r.speedup(r.find("save", targetWBAck))
 	goal("write-back save, acknowledged", s, fmt.Sprintf("%.2fx faster", s), "≥ 5x faster", s >= 5)

@@ -1,6 +1,7 @@
 // Smoke tests of the checkpoint scenario in quick mode: the direct rows
-// (MinIO behind the slow proxy) always, the granary rows with a granary
-// binary built from this tree when it has write modes and flush.
+// (MinIO behind the slow proxy) and the nginx rows always, the granary
+// rows with a granary binary built from this tree when it has write modes
+// and flush.
 package main
 
 import (
@@ -20,6 +21,7 @@ func TestQuickCheckpointDirect(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts MinIO and moves a few hundred MB through the slow proxy")
 	}
+	needNginx(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var log bytes.Buffer
@@ -28,21 +30,10 @@ func TestQuickCheckpointDirect(t *testing.T) {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
 	total := quickCkptPlan().total()
-	if len(rep.rows) != 3 {
-		t.Fatalf("%d rows, want 3: %+v", len(rep.rows), rep.rows)
-	}
-	for _, r := range rep.rows {
-		// The link carried all the bytes of the step.
-		want := total
-		if r.op == opRestoreOne {
-			want = total / 4
-		}
-		if r.target != targetDirect || r.bytes != want || r.originBytes < want {
-			t.Errorf("row %+v", r)
-		}
-	}
+	checkCkptRows(t, rep, ckptDirectRows(total))
 	md := rep.markdown()
-	for _, want := range []string{"| save | " + targetDirect + " |", "| restore | " + targetDirect + " |", "quick mode", "5ms one-way latency"} {
+	for _, want := range []string{"| save | " + targetDirect + " |", "| restore | " + targetDirect + " |",
+		"| restore | " + targetNginxSecond + " |", "quick mode", "5ms one-way latency"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
@@ -70,36 +61,18 @@ func TestQuickCheckpointGranary(t *testing.T) {
 	t.Log("\n" + rep.markdown())
 	total := quickCkptPlan().total()
 	shard := total / 4
-	want := []struct {
-		op, target string
-		minOrigin  int64 // bytes across the slow link, at least
-		maxOrigin  int64 // and at most (-1: no bound)
-	}{
-		{"save", targetDirect, total, -1},
-		{"restore", targetDirect, total, -1},
-		{opRestoreOne, targetDirect, shard, -1},
+	checkCkptRows(t, rep, append(ckptDirectRows(total), []ckptWant{
 		{"save", targetWT, total, -1},
-		{"restore", targetWTCache, 0, total / 10}, // the first restore is a hit
+		// Restores from the cache: at most a tenth across the link.
+		{"restore", targetWTNow, 0, total / 10},
+		{"restore", targetWTCache, 0, total / 10},
 		{"save", targetWBAck, 0, -1},
+		{"restore", targetWBNow, 0, total / 10},
 		{"save", targetWBPersisted, total, -1},
 		{"restore", targetWBCache, 0, total / 10},
 		{"restore", targetCold, total, -1},
 		{opRestoreOne, targetCold, shard, -1},
-	}
-	if len(rep.rows) != len(want) {
-		t.Fatalf("%d rows, want %d: %+v", len(rep.rows), len(want), rep.rows)
-	}
-	for i, w := range want {
-		r := rep.rows[i]
-		bytes := total
-		if w.op == opRestoreOne {
-			bytes = shard
-		}
-		if r.op != w.op || r.target != w.target || r.bytes != bytes || r.elapsed <= 0 ||
-			r.originBytes < w.minOrigin || (w.maxOrigin >= 0 && r.originBytes > w.maxOrigin) {
-			t.Errorf("row %d: %+v, want %s %s with %d..%d bytes across the link", i, r, w.op, w.target, w.minOrigin, w.maxOrigin)
-		}
-	}
+	}...))
 	if ack, done := rep.find("save", targetWBAck), rep.find("save", targetWBPersisted); done.elapsed < ack.elapsed {
 		t.Errorf("persisted after %v, before the acknowledgement at %v", done.elapsed, ack.elapsed)
 	}
@@ -108,6 +81,47 @@ func TestQuickCheckpointGranary(t *testing.T) {
 	}
 	if md := rep.markdown(); !strings.Contains(md, "## The issue's targets") || !strings.Contains(md, "peak RSS") {
 		t.Errorf("report lacks the targets or the memory:\n%s", md)
+	}
+}
+
+// ckptWant is a row a checkpoint run must have.
+type ckptWant struct {
+	op, target string
+	minOrigin  int64 // bytes across the slow link, at least
+	maxOrigin  int64 // and at most (-1: no bound)
+}
+
+// ckptDirectRows are the rows of a run without granary: direct, then
+// nginx, whose save and first restore cross the link and whose second
+// restore is served from its cache.
+func ckptDirectRows(total int64) []ckptWant {
+	return []ckptWant{
+		{"save", targetDirect, total, -1},
+		{"restore", targetDirect, total, -1},
+		{opRestoreOne, targetDirect, total / 4, -1},
+		{"save", targetNginxSave, total, -1},
+		{"restore", targetNginxNow, total, -1},
+		{"restore", targetNginxSecond, 0, total / 10},
+	}
+}
+
+// checkCkptRows checks rep's rows against want, in order.
+func checkCkptRows(t *testing.T, rep *ckptReport, want []ckptWant) {
+	t.Helper()
+	total := rep.plan.total()
+	if len(rep.rows) != len(want) {
+		t.Fatalf("%d rows, want %d: %+v", len(rep.rows), len(want), rep.rows)
+	}
+	for i, w := range want {
+		r := rep.rows[i]
+		bytes := total
+		if w.op == opRestoreOne {
+			bytes = total / int64(rep.plan.shards)
+		}
+		if r.op != w.op || r.target != w.target || r.bytes != bytes || r.elapsed <= 0 ||
+			r.originBytes < w.minOrigin || (w.maxOrigin >= 0 && r.originBytes > w.maxOrigin) {
+			t.Errorf("row %d: %+v, want %s %s with %d..%d bytes across the link", i, r, w.op, w.target, w.minOrigin, w.maxOrigin)
+		}
 	}
 }
 
