@@ -34,7 +34,9 @@ type Config struct {
 	Region    string     `yaml:"region"`
 	Domains   StringList `yaml:"domain"`
 	LogLevel  string     `yaml:"log-level"`
-	WriteMode string     `yaml:"write-mode"`
+	// PprofListen, if set, serves Go's profiler there (pprof.go).
+	PprofListen string `yaml:"pprof-listen"`
+	WriteMode   string `yaml:"write-mode"`
 	// Eviction is the tiers' policy: tinylfu or lru.
 	Eviction string `yaml:"eviction"`
 	// HDFS origin settings (hdfs:// origins only).

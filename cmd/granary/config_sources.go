@@ -111,6 +111,8 @@ var serveSettings = []setting{
 	},
 	stringSetting("log-level", "log `level`: trace, debug, info, warn or error (JSON logs on stderr)",
 		func(c *Config) *string { return &c.LogLevel }),
+	stringSetting("pprof-listen", "`host:port` to serve Go's profiler on (/debug/pprof/, unauthenticated: keep it on loopback); empty: off",
+		func(c *Config) *string { return &c.PprofListen }),
 }
 
 // registerFlags adds one flag per setting to fs, with the default taken

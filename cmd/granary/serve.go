@@ -99,6 +99,12 @@ func runServe(ctx context.Context, flags *pflag.FlagSet, getenv Getenv, stderr i
 	}
 	defer n.close(log)
 	limitMemory(cfg, getenv, log)
+	stopPprof, err := startPprof(cfg.PprofListen, log)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("pprof listen: %w", err)
+	}
+	defer stopPprof()
 	printBanner(stderr, "http://"+ln.Addr().String(), cfg, creds)
 	log.Info().Str("addr", ln.Addr().String()).Str("origin", cfg.Origin).
 		Stringer("ram", cfg.RAM).Stringer("disk", cfg.Disk).Str("data_dir", cfg.DataDir).
