@@ -200,7 +200,7 @@ func (e *Engine) runFlight(id store.ChunkID, f *flight, body io.ReadCloser) {
 	e.mu.Lock()
 	keep, written := f.keep, f.written
 	e.mu.Unlock()
-	local := true
+	local, staged := true, false
 	if body == nil {
 		if b, ok := e.lookupLen(id, int64(len(f.buf)), lookNone); ok {
 			copy(f.buf, b)
@@ -208,7 +208,9 @@ func (e *Engine) runFlight(id store.ChunkID, f *flight, body io.ReadCloser) {
 			return
 		}
 		var err error
-		if body, local, err = e.openSource(id, int64(len(f.buf)), f.asked, keep); err != nil {
+		if body = e.teeReader(id, int64(len(f.buf))); body != nil {
+			staged = true
+		} else if body, local, err = e.openSource(id, int64(len(f.buf)), f.asked, keep); err != nil {
 			e.flightFailed(id, f, err)
 			return
 		}
@@ -227,23 +229,22 @@ func (e *Engine) runFlight(id store.ChunkID, f *flight, body io.ReadCloser) {
 		return
 	}
 	if f.asked {
-		e.storeChunk(id, data, keep)
+		e.storeChunk(id, data, keep, true)
 		return
 	}
-	e.placeChunk(id, data, keep, written)
+	// A chunk read from a tee is on this node's disk already: the fill
+	// that owns the tee writes it to the disk tier, after the readers.
+	e.placeChunk(id, data, keep, written, !staged)
 }
 
-// openSource opens chunk id (n bytes) where it is read from: the tee of
-// an object being filled; in a cluster, its owners (unless this node
+// openSource opens chunk id (n bytes) where it is read from: in a
+// cluster, its owners (unless this node
 // reads it itself: asked as the owner, or a fill, keep, of data it has),
 // the member that wrote it if the origin may not have it yet, and, for a
 // chunk this node owns, its former owner's tiers; else the origin. local
 // reports that this node owns the chunk (it stores it as such; else it
 // keeps a hot copy).
 func (e *Engine) openSource(id store.ChunkID, n int64, asked, keep bool) (body io.ReadCloser, local bool, err error) {
-	if body = e.teeReader(id, n); body != nil {
-		return body, true, nil
-	}
 	mine, ask := true, []cluster.Member(nil)
 	if !asked && !keep {
 		mine, ask = e.chunkOwners(id)
@@ -297,14 +298,14 @@ func (e *Engine) flightFailed(id store.ChunkID, f *flight, err error) {
 		Int64("chunk", id.Index).Msg("chunk fetch failed")
 }
 
-// storeChunk puts a complete chunk into RAM at once and queues it for the
-// disk; keep puts it past the tiers' admission policy. Tier errors only
-// cost a later miss, so they are logged, not returned.
-func (e *Engine) storeChunk(id store.ChunkID, data []byte, keep bool) {
+// storeChunk puts a complete chunk into RAM at once and, if toDisk, queues
+// it for the disk; keep puts it past the tiers' admission policy. Tier
+// errors only cost a later miss, so they are logged, not returned.
+func (e *Engine) storeChunk(id store.ChunkID, data []byte, keep, toDisk bool) {
 	if e.opts.RAM != nil {
 		e.putTier(e.opts.RAM, "ram", id, data, keep)
 	}
-	if e.filler != nil {
+	if e.filler != nil && toDisk {
 		e.filler.enqueue(id, data, keep)
 	}
 }

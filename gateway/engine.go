@@ -102,6 +102,7 @@ type Engine struct {
 	buckets   bucketStats // chunk lookups per bucket
 	started   time.Time
 	writing   atomic.Int64 // request bodies being written (fills yield)
+	reading   atomic.Int64 // object readers streaming (fills yield)
 	fillCtx   context.Context
 	stopFills context.CancelFunc
 	closing   sync.Once

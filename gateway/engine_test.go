@@ -65,11 +65,12 @@ type rigOptions struct {
 	pins      *Pins                // given to the tiers and the engine
 	quotas    store.Quotas         // given to the tiers and the engine
 	metaMax   int                  // Options.MetaEntries
+	partSize  int64                // the S3 origin's multipart part size (0: its default)
 }
 
 func newRig(t testing.TB, ro rigOptions) *rig {
 	t.Helper()
-	o, err := s3.New(s3.Options{Endpoint: minio.Endpoint, AccessKey: minio.AccessKey, SecretKey: minio.SecretKey})
+	o, err := s3.New(s3.Options{Endpoint: minio.Endpoint, AccessKey: minio.AccessKey, SecretKey: minio.SecretKey, PartSize: ro.partSize})
 	if err != nil {
 		t.Fatal(err)
 	}

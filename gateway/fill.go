@@ -23,8 +23,20 @@ const fillYield = 2 * time.Second
 // written through this node: acknowledging a checkpoint is on a training
 // job's critical path, filling the cache behind the last one is not.
 func (e *Engine) yieldToWrites(ctx context.Context) {
+	e.yieldWhile(ctx, func() bool { return e.writing.Load() > 0 })
+}
+
+// yieldToClients is yieldToWrites that also waits for objects being
+// streamed from this node: a restore right after a save is on the
+// critical path too, and the fill of what it restores is not.
+func (e *Engine) yieldToClients(ctx context.Context) {
+	e.yieldWhile(ctx, func() bool { return e.writing.Load()+e.reading.Load() > 0 })
+}
+
+// yieldWhile waits while busy reports true, up to fillYield.
+func (e *Engine) yieldWhile(ctx context.Context, busy func() bool) {
 	deadline := time.Now().Add(fillYield)
-	for e.writing.Load() > 0 && time.Now().Before(deadline) {
+	for busy() && time.Now().Before(deadline) {
 		select {
 		case <-ctx.Done():
 			return
@@ -62,10 +74,12 @@ func (e *Engine) fillAsync(info store.ObjectInfo, done func()) {
 // doubles the work), pacing itself on the disk queue so the disk tier gets
 // every chunk. The flights read the origin as usual: for these objects
 // that is a local copy (see teeReader, and the write-back log's Get).
+// A chunk a reader brought into RAM from a tee skipped the disk queue
+// (see runFlight): the fill queues it here, paced, behind the readers.
 func (e *Engine) fillFrom(ctx context.Context, info store.ObjectInfo) {
 	cs := e.opts.ChunkSize
 	for idx := int64(0); idx*cs < info.Size; idx++ {
-		e.yieldToWrites(ctx)
+		e.yieldToClients(ctx)
 		if ctx.Err() != nil {
 			return
 		}
@@ -74,8 +88,12 @@ func (e *Engine) fillFrom(ctx context.Context, info store.ObjectInfo) {
 		if err := ref.stored(ctx, n); err != nil {
 			return
 		}
-		if e.filler != nil {
+		if e.filler == nil {
+			continue
+		}
+		if b, err := ref.bytesAt(ctx, 0); err == nil && int64(len(b)) == n {
 			e.filler.waitRoom(ctx, n)
+			e.filler.enqueue(e.chunkID(info, idx), b, true) // held already: a lookup
 		}
 	}
 }

@@ -138,22 +138,33 @@ func (t *tees) source(id store.ChunkID) *parts.Assembly {
 // completed fills the cache with the object info names from the tee of
 // uploadID, once the origin completed it with parts. The tee must hold the
 // same bytes: same parts, same ETags, same size, else it is dropped. A
-// single PUT's tee (single) is one part named by the object's ETag.
+// single PUT's tee (single) is one part, checked by its size.
 func (e *Engine) completed(t *tees, uploadID string, parts []store.CompletePart, info store.ObjectInfo, single bool) {
 	id := t.take(uploadID)
 	if id == "" {
 		return
+	}
+	if single {
+		// The tee's one part is named by its own MD5, whatever ETag
+		// the origin gave the object.
+		page, err := t.store.ListParts(info.Bucket, info.Key, id, store.PartListOptions{})
+		if err != nil || len(page.Parts) != 1 {
+			t.store.Remove(id)
+			return
+		}
+		parts = []store.CompletePart{{Number: 1, ETag: page.Parts[0].ETag}}
 	}
 	asm, err := t.store.Assemble(info.Bucket, info.Key, id, parts)
 	if err != nil {
 		t.store.Remove(id)
 		return
 	}
-	etag := asm.ETag
-	if single && len(asm.Parts) == 1 {
-		etag = asm.Parts[0].ETag
-	}
-	if etag != info.ETag || asm.Size != info.Size {
+	// A single PUT's tee is the very byte stream the origin took, so its
+	// size is the check: the origin may have stored it as a multipart
+	// upload of its own (an S3 origin does past its part size), whose
+	// ETag is not the part's MD5. Parts the client uploaded must add up
+	// to the origin's ETag.
+	if asm.Size != info.Size || (!single && asm.ETag != info.ETag) {
 		asm.Remove()
 		return
 	}
@@ -170,13 +181,14 @@ func (e *Engine) completed(t *tees, uploadID string, parts []store.CompletePart,
 }
 
 // teePut tees a write-through PUT's body (larger than a chunk: smaller
-// ones are kept in memory) into a one-part tee upload. The func returned
-// takes the origin's answer: on success the object fills the cache from
-// the tee, else the tee is dropped.
-func (e *Engine) teePut(bucket, key string, body io.Reader, size int64, meta store.ObjectMeta) (io.Reader, func(store.ObjectInfo, error)) {
+// ones are kept in memory) into a one-part tee upload, and reports
+// whether it does. The func returned takes the origin's answer: on
+// success the object fills the cache from the tee, else the tee is
+// dropped.
+func (e *Engine) teePut(bucket, key string, body io.Reader, size int64, meta store.ObjectMeta) (io.Reader, func(store.ObjectInfo, error), bool) {
 	t := e.teeing(bucket)
 	if t == nil || size <= e.opts.ChunkSize {
-		return body, func(store.ObjectInfo, error) {}
+		return body, func(store.ObjectInfo, error) {}, false
 	}
 	teeID := "granary-put-" + strconv.FormatUint(e.putTees.Add(1), 10)
 	t.startTee(bucket, key, teeID, meta)
@@ -189,17 +201,47 @@ func (e *Engine) teePut(bucket, key string, body io.Reader, size int64, meta sto
 			}
 			return
 		}
-		e.completed(t, teeID, []store.CompletePart{{Number: 1, ETag: info.ETag}}, info, true)
+		e.completed(t, teeID, nil, info, true)
+	}, true
+}
+
+// teeSource returns the tee of chunk id's object version if the object is
+// being filled from one, else nil.
+func (e *Engine) teeSource(id store.ChunkID) *parts.Assembly {
+	if e.tees == nil {
+		return nil
 	}
+	return e.tees.source(id)
+}
+
+// opener reads n bytes of an object version from offset off.
+type opener func(off, n int64) (io.ReadCloser, error)
+
+// localSource returns an opener of chunk id's object version when this
+// node holds it on disk outside the tiers: the tee of a write-through
+// object being filled, or a write-back object staged in the log; else
+// nil. Such a chunk is read in place (see objectReader.localSpan).
+func (e *Engine) localSource(id store.ChunkID) opener {
+	if asm := e.teeSource(id); asm != nil {
+		return asm.Open
+	}
+	if s, ok := e.opts.Origin.(store.Stager); ok && e.writeMode(id.Bucket) == WriteBack {
+		probe, err := s.GetStaged(id.Bucket, id.Key, store.ReadRange{Offset: id.Index * e.opts.ChunkSize, Length: 0, ETag: id.ETag})
+		if err != nil {
+			return nil // landed at the origin: the tiers and flights serve it
+		}
+		probe.Close()
+		return func(off, n int64) (io.ReadCloser, error) {
+			return s.GetStaged(id.Bucket, id.Key, store.ReadRange{Offset: off, Length: n, ETag: id.ETag})
+		}
+	}
+	return nil
 }
 
 // teeReader returns a reader of a chunk from the tee of its object, if the
 // object is being filled from one.
 func (e *Engine) teeReader(id store.ChunkID, n int64) io.ReadCloser {
-	if e.tees == nil {
-		return nil
-	}
-	asm := e.tees.source(id)
+	asm := e.teeSource(id)
 	if asm == nil {
 		return nil
 	}

@@ -131,14 +131,11 @@ func (e *Engine) CompleteUpload(ctx context.Context, bucket, key, uploadID strin
 		return info, err
 	}
 	info.Bucket, info.Key = bucket, key
-	e.invalidate(bucket, key, e.writtenHere(info))
+	t := e.teeing(bucket)
+	e.invalidate(bucket, key, e.writtenHere(info, t != nil && t.lookup(uploadID) != ""))
 	e.recordWrite(info)
-	// The origin's answer is the object's info: cache it, unless another
-	// write of the key dropped the entry meanwhile.
-	if seq := e.meta.sequence(); info.ETag != "" && !info.LastModified.IsZero() {
-		e.meta.putIf(seq, metaKey(bucket, key), info, time.Now())
-	}
-	if t := e.teeing(bucket); t != nil {
+	e.rememberWrite(info)
+	if t != nil {
 		e.completed(t, uploadID, parts, info, false)
 	}
 	e.fillWriteBack(info)

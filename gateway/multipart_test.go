@@ -181,3 +181,37 @@ func TestWriteThroughPutFillsCache(t *testing.T) {
 		t.Fatalf("tees left behind: %+v %v", uploads, err)
 	}
 }
+
+// A restore that starts the moment a save returns reads the save's tee,
+// not the origin, even when the origin stored the PUT as a multipart
+// upload of its own (its ETag then is not the body's MD5); the fill that
+// follows puts every chunk on the disk tier too.
+func TestWriteThroughPutRestoresAtOnce(t *testing.T) {
+	r := newRig(t, rigOptions{chunk: 1 << 20, fresh: Freshness{Mode: Immutable}, tee: true, partSize: 5 << 20})
+	data := randBytes(t, 12<<20+4321)
+	gets, stats := r.originGets(), r.originStats()
+	info, err := r.e.Put(context.Background(), r.bucket, "ckpt/big", bytes.NewReader(data), int64(len(data)), store.ObjectMeta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(info.ETag, "-") {
+		t.Fatalf("origin ETag %q: the PUT was not stored as a multipart upload, the case under test", info.ETag)
+	}
+	if got := r.read("ckpt/big", &Range{Start: 3 << 20, End: -1}); !bytes.Equal(got, data[3<<20:]) {
+		t.Fatal("restored bytes differ")
+	}
+	if got := r.read("ckpt/big", nil); !bytes.Equal(got, data) {
+		t.Fatal("restored bytes differ")
+	}
+	if r.originGets() != gets || r.originStats() != stats {
+		t.Fatalf("the restore read the origin: %d gets, %d stats", r.originGets()-gets, r.originStats()-stats)
+	}
+	r.waitFills()
+	if !r.inRAM(info) {
+		t.Fatal("the fill left chunks out of RAM")
+	}
+	r.e.filler.close() // writes what is queued
+	if held := r.disk.Held(r.bucket, "ckpt/big", info.ETag); held != info.Size {
+		t.Fatalf("disk tier holds %d bytes of %d", held, info.Size)
+	}
+}

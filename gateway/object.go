@@ -238,7 +238,7 @@ func (e *Engine) Put(ctx context.Context, bucket, key string, body io.Reader, si
 		keep = bytes.NewBuffer(make([]byte, 0, size))
 		body = io.TeeReader(body, keep)
 	}
-	body, teed := e.teePut(bucket, key, body, size, meta)
+	body, teed, teeing := e.teePut(bucket, key, body, size, meta)
 	info, err := e.origin.Put(ctx, bucket, key, body, size, meta)
 	if err != nil {
 		e.invalidate(bucket, key, nil)
@@ -246,11 +246,12 @@ func (e *Engine) Put(ctx context.Context, bucket, key string, body io.Reader, si
 		return info, err
 	}
 	info.Bucket, info.Key = bucket, key
-	e.invalidate(bucket, key, e.writtenHere(info))
+	e.invalidate(bucket, key, e.writtenHere(info, teeing))
 	teed(info, nil)
 	e.recordWrite(info)
+	e.rememberWrite(info)
 	if keep != nil && int64(keep.Len()) == size && info.ETag != "" {
-		e.placeChunk(store.ChunkID{Bucket: bucket, Key: key, ETag: info.ETag}, keep.Bytes(), true, true)
+		e.placeChunk(store.ChunkID{Bucket: bucket, Key: key, ETag: info.ETag}, keep.Bytes(), true, true, true)
 	}
 	e.fillWriteBack(info)
 	return info, nil

@@ -87,10 +87,11 @@ func (e *Engine) ownsFirstChunk(bucket, key string) bool {
 // node's tiers if it owns it (else a hot copy in the hot tier), and on
 // the other owners (written data on writeCopies of them). Pushes run in
 // the background, at most pushSlots at once (a full set makes the caller
-// wait: backpressure, not unbounded memory).
-func (e *Engine) placeChunk(id store.ChunkID, data []byte, keep, written bool) {
+// wait: backpressure, not unbounded memory). toDisk false leaves this
+// node's disk tier to the fill that owns the chunk's local copy.
+func (e *Engine) placeChunk(id store.ChunkID, data []byte, keep, written, toDisk bool) {
 	if e.peer == nil {
-		e.storeChunk(id, data, keep)
+		e.storeChunk(id, data, keep, toDisk)
 		return
 	}
 	r := e.readCopies()
@@ -107,7 +108,7 @@ func (e *Engine) placeChunk(id store.ChunkID, data []byte, keep, written bool) {
 		e.pushChunk(m, id, data)
 	}
 	if mine {
-		e.storeChunk(id, data, keep)
+		e.storeChunk(id, data, keep, toDisk)
 	} else {
 		e.storeHot(id, data)
 	}
@@ -288,7 +289,7 @@ func (e *Engine) StorePeerChunk(id store.ChunkID, chunk int64, data []byte) erro
 	if len(data) == 0 || int64(len(data)) > chunk || id.ETag == "" || id.Index < 0 {
 		return errors.New("gateway: bad chunk")
 	}
-	e.storeChunk(id, data, true)
+	e.storeChunk(id, data, true, true)
 	return nil
 }
 

@@ -70,19 +70,24 @@ func (p *pendingSet) writer(id store.ChunkID) (string, bool) {
 	return w.writer, true
 }
 
-// writtenHere is info if it names a write-back object the origin may not
-// have yet (members must learn it from this node), else nil.
-func (e *Engine) writtenHere(info store.ObjectInfo) *store.ObjectInfo {
-	if e.peer == nil || e.writeMode(info.Bucket) != WriteBack || info.ETag == "" {
+// writtenHere is info if members should learn it from this node, else
+// nil: a write-back object the origin may not have yet, or a write-through
+// object whose local copy (teed) fills the cache, which members read from
+// this node, not the origin, until its chunks are on their owners.
+func (e *Engine) writtenHere(info store.ObjectInfo, teed bool) *store.ObjectInfo {
+	if e.peer == nil || info.ETag == "" {
 		return nil
 	}
-	return &info
+	if mode := e.writeMode(info.Bucket); mode == WriteBack || (mode == WriteThrough && teed) {
+		return &info
+	}
+	return nil
 }
 
 // PeerWrote is a member's word that bucket/key changed through it: drop
-// what this node caches of it and, for a write-back object (written set),
-// learn the new version and that its writer holds it until the origin
-// does.
+// what this node caches of it and, when written is set (see writtenHere),
+// learn the new version and that its writer holds it: until the origin
+// does (write-back), or until its chunks are on their owners.
 func (e *Engine) PeerWrote(bucket, key string, written *store.ObjectInfo, writer string) {
 	e.forgetObject(bucket, key)
 	if written == nil || e.peer == nil {

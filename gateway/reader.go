@@ -6,15 +6,19 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync"
 
 	"github.com/granary-dev/granary/store"
 )
 
-// future is a chunk being located: ready is closed once ref is set.
+// future is a chunk being located: ready is closed once ref is set, or
+// local, when the chunk is read in place from a copy on this node's disk
+// (see localSpan).
 type future struct {
 	idx     int64
 	ready   chan struct{}
 	ref     chunkRef
+	local   opener
 	retried bool // a transient failure was retried; set by the reader only
 }
 
@@ -37,13 +41,20 @@ type objectReader struct {
 	// ramAsked is the chunk whose RAM lookup Get recorded already (-1:
 	// none), so the window only peeks at it.
 	ramAsked int64
+	closed   bool    // Close ran: the reader no longer counts in e.reading
+	buf      *[]byte // from localBufs, for localSpan; returned by Close
 }
+
+// localBufs holds maxSpan-sized buffers that local reads land in: reused,
+// so a restore right after a save touches no fresh memory (localSpan).
+var localBufs = sync.Pool{New: func() any { b := make([]byte, maxSpan); return &b }}
 
 func (e *Engine) newReader(ctx context.Context, info store.ObjectInfo, off, n int64) *objectReader {
 	ctx, cancel := context.WithCancel(ctx)
 	r := &objectReader{e: e, ctx: ctx, cancel: cancel, info: info, off: off, end: off + n, ramAsked: -1}
 	r.next = off / e.opts.ChunkSize
 	r.last = (off + n - 1) / e.opts.ChunkSize
+	e.reading.Add(1)
 	return r
 }
 
@@ -70,7 +81,9 @@ func (r *objectReader) fill() {
 			kind = fetchAhead
 		}
 		go func() {
-			f.ref = r.e.chunk(r.info, f.idx, kind, lookDisk)
+			if f.local = r.e.localSource(r.e.chunkID(r.info, f.idx)); f.local == nil {
+				f.ref = r.e.chunk(r.info, f.idx, kind, lookDisk)
+			}
 			close(f.ready)
 		}()
 	}
@@ -106,6 +119,15 @@ func (r *objectReader) span() ([]byte, error) {
 	case <-r.ctx.Done():
 		return nil, r.ctx.Err()
 	}
+	if f.local != nil {
+		b, err := r.localSpan(f.local, idx)
+		if err == nil {
+			return b, nil
+		}
+		// The local copy went away (its fill ended, the write-back
+		// landed) or failed: the tiers or a flight have the chunk.
+		f.local, f.ref = nil, r.e.chunk(r.info, idx, fetchNow, lookNone)
+	}
 	if f.ref.data == nil && f.ref.fl == nil {
 		// A read-ahead found no room in the flight budget; this chunk is
 		// needed now, so it is fetched regardless.
@@ -129,6 +151,30 @@ func (r *objectReader) span() ([]byte, error) {
 		return nil, err
 	}
 	return b[:min(int64(len(b)), r.end-r.off, maxSpan)], nil
+}
+
+// localSpan reads the next bytes of the range within chunk idx, at most
+// maxSpan, from the local copy that holds the chunk (open), into the
+// reader's buffer. A restore that starts the moment its save returns
+// reads the saved bytes in place (page cache, usually) instead of copying
+// each chunk into a new RAM buffer first: the fill that owns the copy
+// does that behind it.
+func (r *objectReader) localSpan(open opener, idx int64) ([]byte, error) {
+	chunkEnd := min((idx+1)*r.e.opts.ChunkSize, r.info.Size)
+	n := min(min(chunkEnd, r.end)-r.off, maxSpan)
+	rc, err := open(r.off, n)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	if r.buf == nil {
+		r.buf = localBufs.Get().(*[]byte)
+	}
+	b := (*r.buf)[:n]
+	if _, err := io.ReadFull(rc, b); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 func (r *objectReader) Read(p []byte) (int, error) {
@@ -166,6 +212,14 @@ func (r *objectReader) WriteTo(w io.Writer) (int64, error) {
 // by the fetch timeout, since they fill the cache for other readers.
 func (r *objectReader) Close() error {
 	r.cancel()
+	if !r.closed {
+		r.closed = true
+		r.e.reading.Add(-1)
+		if r.buf != nil {
+			localBufs.Put(r.buf)
+			r.buf = nil
+		}
+	}
 	return nil
 }
 

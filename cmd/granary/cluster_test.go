@@ -72,15 +72,21 @@ func TestClusterWritesReadsAndInvalidates(t *testing.T) {
 		t.Fatal("node 3 reads another small object than node 1 wrote")
 	}
 	// An overwrite through node 2 is what nodes 1 and 3 serve next, though
-	// they cached the old version.
+	// they cached the old version; read the moment the save returns, it
+	// comes from node 2's local copy or the owners it filled, never from
+	// the origin.
 	v2 := randomBytes(3, 2<<20+5)
 	if _, err := c2.PutObject(ctx, "data", "model.bin", bytes.NewReader(v2), int64(len(v2)), minio.PutObjectOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	gets = r.originGets(t)
 	for i, c := range []*minio.Client{c1, c3} {
 		if got := getAll(t, c, "data", "model.bin"); !bytes.Equal(got, v2) {
 			t.Fatalf("node %d serves the old version after an overwrite through node 2", []int{1, 3}[i])
 		}
+	}
+	if r.originGets(t) != gets {
+		t.Fatalf("reading an object right after its save through another node read the origin %d times", r.originGets(t)-gets)
 	}
 	if err := c2.RemoveObject(ctx, "data", "small", minio.RemoveObjectOptions{}); err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ package writeback
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -41,13 +42,38 @@ func (l *Log) Stat(ctx context.Context, bucket, key string) (store.ObjectInfo, e
 	return l.origin.Stat(ctx, bucket, key)
 }
 
+var _ store.Stager = (*Log)(nil)
+
 func noSuchKey(bucket, key string) error {
 	return fmt.Errorf("writeback: %w: %s/%s (deleted)", store.ErrNoSuchKey, bucket, key)
 }
 
 func (l *Log) Get(ctx context.Context, bucket, key string, r store.ReadRange) (io.ReadCloser, store.ObjectInfo, error) {
+	rc, info, err, pending := l.getPending(bucket, key, r)
+	if !pending {
+		return l.origin.Get(ctx, bucket, key, r)
+	}
+	return rc, info, err
+}
+
+// GetStaged is Get from the staged copy only: a key with no pending put
+// of version r.ETag gets store.ErrNotFound, never an origin read.
+func (l *Log) GetStaged(bucket, key string, r store.ReadRange) (io.ReadCloser, error) {
+	rc, _, err, pending := l.getPending(bucket, key, r)
+	if !pending || errors.Is(err, store.ErrNoSuchKey) || errors.Is(err, store.ErrPreconditionFailed) {
+		if rc != nil {
+			rc.Close()
+		}
+		return nil, fmt.Errorf("writeback: %s/%s: %w: no staged copy of version %s", bucket, key, store.ErrNotFound, r.ETag)
+	}
+	return rc, err
+}
+
+// getPending answers a read of bucket/key from its pending operation, and
+// reports whether it has one (else nothing is returned).
+func (l *Log) getPending(bucket, key string, r store.ReadRange) (io.ReadCloser, store.ObjectInfo, error, bool) {
 	if r.Offset < 0 {
-		return nil, store.ObjectInfo{}, fmt.Errorf("writeback: negative read offset %d", r.Offset)
+		return nil, store.ObjectInfo{}, fmt.Errorf("writeback: negative read offset %d", r.Offset), true
 	}
 	l.mu.Lock()
 	var o *op
@@ -56,22 +82,22 @@ func (l *Log) Get(ctx context.Context, bucket, key string, r store.ReadRange) (i
 	}
 	if o == nil {
 		l.mu.Unlock()
-		return l.origin.Get(ctx, bucket, key, r)
+		return nil, store.ObjectInfo{}, nil, false
 	}
 	if o.Kind == kindDelete {
 		l.mu.Unlock()
-		return nil, store.ObjectInfo{}, noSuchKey(bucket, key)
+		return nil, store.ObjectInfo{}, noSuchKey(bucket, key), true
 	}
 	info := servedInfo(o)
 	if r.ETag != "" && r.ETag != info.ETag {
 		l.mu.Unlock()
 		return nil, store.ObjectInfo{}, fmt.Errorf("%w: %s/%s has ETag %s, want %s",
-			store.ErrPreconditionFailed, bucket, key, info.ETag, r.ETag)
+			store.ErrPreconditionFailed, bucket, key, info.ETag, r.ETag), true
 	}
 	if r.Offset > info.Size {
 		l.mu.Unlock()
 		return nil, store.ObjectInfo{}, fmt.Errorf("writeback: offset %d beyond the end of %s/%s (%d bytes)",
-			r.Offset, bucket, key, info.Size)
+			r.Offset, bucket, key, info.Size), true
 	}
 	n := info.Size - r.Offset
 	if r.Length >= 0 && r.Length < n {
@@ -79,7 +105,7 @@ func (l *Log) Get(ctx context.Context, bucket, key string, r store.ReadRange) (i
 	}
 	if n == 0 {
 		l.mu.Unlock()
-		return io.NopCloser(strings.NewReader("")), info, nil
+		return io.NopCloser(strings.NewReader("")), info, nil, true
 	}
 	// The reference keeps the staged files until the reader is closed,
 	// even if the op lands or is superseded meanwhile.
@@ -88,9 +114,9 @@ func (l *Log) Get(ctx context.Context, bucket, key string, r store.ReadRange) (i
 	rc, err := o.asm.Open(r.Offset, n)
 	if err != nil {
 		l.unref(o)
-		return nil, store.ObjectInfo{}, fmt.Errorf("writeback: read staged %s/%s: %w", bucket, key, err)
+		return nil, store.ObjectInfo{}, fmt.Errorf("writeback: read staged %s/%s: %w", bucket, key, err), true
 	}
-	return &stagedReader{ReadCloser: rc, l: l, o: o}, info, nil
+	return &stagedReader{ReadCloser: rc, l: l, o: o}, info, nil, true
 }
 
 // unref drops a reader's reference to o's staged object, removing it if

@@ -6,6 +6,7 @@ package writeback
 import (
 	"bytes"
 	"errors"
+	"io"
 	"maps"
 	"slices"
 	"sync"
@@ -61,6 +62,10 @@ func TestPendingPutReadsThenLands(t *testing.T) {
 	if _, _, err := l.Get(ctx, b, "dir/obj", store.ReadRange{Length: -1, ETag: md5Hex([]byte("other"))}); !errors.Is(err, store.ErrPreconditionFailed) {
 		t.Fatalf("Get with another ETag = %v, want ErrPreconditionFailed", err)
 	}
+	wantStaged(t, l, b, "dir/obj", store.ReadRange{Offset: 5, Length: 4096, ETag: info.ETag}, data[5:5+4096])
+	if _, err := l.GetStaged(b, "dir/obj", store.ReadRange{Length: -1, ETag: md5Hex([]byte("other"))}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("GetStaged of another version = %v, want ErrNotFound", err)
+	}
 	page, err := l.List(ctx, b, store.ListOptions{Delimiter: "/"})
 	if err != nil || !slices.Equal(page.CommonPrefixes, []string{"dir/"}) || len(page.Objects) != 0 {
 		t.Fatalf("List(delimiter /) = %+v, %v; want the prefix dir/", page, err)
@@ -83,6 +88,9 @@ func TestPendingPutReadsThenLands(t *testing.T) {
 	}
 	if !l.Persisted(b, "dir/obj") {
 		t.Fatal("not Persisted after the flush")
+	}
+	if _, err := l.GetStaged(b, "dir/obj", store.ReadRange{Length: -1, ETag: info.ETag}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("GetStaged of a landed object = %v, want ErrNotFound (never the origin)", err)
 	}
 	if st := l.Stats(); st != (Stats{}) {
 		t.Fatalf("Stats after the flush = %+v, want zero", st)
@@ -392,4 +400,18 @@ func TestFailedDirectKeepsPending(t *testing.T) {
 	}
 	flush(t, l, b)
 	wantData(t, raw, b, "k", v2)
+}
+
+// wantStaged checks that GetStaged reads want from the staged copy.
+func wantStaged(t *testing.T, l *Log, bucket, key string, r store.ReadRange, want []byte) {
+	t.Helper()
+	rc, err := l.GetStaged(bucket, key, r)
+	if err != nil {
+		t.Fatalf("GetStaged: %v", err)
+	}
+	defer rc.Close()
+	got, err := io.ReadAll(rc)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("GetStaged read %d bytes (%v), want %d", len(got), err, len(want))
+	}
 }
