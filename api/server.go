@@ -45,6 +45,10 @@ type Options struct {
 	// IdleTimeout bounds how long a keep-alive connection may wait for its
 	// next request. 0 means DefaultIdleTimeout.
 	IdleTimeout time.Duration
+	// AnonymousRead names the buckets whose objects requests without
+	// credentials may GET and HEAD (public-read); every other request
+	// and bucket needs a signature. Nil: none.
+	AnonymousRead map[string]bool
 }
 
 // Defaults of the zero Options values.
@@ -139,12 +143,17 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
+// responseBufferSize is the connection's write buffer: large enough that
+// the headers and body of a small object (a training sample: up to 128
+// KiB) leave in one write system call, one segment train the client
+// wakes up for once (fasthttp's 4 KiB default splits even a 4 KiB
+// object's response in two). fasthttp takes the buffer from a pool for
+// the time of a response, so an idle connection holds none; a larger
+// body bypasses it.
+const responseBufferSize = 132 << 10
+
 // fiberConfig is the fasthttp setup: bodies are streamed, never buffered,
 // and no default content type or startup banner is emitted.
-// responseBufferSize is the connection's write buffer: large enough that
-// the headers and body of a small object leave in one write system call
-// (fasthttp's 4 KiB default splits a 4 KiB object's response in two).
-const responseBufferSize = 16 << 10
 
 func (s *Server) fiberConfig() fiber.Config {
 	return fiber.Config{
