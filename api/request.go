@@ -110,11 +110,13 @@ func (s *Server) serveS3(c *fiber.Ctx, r *request) error {
 		r.op = opUnknown
 	}
 
-	auth, err := s.authenticate(c, r)
-	if err != nil {
-		return err
+	if targetErr != nil || !s.anonymousRead(c, r.op, bucket) {
+		auth, err := s.authenticate(c, r)
+		if err != nil {
+			return err
+		}
+		r.auth = auth
 	}
-	r.auth = auth
 	if targetErr != nil {
 		return targetErr
 	}

@@ -66,6 +66,9 @@ type BucketConfig struct {
 	Pin []string `yaml:"pin"`
 	// Quota caps the bucket's cached bytes in each tier (0: none).
 	Quota Size `yaml:"quota"`
+	// AnonymousRead lets requests without credentials GET and HEAD the
+	// bucket's objects (nothing else), as a public-read bucket does.
+	AnonymousRead bool `yaml:"anonymous-read"`
 }
 
 // quotaMap is the buckets' quotas, a store.Quotas.
@@ -85,6 +88,17 @@ func (c Config) Quotas() store.Quotas {
 		return nil
 	}
 	return q
+}
+
+// AnonymousReads returns the buckets whose objects anyone may read.
+func (c Config) AnonymousReads() map[string]bool {
+	m := map[string]bool{}
+	for name, b := range c.Buckets {
+		if b.AnonymousRead {
+			m[name] = true
+		}
+	}
+	return m
 }
 
 // ConfiguredPins returns the pinned prefixes of the configuration file,

@@ -158,7 +158,7 @@ freshness: ttl
 ttl: 5m
 domain: [s3.local, storage.local]
 buckets:
-  datasets: {freshness: immutable}
+  datasets: {freshness: immutable, anonymous-read: true}
   checkpoints: {freshness: always, write-mode: write-back}
   logs: {ttl: 10s, write-mode: read-only}
   other: {}
@@ -191,6 +191,9 @@ buckets:
 	}
 	if c.DirtyBytes() != 25<<30 {
 		t.Fatalf("dirty limit %d, want a quarter of the disk", c.DirtyBytes())
+	}
+	if got := c.AnonymousReads(); !reflect.DeepEqual(got, map[string]bool{"datasets": true}) {
+		t.Fatalf("anonymous reads %v, want datasets only", got)
 	}
 }
 
