@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"time"
 
@@ -222,6 +223,7 @@ type gwConfig struct {
 	ram, disk int64
 	eviction  string // --eviction; "" leaves the node's default
 	warm      bool   // run `granary warm` on the data set before epoch 1
+	anonymous bool   // the bucket is public-read on the node; read unsigned
 	epochs    int
 }
 
@@ -234,6 +236,14 @@ func (r *epochsRun) gateway(ctx context.Context, c gwConfig) error {
 	args := []string{"--freshness", "immutable"}
 	if c.eviction != "" {
 		args = append(args, "--eviction", c.eviction)
+	}
+	if c.anonymous {
+		cfg, err := anonymousConfig(epochsBucket)
+		if err != nil {
+			return err
+		}
+		defer os.Remove(cfg)
+		args = append(args, "--config", cfg)
 	}
 	g, err := startGranary(r.bin, r.origin(c.link), r.mio.AccessKey, r.mio.SecretKey, c.ram, c.disk, args...)
 	if err != nil {
@@ -252,7 +262,11 @@ func (r *epochsRun) gateway(ctx context.Context, c gwConfig) error {
 // gatewayEpochs runs c's warm-up (if any) and epochs against g, reading
 // g's cache counters before and after each.
 func (r *epochsRun) gatewayEpochs(ctx context.Context, c gwConfig, g *granaryProc) error {
-	cl, tr, sc, err := newCountingS3Client(g.addr, granaryAccess, granarySecret)
+	access, secret := granaryAccess, granarySecret
+	if c.anonymous {
+		access, secret = "", ""
+	}
+	cl, tr, sc, err := newCountingS3Client(g.addr, access, secret)
 	if err != nil {
 		return err
 	}

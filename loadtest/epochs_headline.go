@@ -11,7 +11,7 @@ import (
 )
 
 // headlineConfigs are the headline's configurations, in its order.
-var headlineConfigs = []string{cfgDirect, cfgNginx, cfgFits}
+var headlineConfigs = []string{cfgDirect, cfgNginx, cfgFits, cfgAnonymous}
 
 // hasHeadline tells whether the run measured the uncapped link.
 func (r *epochsReport) hasHeadline() bool {
@@ -37,7 +37,7 @@ func (r *epochsReport) headline(b *strings.Builder) {
 				continue
 			}
 			vsNginx, hit := "", "-"
-			if c == cfgFits {
+			if c == cfgFits || c == cfgAnonymous {
 				vsNginx = ratio(r.versus(row, cfgNginx), 1)
 			}
 			if c != cfgDirect {
@@ -83,9 +83,10 @@ func (r *epochsReport) headlineTargets(b *strings.Builder) {
 	cold := r.findOn(linkUncapped, cfgFits, "1")
 	s := r.speedup(cold)
 	writeGoal(b, "cold epoch 1, uncapped link, "+cfgFits, s >= 0.9, ifSome(s > 0, fmt.Sprintf("%.2fx direct", s)), "≥ 0.90x direct")
-	warm := r.findOn(linkUncapped, cfgFits, "2")
-	s = r.versus(warm, cfgNginx)
-	writeGoal(b, "epoch 2, uncapped link, "+cfgFits, s >= 1, ifSome(s > 0, fmt.Sprintf("%.2fx nginx", s)), "≥ 1.00x nginx")
+	for _, c := range []string{cfgFits, cfgAnonymous} {
+		s = r.versus(r.findOn(linkUncapped, c, "2"), cfgNginx)
+		writeGoal(b, "epoch 2, uncapped link, "+c, s >= 1, ifSome(s > 0, fmt.Sprintf("%.2fx nginx", s)), "≥ 1.00x nginx")
+	}
 }
 
 // writeGoal renders one target's row: met (or metText when given) when

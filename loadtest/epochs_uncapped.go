@@ -20,6 +20,10 @@ const linkUncapped = "uncapped"
 // cfgNginx is the nginx reference's configuration name.
 const cfgNginx = "nginx proxy_cache, fresh cache"
 
+// cfgAnonymous is granary read as nginx is: unsigned GETs of a bucket
+// the node serves public-read (anonymous-read in its configuration).
+const cfgAnonymous = "gateway, unsigned reads (anonymous-read bucket)"
+
 // uncappedLink is the headline's link, fixed (the -slow-* flags shape
 // the capped link only): a remote object store whose connections are
 // not capped one by one, as a training cluster's link to its store.
@@ -65,34 +69,9 @@ func (r *epochsRun) headline(ctx context.Context) error {
 		return nil
 	}
 	ram, disk := r.plan.fitBudget()
-	return r.gateway(ctx, gwConfig{name: cfgFits, link: linkUncapped, ram: ram, disk: disk, epochs: r.plan.epochs})
-}
-
-// nginxEpochs starts nginx with an empty cache in front of the uncapped
-// link, reads the epochs through it anonymously (minio-go without
-// credentials, from the public-read bucket) and stops it. Its hit rate
-// is nginx's own X-Cache-Status over the epoch's answers.
-func (r *epochsRun) nginxEpochs(ctx context.Context) error {
-	n, err := startNginx(nginxOptions{upstream: r.fast.Addr(), objects: r.plan.files, bytes: r.plan.dataBytes()})
-	if err != nil {
+	if err := r.gateway(ctx, gwConfig{name: cfgFits, link: linkUncapped, ram: ram, disk: disk, epochs: r.plan.epochs}); err != nil {
 		return err
 	}
-	defer n.stop()
-	cl, tr, sc, err := newCountingS3Client(n.addr, "", "")
-	if err != nil {
-		return err
-	}
-	defer tr.CloseIdleConnections()
-	for e := 1; e <= r.plan.epochs; e++ {
-		h0, o0 := sc.cacheSnapshot()
-		row, err := r.epoch(ctx, cl, sc, e)
-		if err != nil {
-			return fmt.Errorf("epoch %d: %w\nnginx log tail:\n%s", e, err, n.tail())
-		}
-		h1, o1 := sc.cacheSnapshot()
-		row.config, row.link = cfgNginx, linkUncapped
-		row.cache = cacheCounts{hits: float64(h1 - h0), misses: float64(o1 - o0)}
-		r.add(row)
-	}
-	return nil
+	c := gwConfig{name: cfgAnonymous, link: linkUncapped, ram: ram, disk: disk, epochs: r.plan.epochs, anonymous: true}
+	return r.gateway(ctx, c)
 }

@@ -21,7 +21,7 @@ func TestNginxReportTargets(t *testing.T) {
 		small: []smallResult{
 			small("minio", 5000, 3*time.Millisecond), small("nginx cold", 4000, 4*time.Millisecond),
 			small("nginx warm", 20000, time.Millisecond), small("granary cold", 3800, 4*time.Millisecond),
-			small("granary warm", 25000, 1400*time.Microsecond),
+			small("granary warm", 25000, 1400*time.Microsecond), small(granaryUnsigned, 30000, 900*time.Microsecond),
 		},
 		large: []largeResult{large("minio", 2000), large("nginx cold", 1000), large("nginx warm", 3000),
 			large("granary cold", 800), large("granary warm", 4800)},
@@ -29,8 +29,10 @@ func TestNginxReportTargets(t *testing.T) {
 	rep.small[2].cacheHits = 1000
 	md := rep.markdown()
 	for _, want := range []string{
-		"| 4KiB | 16 | 20000 | 25000 | 1.25x | 1.00 ms | 1.40 ms | +0.40 ms | 0.95x |",
+		"| 4KiB | 16 | 20000 | 25000 | 1.25x | 1.00 ms | 1.40 ms | +0.40 ms | 30000 | 1.50x | 0.90 ms | 0.95x |",
+		"| 1GiB single stream | 3000 | 4800 | 1.60x | n/a | n/a | 1000 | 800 | 0.80x |",
 		"| warm 4KiB GETs, 16 clients | 1.25x nginx | ≥ 1.00x nginx | yes |",
+		"| warm 4KiB GETs, 16 clients, unsigned as nginx | 1.50x nginx | ≥ 1.00x nginx | yes |",
 		"| warm 4KiB p50, 16 clients | 1.40 ms vs 1.00 ms (+0.40 ms) | ≤ nginx + 0.30 ms | **no** |",
 		"| warm 1GiB, single stream | 1.60x nginx | ≥ 1.50x nginx | yes |",
 		"| first pass, 4KiB GETs, 16 clients | 0.95x nginx | ≥ 0.90x nginx | yes |",

@@ -258,3 +258,50 @@ func (g *granaryProc) awaitIdle(ctx context.Context, limit time.Duration) (time.
 		}
 	}
 }
+
+// anonymousConfig writes a node configuration that makes bucket
+// anonymous-read and returns its path (the caller removes it).
+func anonymousConfig(bucket string) (string, error) {
+	f, err := os.CreateTemp("", "granary-anonymous-*.yaml")
+	if err != nil {
+		return "", err
+	}
+	_, err = fmt.Fprintf(f, "buckets:\n  %s:\n    anonymous-read: true\n", bucket)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
+}
+
+// nginxEpochs starts nginx with an empty cache in front of the uncapped
+// link, reads the epochs through it anonymously (minio-go without
+// credentials, from the public-read bucket) and stops it. Its hit rate
+// is nginx's own X-Cache-Status over the epoch's answers.
+func (r *epochsRun) nginxEpochs(ctx context.Context) error {
+	n, err := startNginx(nginxOptions{upstream: r.fast.Addr(), objects: r.plan.files, bytes: r.plan.dataBytes()})
+	if err != nil {
+		return err
+	}
+	defer n.stop()
+	cl, tr, sc, err := newCountingS3Client(n.addr, "", "")
+	if err != nil {
+		return err
+	}
+	defer tr.CloseIdleConnections()
+	for e := 1; e <= r.plan.epochs; e++ {
+		h0, o0 := sc.cacheSnapshot()
+		row, err := r.epoch(ctx, cl, sc, e)
+		if err != nil {
+			return fmt.Errorf("epoch %d: %w\nnginx log tail:\n%s", e, err, n.tail())
+		}
+		h1, o1 := sc.cacheSnapshot()
+		row.config, row.link = cfgNginx, linkUncapped
+		row.cache = cacheCounts{hits: float64(h1 - h0), misses: float64(o1 - o0)}
+		r.add(row)
+	}
+	return nil
+}
