@@ -45,15 +45,17 @@ func TestReadWholeFiles(t *testing.T) {
 		t.Errorf("fetched %d bytes to read %d", f, big)
 	}
 	// The ETag is unchanged: a new open keeps the kernel's page cache,
-	// and reading the file again fetches nothing.
+	// and reading the file again fetches (almost) nothing. The kernel may
+	// still reclaim a few cached pages under memory pressure (a busy
+	// machine, proactive reclaim); a dropped cache would refetch it all.
 	s.fsys.cl.fetched.Store(0)
 	bounded(t, 10*time.Second, "cached read", func() {
 		if got, err := os.ReadFile(filepath.Join(dir, "d/f20971520")); err != nil || sum(got) != sum(objs["d/f20971520"]) {
 			t.Errorf("second read: %v", err)
 		}
 	})
-	if f := s.fsys.cl.fetched.Load(); f != 0 {
-		t.Errorf("second read of an unchanged file fetched %d bytes", f)
+	if f := s.fsys.cl.fetched.Load(); f > 20<<20/16 {
+		t.Errorf("second read of an unchanged file fetched %d bytes: the page cache was dropped", f)
 	}
 }
 
