@@ -65,17 +65,6 @@ func (e *Engine) recordWrite(info store.ObjectInfo) {
 	}
 }
 
-// rememberWrite caches the info of an object just written through this
-// node, as the origin answered the write, so the first read after it (a
-// restore right after a save) needs no origin call for metadata. It runs
-// after the write's invalidation; an entry dropped meanwhile by another
-// write of the key stays dropped (the sequence check).
-func (e *Engine) rememberWrite(info store.ObjectInfo) {
-	if seq := e.meta.sequence(); info.ETag != "" && !info.LastModified.IsZero() {
-		e.meta.putIf(seq, metaKey(info.Bucket, info.Key), info, time.Now())
-	}
-}
-
 // recordDelete notes in the catalog an object deleted through this node.
 func (e *Engine) recordDelete(bucket, key string) {
 	if e.opts.Catalog == nil {

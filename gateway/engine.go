@@ -91,6 +91,7 @@ type Engine struct {
 	lists    *listCache
 	sf       singleflight.Group // metadata loads, keyed by metaKey
 	putBytes atomic.Int64       // bytes held by PUTs for the cache
+	writes   writes             // writes in flight, by metaKey
 	putTees  atomic.Uint64      // names the tees of single PUTs
 
 	filler *diskFiller // nil without a disk tier

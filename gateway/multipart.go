@@ -123,6 +123,8 @@ func (e *Engine) CompleteUpload(ctx context.Context, bucket, key, uploadID strin
 	if err != nil {
 		return store.ObjectInfo{}, err
 	}
+	end := e.writes.begin(metaKey(bucket, key))
+	defer end()
 	start := time.Now()
 	info, err := mp.CompleteUpload(ctx, bucket, key, uploadID, parts)
 	e.observe("complete_upload", start, err)
@@ -134,7 +136,7 @@ func (e *Engine) CompleteUpload(ctx context.Context, bucket, key, uploadID strin
 	t := e.teeing(bucket)
 	e.invalidate(bucket, key, e.writtenHere(info, t != nil && t.lookup(uploadID) != ""))
 	e.recordWrite(info)
-	e.rememberWrite(info)
+	e.rememberWrite(info, end())
 	if t != nil {
 		e.completed(t, uploadID, parts, info, false)
 	}

@@ -232,6 +232,8 @@ func (e *Engine) Put(ctx context.Context, bucket, key string, body io.Reader, si
 		return store.ObjectInfo{}, err
 	}
 	defer e.writeStarted()()
+	end := e.writes.begin(metaKey(bucket, key))
+	defer end()
 	var keep *bytes.Buffer
 	if size > 0 && size <= e.opts.ChunkSize && e.reservePutBytes(size) {
 		defer e.putBytes.Add(-size)
@@ -249,7 +251,7 @@ func (e *Engine) Put(ctx context.Context, bucket, key string, body io.Reader, si
 	e.invalidate(bucket, key, e.writtenHere(info, teeing))
 	teed(info, nil)
 	e.recordWrite(info)
-	e.rememberWrite(info)
+	e.rememberWrite(info, end())
 	if keep != nil && int64(keep.Len()) == size && info.ETag != "" {
 		e.placeChunk(store.ChunkID{Bucket: bucket, Key: key, ETag: info.ETag}, keep.Bytes(), true, true, true)
 	}
