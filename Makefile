@@ -6,7 +6,7 @@ MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 MINIO_BIN := $(GOPATH)/bin/minio
 export MINIO_BIN
 
-.PHONY: run build deps test unit e2e bench lint fuzz cluster
+.PHONY: run build deps test unit e2e bench bench-deps lint fuzz cluster
 
 run:
 	$(GO) run ./cmd/granary serve
