@@ -1,4 +1,4 @@
-// The disk filler: chunks reach the disk tier on a background goroutine, so
+// The disk filler: chunks reach the disk tier on background goroutines, so
 // a cold read streams at the origin's pace rather than the disk's, and a
 // burst of misses queues at most DiskQueueBytes before further disk writes
 // are dropped (the chunk is still in RAM; it is only missing from disk).
