@@ -209,7 +209,7 @@ func (e *Engine) runFlight(id store.ChunkID, f *flight, body io.ReadCloser) {
 		}
 		var err error
 		if body = e.teeReader(id, int64(len(f.buf))); body != nil {
-			staged = true
+			staged, f.staged = true, true
 		} else if body, local, err = e.openSource(id, int64(len(f.buf)), f.asked, keep); err != nil {
 			e.flightFailed(id, f, err)
 			return

@@ -74,8 +74,9 @@ func (e *Engine) fillAsync(info store.ObjectInfo, done func()) {
 // doubles the work), pacing itself on the disk queue so the disk tier gets
 // every chunk. The flights read the origin as usual: for these objects
 // that is a local copy (see teeReader, and the write-back log's Get).
-// A chunk a reader brought into RAM from a tee skipped the disk queue
-// (see runFlight): the fill queues it here, paced, behind the readers.
+// A chunk read from a tee skipped the disk queue (see runFlight), and so
+// may one a reader brought into RAM: the fill queues those here, paced,
+// behind the readers (a chunk already on disk costs the tier a lookup).
 func (e *Engine) fillFrom(ctx context.Context, info store.ObjectInfo) {
 	cs := e.opts.ChunkSize
 	for idx := int64(0); idx*cs < info.Size; idx++ {
@@ -88,8 +89,8 @@ func (e *Engine) fillFrom(ctx context.Context, info store.ObjectInfo) {
 		if err := ref.stored(ctx, n); err != nil {
 			return
 		}
-		if e.filler == nil {
-			continue
+		if e.filler == nil || (ref.fl != nil && !ref.fl.staged) {
+			continue // its flight queued it for the disk
 		}
 		if b, err := ref.bytesAt(ctx, 0); err == nil && int64(len(b)) == n {
 			e.filler.waitRoom(ctx, n)

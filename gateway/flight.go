@@ -34,6 +34,10 @@ type flight struct {
 	// is read here (tiers, origin), never asked of another node. Set at
 	// start, then read-only.
 	asked bool
+	// staged says the chunk was read from a tee, so its store skipped
+	// the disk tier (the tee's fill queues it). Set by the runner before
+	// settled is closed; read after.
+	staged bool
 	// settled is closed once the flight's runner is through: the chunk
 	// is in the tiers (RAM stored, disk queued) or the flight failed.
 	settled chan struct{}
