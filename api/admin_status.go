@@ -31,7 +31,7 @@ type NodeStatus struct {
 
 func (s *Server) status(c *fiber.Ctx, r *request) error {
 	p := s.opts.Peer
-	if p == nil || p.Node == nil {
+	if p == nil || p.Node == nil || p.Client == nil {
 		return s.nodeStatus(c, r)
 	}
 	args := c.Request().URI().QueryArgs()
@@ -58,7 +58,7 @@ func (s *Server) status(c *fiber.Ctx, r *request) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st, err := p.Node.Client().Status(ctx, m, q)
+			st, err := p.Client.Status(ctx, m, q)
 			if err != nil {
 				out.Nodes[i].Error = err.Error()
 				return

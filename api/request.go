@@ -16,6 +16,7 @@ import (
 
 	"github.com/granary-dev/granary/api/s3err"
 	"github.com/granary-dev/granary/api/sigv4"
+	"github.com/granary-dev/granary/cluster/peer"
 )
 
 // request is the state of one request. It holds only copies, never slices
@@ -88,7 +89,7 @@ func (s *Server) entry(c *fiber.Ctx) error {
 // Authentication comes before validation, so an unsigned request learns
 // nothing about names.
 func (s *Server) serveS3(c *fiber.Ctx, r *request) error {
-	if isPeer(c) {
+	if peer.IsCall(c) {
 		return s.servePeer(c, r)
 	}
 	if isAdminAPI(c) {

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/granary-dev/granary/api/sigv4"
+	"github.com/granary-dev/granary/cluster/peer"
 	"github.com/granary-dev/granary/gateway"
 )
 
@@ -40,7 +41,7 @@ type Options struct {
 	// that keeps moving. 0 means DefaultIOTimeout.
 	IOTimeout time.Duration
 	// Peer, if set, makes this node a cluster member: it answers the peer
-	// protocol under cluster.PeerPrefix.
+	// protocol under peer.Prefix.
 	Peer *PeerOptions
 	// IdleTimeout bounds how long a keep-alive connection may wait for its
 	// next request. 0 means DefaultIdleTimeout.
@@ -104,6 +105,7 @@ type Server struct {
 	metrics  *metrics
 	routes   *routeTable
 	app      *fiber.App
+	peer     *peer.Handler // nil unless Options.Peer is set
 	// domainSuffixes are "." + each domain, for virtual-host matching.
 	domainSuffixes []string
 
@@ -138,6 +140,7 @@ func New(opts Options) (*Server, error) {
 		s.domainSuffixes = append(s.domainSuffixes, "."+d)
 	}
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
+	s.peer = s.newPeerHandler()
 	s.app = fiber.New(s.fiberConfig())
 	s.app.Use(s.entry)
 	return s, nil

@@ -22,7 +22,7 @@ const takeOverEvery = 10 * time.Second
 type NodeOptions struct {
 	Self       Member
 	Membership Membership
-	Client     *Client
+	Client     Caller
 	// Replicas, if set, are the write-back copies this node keeps.
 	Replicas *Replicas
 	Logger   zerolog.Logger
@@ -144,9 +144,6 @@ func (n *Node) takeOver() {
 
 // Self is this node.
 func (n *Node) Self() Member { return n.opts.Self }
-
-// Client is the peer client.
-func (n *Node) Client() *Client { return n.opts.Client }
 
 // Members returns the live members, sorted by ID.
 func (n *Node) Members() []Member { return n.cur.Load().members }

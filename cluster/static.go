@@ -23,7 +23,7 @@ const (
 type Static struct {
 	self     Member
 	peers    []Member
-	client   *Client
+	client   Caller
 	interval time.Duration
 	log      zerolog.Logger
 	changes  chan struct{}
@@ -41,7 +41,7 @@ var _ Membership = (*Static)(nil)
 // NewStatic starts probing peers (self is skipped if listed) every
 // interval (0 means DefaultProbeInterval). Every peer counts as alive
 // until it fails probeFailures probes in a row.
-func NewStatic(self Member, peers []Member, client *Client, interval time.Duration, log zerolog.Logger) *Static {
+func NewStatic(self Member, peers []Member, client Caller, interval time.Duration, log zerolog.Logger) *Static {
 	if interval <= 0 {
 		interval = DefaultProbeInterval
 	}

@@ -7,9 +7,9 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net/http"
 
 	"github.com/granary-dev/granary/cluster"
+	"github.com/granary-dev/granary/cluster/peer"
 	"github.com/granary-dev/granary/store"
 )
 
@@ -88,15 +88,15 @@ func (r *failover) open() error {
 		m := src.m
 		r.next++
 		ctx, watch, cancel := watchStalls(r.ctx, timeout)
-		rc, err := r.e.peer.peers.Client().GetChunk(ctx, m, r.id, r.n, r.e.opts.ChunkSize, r.got, src.cached)
+		req := peer.ChunkRequest{ID: r.id, Len: r.n, Chunk: r.e.opts.ChunkSize, Off: r.got, CachedOnly: src.cached}
+		rc, err := r.e.peer.peers.Client().GetChunk(ctx, m, req)
 		if err == nil {
 			r.cur = watch(rc)
 			r.e.m.peerReads.Inc()
 			return nil
 		}
 		cancel()
-		var se *cluster.StatusError
-		if src.cached && errors.As(err, &se) && se.Code == http.StatusNotFound {
+		if src.cached && errors.Is(err, store.ErrNotFound) {
 			continue // the former owner does not have it either
 		}
 		r.e.m.peerErrors.WithLabelValues("get").Inc()

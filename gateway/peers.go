@@ -6,16 +6,17 @@ package gateway
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"sync"
 	"time"
 
 	"github.com/granary-dev/granary/cluster"
+	"github.com/granary-dev/granary/cluster/peer"
 	"github.com/granary-dev/granary/store"
 )
 
-// Peers is the cluster as the engine uses it; *cluster.Node is one.
+// Peers is the cluster as the engine uses it: a *cluster.Node's view and
+// the client of the peer protocol (unit tests use in-process fakes).
 type Peers interface {
 	Self() cluster.Member
 	Members() []cluster.Member
@@ -23,7 +24,18 @@ type Peers interface {
 	// Heir is who owns key when this node is left out: who held it
 	// before this node joined (see cluster.Node.Heir).
 	Heir(key []byte) (cluster.Member, bool)
-	Client() *cluster.Client
+	Client() PeerClient
+}
+
+// PeerClient is the calls the engine makes on other members; a
+// *peer.Client is one. Errors match store's sentinels (see peer.Error).
+type PeerClient interface {
+	// Timeout bounds a call's wait for an answer, and a body's stalls.
+	Timeout() time.Duration
+	GetChunk(ctx context.Context, to cluster.Member, r peer.ChunkRequest) (io.ReadCloser, error)
+	PutChunk(ctx context.Context, to cluster.Member, id store.ChunkID, chunk int64, data []byte) error
+	Forget(ctx context.Context, to cluster.Member, bucket, key string, written *store.ObjectInfo) error
+	Head(ctx context.Context, to cluster.Member, bucket, key string, cachedOnly bool) (store.ObjectInfo, error)
 }
 
 // pushSlots bounds the chunk placements on other members in progress.
@@ -210,25 +222,6 @@ func (e *Engine) headFromOwners(ctx context.Context, bucket, key string) (store.
 	return e.origin.Stat(ctx, bucket, key)
 }
 
-// PeerHead answers a member's HEAD for an object whose first chunk this
-// node owns: from the metadata cache, else from the origin with the first
-// chunk (never asked of another member). With cachedOnly, from the cache
-// only (else store.ErrNoSuchKey).
-func (e *Engine) PeerHead(ctx context.Context, bucket, key string, cachedOnly bool) (store.ObjectInfo, error) {
-	if cachedOnly {
-		ent, ok := e.meta.get(metaKey(bucket, key))
-		if !ok || !e.freshness(bucket).fresh(ent.checked, time.Now()) {
-			return store.ObjectInfo{}, fmt.Errorf("gateway: %s/%s: not cached: %w", bucket, key, store.ErrNoSuchKey)
-		}
-		return ent.info, nil
-	}
-	info, _, err := e.objectInfo(ctx, bucket, key, fetchPeer)
-	if err == nil {
-		info.Bucket, info.Key = bucket, key
-	}
-	return info, err
-}
-
 // pendingWriter returns the live member that wrote chunk id's version
 // through it, if the origin may not have it yet.
 func (e *Engine) pendingWriter(id store.ChunkID) (cluster.Member, bool) {
@@ -245,76 +238,4 @@ func (e *Engine) pendingWriter(id store.ChunkID) (cluster.Member, bool) {
 		}
 	}
 	return cluster.Member{}, false
-}
-
-// PeerChunk returns a reader of chunk id (n bytes long, objects cut into
-// chunk-byte chunks) from byte off on, for a peer that asked this node as
-// an owner: from the tiers, or a flight that reads the origin (never
-// another peer: the asker already chose this node). With cachedOnly (a new
-// owner asking a former one), from the tiers only, else store.ErrNotFound.
-// The reader fails if the chunk cannot be had; ctx bounds it.
-func (e *Engine) PeerChunk(ctx context.Context, id store.ChunkID, n, chunk, off int64, cachedOnly bool) (io.Reader, error) {
-	if chunk != e.opts.ChunkSize {
-		return nil, errors.New("gateway: peer uses another chunk size")
-	}
-	if n <= 0 || n > chunk || off < 0 || off > n || id.Index < 0 || id.ETag == "" {
-		return nil, errors.New("gateway: bad chunk request")
-	}
-	if cachedOnly {
-		b, ok := e.lookupLen(id, n, lookNone)
-		if !ok {
-			return nil, store.ErrNotFound
-		}
-		return &refReader{ctx: ctx, ref: chunkRef{data: b}, off: int(off)}, nil
-	}
-	if id.Index == 0 {
-		// The first chunk may be on its way with the object's metadata
-		// (fetchWithFirstChunk registers its flight only once the origin
-		// answered): join that load rather than read the chunk twice.
-		info, first, err := e.objectInfo(ctx, id.Bucket, id.Key, fetchPeer)
-		if err == nil && info.ETag == id.ETag && first != nil {
-			return &refReader{ctx: ctx, ref: chunkRef{fl: first}, off: int(off)}, nil
-		}
-	}
-	info := store.ObjectInfo{Bucket: id.Bucket, Key: id.Key, ETag: id.ETag, Size: id.Index*chunk + n}
-	ref := e.chunk(info, id.Index, fetchPeer, lookAll)
-	return &refReader{ctx: ctx, ref: ref, off: int(off)}, nil
-}
-
-// StorePeerChunk stores a chunk a peer placed on this node as its owner.
-func (e *Engine) StorePeerChunk(id store.ChunkID, chunk int64, data []byte) error {
-	if chunk != e.opts.ChunkSize {
-		return errors.New("gateway: peer uses another chunk size")
-	}
-	if len(data) == 0 || int64(len(data)) > chunk || id.ETag == "" || id.Index < 0 {
-		return errors.New("gateway: bad chunk")
-	}
-	e.storeChunk(id, data, true, true)
-	return nil
-}
-
-// refReader reads a chunkRef from off to its end.
-type refReader struct {
-	ctx context.Context
-	ref chunkRef
-	off int
-}
-
-// Bytes returns the rest of the chunk if a tier holds it whole (it may
-// then be sent as it is, without a copy; the bytes are immutable).
-func (r *refReader) Bytes() ([]byte, bool) {
-	if r.ref.fl != nil || r.ref.data == nil {
-		return nil, false
-	}
-	return r.ref.data[r.off:], true
-}
-
-func (r *refReader) Read(p []byte) (int, error) {
-	b, err := r.ref.bytesAt(r.ctx, r.off)
-	if err != nil {
-		return 0, err
-	}
-	n := copy(p, b)
-	r.off += n
-	return n, nil
 }

@@ -83,16 +83,3 @@ func (e *Engine) writtenHere(info store.ObjectInfo, teed bool) *store.ObjectInfo
 	}
 	return nil
 }
-
-// PeerWrote is a member's word that bucket/key changed through it: drop
-// what this node caches of it and, when written is set (see writtenHere),
-// learn the new version and that its writer holds it: until the origin
-// does (write-back), or until its chunks are on their owners.
-func (e *Engine) PeerWrote(bucket, key string, written *store.ObjectInfo, writer string) {
-	e.forgetObject(bucket, key)
-	if written == nil || e.peer == nil {
-		return
-	}
-	e.peer.pending.put(bucket, key, pendingWrite{etag: written.ETag, writer: writer, at: time.Now()})
-	e.meta.put(metaKey(bucket, key), *written, time.Now())
-}

@@ -17,6 +17,8 @@ import (
 
 	"github.com/granary-dev/granary/api"
 	"github.com/granary-dev/granary/cluster"
+	"github.com/granary-dev/granary/cluster/peer"
+	"github.com/granary-dev/granary/gateway"
 	"github.com/granary-dev/granary/store"
 )
 
@@ -177,16 +179,28 @@ type clusterParts struct {
 	node     *cluster.Node
 	member   cluster.Membership
 	replicas *cluster.Replicas
-	client   *cluster.Client
+	client   *peer.Client
 	secret   []byte
 }
+
+// nodePeers is the cluster as the engine sees it: the node's view and
+// the peer client.
+type nodePeers struct {
+	*cluster.Node
+	client *peer.Client
+}
+
+func (p nodePeers) Client() gateway.PeerClient { return p.client }
+
+// peers is the cluster for the engine.
+func (p *clusterParts) peers() gateway.Peers { return nodePeers{p.node, p.client} }
 
 // peerOptions are the API's peer settings; nil for a node alone.
 func (p *clusterParts) peerOptions() *api.PeerOptions {
 	if p == nil {
 		return nil
 	}
-	return &api.PeerOptions{Self: p.node.Self(), Secret: p.secret, Replicas: p.replicas, Node: p.node}
+	return &api.PeerOptions{Self: p.node.Self(), Secret: p.secret, Replicas: p.replicas, Node: p.node, Client: p.client}
 }
 
 func (p *clusterParts) Close() error {
@@ -200,7 +214,7 @@ func (p *clusterParts) Close() error {
 // real origin (where copies of dead members' write-back objects go).
 func openCluster(cfg Config, secret []byte, origin store.Origin, log zerolog.Logger) (*clusterParts, error) {
 	c := cfg.Cluster
-	p := &clusterParts{secret: secret, client: cluster.NewClient(c.NodeID, secret, time.Duration(c.PeerTimeout))}
+	p := &clusterParts{secret: secret, client: peer.NewClient(c.NodeID, secret, time.Duration(c.PeerTimeout))}
 	log = log.With().Str("component", "cluster").Str("node", c.NodeID).Logger()
 	self, err := p.openMembership(cfg, secret, log)
 	if err != nil {

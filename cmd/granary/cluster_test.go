@@ -24,6 +24,7 @@ import (
 
 	"github.com/granary-dev/granary/api"
 	"github.com/granary-dev/granary/cluster"
+	"github.com/granary-dev/granary/cluster/peer"
 	"github.com/granary-dev/granary/gateway"
 	"github.com/granary-dev/granary/internal/miniotest"
 	"github.com/granary-dev/granary/internal/slowproxy"
@@ -209,19 +210,18 @@ func TestClusterRefusesPeersWithoutTheSecret(t *testing.T) {
 	r := startCluster(t, mio, "s3://"+mio.Endpoint+"?secure=false", 2)
 	ctx := context.Background()
 	target := cluster.Member{ID: r.ids[0], Addr: r.addrs[0]}
-	good := cluster.NewClient("n2", []byte(testClusterSecret), 0)
+	good := peer.NewClient("n2", []byte(testClusterSecret), 0)
 	if err := good.Ping(ctx, target); err != nil {
 		t.Fatalf("a member with the secret is refused: %v", err)
 	}
-	bad := cluster.NewClient("n2", []byte("another-secret-of-some-length"), 0)
-	var se *cluster.StatusError
-	if err := bad.Ping(ctx, target); !errors.As(err, &se) || se.Code != http.StatusForbidden {
-		t.Fatalf("a peer with a wrong secret: %v, want 403", err)
+	bad := peer.NewClient("n2", []byte("another-secret-of-some-length"), 0)
+	if err := bad.Ping(ctx, target); !errors.Is(err, peer.ErrUnauthenticated) {
+		t.Fatalf("a peer with a wrong secret: %v, want Unauthenticated", err)
 	}
-	if err := bad.Forget(ctx, target, "data", "x", nil); !errors.As(err, &se) || se.Code != http.StatusForbidden {
-		t.Fatalf("a forget with a wrong secret: %v, want 403", err)
+	if err := bad.Forget(ctx, target, "data", "x", nil); !errors.Is(err, peer.ErrUnauthenticated) {
+		t.Fatalf("a forget with a wrong secret: %v, want Unauthenticated", err)
 	}
-	resp, err := http.Get("http://" + r.addrs[0] + cluster.RoutePing)
+	resp, err := http.Get("http://" + r.addrs[0] + peer.RoutePing)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,32 +277,36 @@ func TestClusterPeerBadInput(t *testing.T) {
 	mio := miniotest.StartT(t)
 	r := startCluster(t, mio, "s3://"+mio.Endpoint+"?secure=false", 1, "--chunk-size", "256KiB")
 	ctx := context.Background()
-	c := cluster.NewClient("n9", []byte(testClusterSecret), 0)
+	c := peer.NewClient("n9", []byte(testClusterSecret), 0)
 	target := cluster.Member{ID: r.ids[0], Addr: r.addrs[0]}
 	id := store.ChunkID{Bucket: "set", Key: "k", ETag: "abc", Index: 0}
 	cases := []struct {
 		name     string
 		n, chunk int64
 		id       store.ChunkID
+		want     error
 	}{
-		{"another chunk size", 100, 1 << 20, id},
-		{"longer than a chunk", 300 << 10, 256 << 10, id},
-		{"no etag", 100, 256 << 10, store.ChunkID{Bucket: "set", Key: "k"}},
-		{"bad bucket", 100, 256 << 10, store.ChunkID{Bucket: "A_B", Key: "k", ETag: "x"}},
-		{"negative index", 100, 256 << 10, store.ChunkID{Bucket: "set", Key: "k", ETag: "x", Index: -1}},
+		{"another chunk size", 100, 1 << 20, id, peer.ErrChunkSize},
+		{"longer than a chunk", 300 << 10, 256 << 10, id, peer.ErrBadRequest},
+		{"no etag", 100, 256 << 10, store.ChunkID{Bucket: "set", Key: "k"}, peer.ErrBadRequest},
+		{"bad bucket", 100, 256 << 10, store.ChunkID{Bucket: "A_B", Key: "k", ETag: "x"}, peer.ErrBadRequest},
+		{"negative index", 100, 256 << 10, store.ChunkID{Bucket: "set", Key: "k", ETag: "x", Index: -1}, peer.ErrBadRequest},
+		{"a terabyte", 1 << 40, 1 << 40, id, peer.ErrChunkSize},
 	}
-	var se *cluster.StatusError
 	for _, tc := range cases {
-		if _, err := c.GetChunk(ctx, target, tc.id, tc.n, tc.chunk, 0, false); !errors.As(err, &se) || se.Code != http.StatusBadRequest {
-			t.Errorf("%s: %v, want 400", tc.name, err)
+		if _, err := c.GetChunk(ctx, target, peer.ChunkRequest{ID: tc.id, Len: tc.n, Chunk: tc.chunk}); !errors.Is(err, tc.want) {
+			t.Errorf("get, %s: %v, want %v", tc.name, err, tc.want)
 		}
 	}
-	if err := c.PutChunk(ctx, target, id, 1<<20, []byte("x")); !errors.As(err, &se) || se.Code != http.StatusBadRequest {
-		t.Errorf("put with another chunk size: %v, want 400", err)
+	if err := c.PutChunk(ctx, target, id, 1<<20, []byte("x")); !errors.Is(err, peer.ErrChunkSize) {
+		t.Errorf("put with another chunk size: %v, want ChunkSizeMismatch", err)
+	}
+	if err := c.Ping(ctx, target); err != nil {
+		t.Fatalf("the node does not answer after bad chunk calls: %v", err)
 	}
 	// A chunk of an object the origin does not have fails; it is not
 	// served as empty or short.
-	rc, err := c.GetChunk(ctx, target, store.ChunkID{Bucket: "set", Key: "nothing", ETag: "abc"}, 1000, 256<<10, 0, false)
+	rc, err := c.GetChunk(ctx, target, peer.ChunkRequest{ID: store.ChunkID{Bucket: "set", Key: "nothing", ETag: "abc"}, Len: 1000, Chunk: 256 << 10})
 	if err == nil {
 		_, err = io.ReadAll(rc)
 		rc.Close()

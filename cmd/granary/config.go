@@ -15,7 +15,7 @@ import (
 	"github.com/rs/zerolog"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/granary-dev/granary/cluster"
+	"github.com/granary-dev/granary/cluster/peer"
 	"github.com/granary-dev/granary/gateway"
 	"github.com/granary-dev/granary/store"
 )
@@ -130,7 +130,7 @@ func Defaults() Config {
 		LogLevel:  "info",
 		WriteMode: string(gateway.WriteThrough),
 		Eviction:  "tinylfu",
-		Cluster:   ClusterConfig{Replicas: 1, PeerTimeout: Duration(cluster.DefaultTimeout)},
+		Cluster:   ClusterConfig{Replicas: 1, PeerTimeout: Duration(peer.DefaultTimeout)},
 		// DirtyLimit 0: a quarter of the disk budget (see DirtyBytes).
 	}
 }

@@ -131,7 +131,7 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, 
 	reserve := int64(cfg.RAM) - ramTierBytes(int64(cfg.RAM))
 	var peers gateway.Peers
 	if cl != nil {
-		peers = cl.node
+		peers = cl.peers()
 	}
 	eng, err := gateway.New(gateway.Options{
 		Peers: peers, Replicas: cfg.Cluster.Replicas, Hot: hotTier,

@@ -1,0 +1,232 @@
+// The client: the calls a node makes on other members, signed with the
+// cluster secret, each bounded by a timeout.
+package peer
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/granary-dev/granary/cluster"
+	"github.com/granary-dev/granary/store"
+)
+
+// DefaultTimeout bounds a call's connect and its wait for the answer's
+// headers (a chunk's body is bounded by the caller's stall timeout).
+const DefaultTimeout = 3 * time.Second
+
+// Client makes calls from node self. Safe for concurrent use.
+type Client struct {
+	self    string
+	secret  []byte
+	timeout time.Duration
+	http    *http.Client
+}
+
+// NewClient returns a client for node self; timeout <= 0 means
+// DefaultTimeout.
+func NewClient(self string, secret []byte, timeout time.Duration) *Client {
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	tr := &http.Transport{
+		DialContext:           (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext,
+		ResponseHeaderTimeout: timeout,
+		MaxIdleConnsPerHost:   64,
+		IdleConnTimeout:       90 * time.Second,
+		DisableCompression:    true,
+	}
+	return &Client{self: self, secret: secret, timeout: timeout, http: &http.Client{Transport: tr}}
+}
+
+// Timeout is the client's per-call timeout.
+func (c *Client) Timeout() time.Duration { return c.timeout }
+
+// Close drops idle connections.
+func (c *Client) Close() { c.http.CloseIdleConnections() }
+
+// do sends a signed request to member to and returns the answer if its
+// status is 2xx; otherwise an *Error.
+func (c *Client) do(ctx context.Context, method string, to cluster.Member, route string, q url.Values, body io.Reader, hdr http.Header) (*http.Response, error) {
+	u := &url.URL{Scheme: "http", Host: to.Addr, Path: route, RawQuery: q.Encode()}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
+	s := signed{method: method, path: u.EscapedPath(), query: u.RawQuery, from: c.self, stamp: stamp(time.Now())}
+	req.Header.Set(HeaderFrom, s.from)
+	req.Header.Set(HeaderTime, s.stamp)
+	req.Header.Set(HeaderSig, s.signature(c.secret))
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("peer %s: %w", to.ID, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		return nil, decodeError(to.ID, resp.StatusCode, bytes.TrimSpace(msg))
+	}
+	return resp, nil
+}
+
+// call is do for calls whose answer has no body worth reading, bounded by
+// the client's timeout as a whole.
+func (c *Client) call(ctx context.Context, method string, to cluster.Member, route string, q url.Values, body io.Reader, hdr http.Header) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	resp, err := c.do(ctx, method, to, route, q, body, hdr)
+	if err != nil {
+		return err
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	return resp.Body.Close()
+}
+
+// getJSON is a GET whose answer is JSON decoded into out, bounded by the
+// client's timeout as a whole.
+func (c *Client) getJSON(ctx context.Context, to cluster.Member, route string, q url.Values, limit int64, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	resp, err := c.do(ctx, http.MethodGet, to, route, q, nil, nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(io.LimitReader(resp.Body, limit)).Decode(out); err != nil {
+		return fmt.Errorf("peer %s: %s: %w", to.ID, route, err)
+	}
+	return nil
+}
+
+// GetChunk streams the chunk r names from member to, from r.Off on. The
+// owner answers from its tiers or fills itself from the origin (with
+// r.CachedOnly, from its tiers only, else an error matching
+// store.ErrNotFound at once). The body yields exactly r.Len-r.Off bytes
+// or fails with io.ErrUnexpectedEOF; ctx bounds the whole read.
+func (c *Client) GetChunk(ctx context.Context, to cluster.Member, r ChunkRequest) (io.ReadCloser, error) {
+	resp, err := c.do(ctx, http.MethodGet, to, RouteChunk, r.query(), nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	if want := r.Len - r.Off; resp.ContentLength != want {
+		resp.Body.Close()
+		return nil, fmt.Errorf("peer %s: chunk of %d bytes from %d answered with %d", to.ID, r.Len, r.Off, resp.ContentLength)
+	}
+	return &exactBody{rc: resp.Body, left: r.Len - r.Off}, nil
+}
+
+// exactBody fails with io.ErrUnexpectedEOF if its body ends before left
+// bytes (a member that died or gave up mid-chunk).
+type exactBody struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (b *exactBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	if err == io.EOF && b.left > 0 {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+func (b *exactBody) Close() error { return b.rc.Close() }
+
+// PutChunk places chunk id (its whole bytes; objects cut into chunk-byte
+// chunks) on member to, admitted there past its tiers' policy (written or
+// warmed data).
+func (c *Client) PutChunk(ctx context.Context, to cluster.Member, id store.ChunkID, chunk int64, data []byte) error {
+	r := ChunkRequest{ID: id, Len: int64(len(data)), Chunk: chunk}
+	return c.call(ctx, http.MethodPut, to, RouteChunk, r.query(), bytes.NewReader(data), nil)
+}
+
+// Forget tells member to drop what it caches of bucket/key (an object
+// written or deleted through this node). written, if set, is the new
+// version, which this node holds before the origin does (write-back): the
+// member learns it and where to read it meanwhile.
+func (c *Client) Forget(ctx context.Context, to cluster.Member, bucket, key string, written *store.ObjectInfo) error {
+	var hdr http.Header
+	if written != nil {
+		v, err := encodeObject(*written)
+		if err != nil {
+			return err
+		}
+		hdr = http.Header{HeaderObject: {v}}
+	}
+	return c.call(ctx, http.MethodPost, to, RouteForget, url.Values{"bucket": {bucket}, "key": {key}}, nil, hdr)
+}
+
+// Ping checks that member to answers as the node it is listed as.
+func (c *Client) Ping(ctx context.Context, to cluster.Member) error {
+	var who struct{ ID string }
+	if err := c.getJSON(ctx, to, RoutePing, nil, 4096, &who); err != nil {
+		return err
+	}
+	if who.ID != to.ID {
+		return fmt.Errorf("peer %s: %s answers as node %q", to.ID, to.Addr, who.ID)
+	}
+	return nil
+}
+
+// PutReplica sends member to a durable copy of a write-back object this
+// node acknowledged (info names it; body is its info.Size bytes). It
+// returns once the copy is durable there. The body may take as long as it
+// takes; ctx bounds it.
+func (c *Client) PutReplica(ctx context.Context, to cluster.Member, info store.ObjectInfo, body io.Reader) error {
+	v, err := encodeObject(info)
+	if err != nil {
+		return err
+	}
+	hdr := http.Header{HeaderObject: {v}}
+	resp, err := c.do(ctx, http.MethodPut, to, RouteReplica, url.Values{"bucket": {info.Bucket}, "key": {info.Key}}, body, hdr)
+	if err != nil {
+		return err
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	return resp.Body.Close()
+}
+
+// DropReplica tells member to that this node's object bucket/key, version
+// etag, is at the origin: its copy can go.
+func (c *Client) DropReplica(ctx context.Context, to cluster.Member, bucket, key, etag string) error {
+	return c.call(ctx, http.MethodDelete, to, RouteReplica, url.Values{"bucket": {bucket}, "key": {key}, "etag": {etag}}, nil, nil)
+}
+
+// Status returns member to's status document for the query (bucket,
+// prefix, key), raw.
+func (c *Client) Status(ctx context.Context, to cluster.Member, q url.Values) (json.RawMessage, error) {
+	var st json.RawMessage
+	err := c.getJSON(ctx, to, RouteStatus, q, 16<<20, &st)
+	return st, err
+}
+
+// Head asks member to (the owner of an object's first chunk) for the
+// object's info: from its metadata cache, else from the origin together
+// with the first chunk (with cachedOnly: from its cache only, else an
+// error matching store.ErrNotFound). A missing object is an error
+// matching store.ErrNoSuchKey (or ErrNoSuchBucket); any other failure
+// means ask someone else.
+func (c *Client) Head(ctx context.Context, to cluster.Member, bucket, key string, cachedOnly bool) (store.ObjectInfo, error) {
+	q := url.Values{"bucket": {bucket}, "key": {key}}
+	if cachedOnly {
+		q.Set("cached", "1")
+	}
+	var info store.ObjectInfo
+	if err := c.getJSON(ctx, to, RouteHead, q, 1<<20, &info); err != nil {
+		return store.ObjectInfo{}, err
+	}
+	if info.Bucket != bucket || info.Key != key {
+		return store.ObjectInfo{}, fmt.Errorf("peer %s: head of %s/%s answered for %s/%s", to.ID, bucket, key, info.Bucket, info.Key)
+	}
+	return info, nil
+}

@@ -1,0 +1,257 @@
+// The handler: answers other members' calls, mounted by the S3 server on
+// its listener under Prefix. It checks every signature, decodes every
+// call, and answers a refusal with its code.
+package peer
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/rs/zerolog"
+
+	"github.com/granary-dev/granary/cluster"
+	"github.com/granary-dev/granary/store"
+)
+
+// Backend answers the calls about cached data: the node's engine.
+type Backend interface {
+	// ChunkSize is the size this node cuts objects into: a chunk call
+	// from a member that cuts them otherwise is refused before anything
+	// is read or allocated.
+	ChunkSize() int64
+	// Chunk returns a reader of the chunk r names (r passed
+	// ChunkRequest.Check), from r.Off on: from the tiers or a fill from
+	// the origin (with r.CachedOnly, the tiers only, else
+	// store.ErrNotFound). The reader fails if the chunk cannot be had;
+	// ctx bounds it.
+	Chunk(ctx context.Context, r ChunkRequest) (io.Reader, error)
+	// StoreChunk keeps a chunk placed on this node as its owner (r
+	// passed ChunkRequest.Check; data is its r.Len bytes).
+	StoreChunk(r ChunkRequest, data []byte) error
+	// Forget drops what is cached of bucket/key, which member from
+	// changed; written, if set, is the new version, not at the origin
+	// yet.
+	Forget(bucket, key string, written *store.ObjectInfo, from string)
+	// Head returns an object's info for a member (with cachedOnly, from
+	// the metadata cache only, else store.ErrNotFound).
+	Head(ctx context.Context, bucket, key string, cachedOnly bool) (store.ObjectInfo, error)
+}
+
+// Replicas keeps the write-back copies other members send.
+type Replicas interface {
+	Put(ctx context.Context, from string, info store.ObjectInfo, body io.Reader) error
+	Drop(from, bucket, key, etag string) error
+}
+
+// HandlerOptions configure a Handler. Self, Secret and Backend are
+// required.
+type HandlerOptions struct {
+	Self    cluster.Member
+	Secret  []byte
+	Backend Backend
+	// Replicas, if set, keeps write-back copies; nil refuses them.
+	Replicas Replicas
+	// Status answers a status call as the admin route does; nil refuses
+	// it.
+	Status func(c *fiber.Ctx) error
+	// CheckName refuses a bucket name (key "") or object key no S3
+	// request could carry.
+	CheckName func(bucket, key string) error
+	// Context is the base of the contexts calls run under.
+	Context context.Context
+	Logger  zerolog.Logger
+}
+
+// Handler answers the calls. Safe for concurrent use.
+type Handler struct {
+	o HandlerOptions
+}
+
+// NewHandler returns a handler; nil CheckName accepts every name.
+func NewHandler(o HandlerOptions) *Handler {
+	if o.CheckName == nil {
+		o.CheckName = func(string, string) error { return nil }
+	}
+	if o.Context == nil {
+		o.Context = context.Background()
+	}
+	return &Handler{o: o}
+}
+
+var prefix = []byte(Prefix)
+
+// IsCall reports whether c is a peer call (its path is under Prefix).
+func IsCall(c *fiber.Ctx) bool {
+	return bytes.HasPrefix(c.Request().URI().PathOriginal(), prefix)
+}
+
+// Target is the bucket and key a call is about, for the request log.
+func Target(c *fiber.Ctx) (bucket, key string) {
+	args := c.Request().URI().QueryArgs()
+	return string(args.Peek("bucket")), string(args.Peek("key"))
+}
+
+// Serve answers the call c; body is its request body (nil if none), read
+// under the server's I/O timeouts. A refusal is written as its code.
+func (h *Handler) Serve(c *fiber.Ctx, body io.Reader) {
+	if err := h.serve(c, body); err != nil {
+		code := codeOf(err)
+		c.Status(codeStatus[code])
+		c.JSON(errorBody{Code: code, Message: err.Error()})
+	}
+}
+
+// call is one decoded call.
+type call struct {
+	c           *fiber.Ctx
+	body        io.Reader
+	from        string
+	bucket, key string
+}
+
+func (k *call) get(name string) string { return string(k.c.Request().URI().QueryArgs().Peek(name)) }
+
+func (h *Handler) serve(c *fiber.Ctx, body io.Reader) error {
+	req := c.Request()
+	method, path := string(req.Header.Method()), string(req.URI().PathOriginal())
+	s := signed{method: method, path: path, query: string(req.URI().QueryString()),
+		from: string(req.Header.Peek(HeaderFrom)), stamp: string(req.Header.Peek(HeaderTime))}
+	from, err := verify(h.o.Secret, s, string(req.Header.Peek(HeaderSig)), time.Now())
+	if err != nil {
+		h.o.Logger.Warn().Str("peer", s.from).Str("remote", c.IP()).Msg("peer request refused: bad cluster secret")
+		return err
+	}
+	k := &call{c: c, body: body, from: from}
+	k.bucket, k.key = k.get("bucket"), k.get("key")
+	switch {
+	case path == RouteChunk && method == fiber.MethodGet:
+		return h.getChunk(k)
+	case path == RouteChunk && method == fiber.MethodPut:
+		return h.putChunk(k)
+	case path == RouteForget && method == fiber.MethodPost:
+		return h.forget(k)
+	case path == RoutePing && method == fiber.MethodGet:
+		return c.JSON(map[string]string{"id": h.o.Self.ID})
+	case path == RouteReplica && (method == fiber.MethodPut || method == fiber.MethodDelete):
+		return h.replica(k)
+	case path == RouteStatus && method == fiber.MethodGet && h.o.Status != nil:
+		return h.o.Status(c)
+	case path == RouteHead && method == fiber.MethodGet:
+		return h.head(k)
+	}
+	return fmt.Errorf("%w: unknown call %s %s", ErrNotSupported, method, path)
+}
+
+// object checks the call's bucket and key.
+func (h *Handler) object(k *call) error {
+	if h.o.CheckName(k.bucket, "") != nil || h.o.CheckName(k.bucket, k.key) != nil {
+		return fmt.Errorf("%w: bad object name", ErrBadRequest)
+	}
+	return nil
+}
+
+// chunkRequest decodes and checks the call's chunk.
+func (h *Handler) chunkRequest(k *call) (ChunkRequest, error) {
+	r, err := parseChunkRequest(k.get)
+	if err != nil {
+		return r, err
+	}
+	if err := r.Check(h.o.Backend.ChunkSize()); err != nil {
+		return r, err
+	}
+	return r, h.object(k)
+}
+
+func (h *Handler) getChunk(k *call) error {
+	r, err := h.chunkRequest(k)
+	if err != nil {
+		return err
+	}
+	body, err := h.o.Backend.Chunk(h.o.Context, r)
+	if err != nil {
+		return err
+	}
+	resp := k.c.Response()
+	resp.Header.SetContentType("application/octet-stream")
+	if whole, ok := body.(interface{ Bytes() ([]byte, bool) }); ok {
+		if b, ok := whole.Bytes(); ok && int64(len(b)) == r.Len-r.Off {
+			resp.SetBodyRaw(b) // immutable: the tiers never modify it
+			return nil
+		}
+	}
+	resp.SetBodyStream(body, int(r.Len-r.Off))
+	return nil
+}
+
+func (h *Handler) putChunk(k *call) error {
+	r, err := h.chunkRequest(k)
+	if err != nil {
+		return err
+	}
+	if r.Off != 0 || k.body == nil {
+		return fmt.Errorf("%w: a chunk is placed whole", ErrBadRequest)
+	}
+	data := make([]byte, r.Len) // at most ChunkSize (checked)
+	if _, err := io.ReadFull(k.body, data); err != nil {
+		return fmt.Errorf("%w: chunk body: %v", ErrIncompleteBody, err)
+	}
+	return h.o.Backend.StoreChunk(r, data)
+}
+
+// forget drops an object's cached state, and learns its new version if
+// the writer sent one (a write-back object not at the origin yet).
+func (h *Handler) forget(k *call) error {
+	if err := h.object(k); err != nil {
+		return err
+	}
+	var written *store.ObjectInfo
+	if v := k.c.Request().Header.Peek(HeaderObject); len(v) > 0 {
+		info, err := decodeObject(string(v), k.bucket, k.key)
+		if err != nil {
+			return err
+		}
+		if info.ETag == "" {
+			return fmt.Errorf("%w: a written version without an ETag", ErrBadRequest)
+		}
+		written = &info
+	}
+	h.o.Backend.Forget(k.bucket, k.key, written, k.from)
+	return nil
+}
+
+// replica keeps (PUT) or drops (DELETE) a write-back copy of the caller's
+// object.
+func (h *Handler) replica(k *call) error {
+	if h.o.Replicas == nil {
+		return fmt.Errorf("%w: this node keeps no write-back copies", ErrNotSupported)
+	}
+	if err := h.object(k); err != nil {
+		return err
+	}
+	if string(k.c.Request().Header.Method()) == fiber.MethodDelete {
+		return h.o.Replicas.Drop(k.from, k.bucket, k.key, k.get("etag"))
+	}
+	info, err := decodeObject(string(k.c.Request().Header.Peek(HeaderObject)), k.bucket, k.key)
+	if err != nil {
+		return err
+	}
+	if k.body == nil {
+		return fmt.Errorf("%w: a copy without a body", ErrBadRequest)
+	}
+	return h.o.Replicas.Put(h.o.Context, k.from, info, k.body)
+}
+
+func (h *Handler) head(k *call) error {
+	if err := h.object(k); err != nil {
+		return err
+	}
+	info, err := h.o.Backend.Head(h.o.Context, k.bucket, k.key, k.get("cached") == "1")
+	if err != nil {
+		return err
+	}
+	return k.c.JSON(info)
+}

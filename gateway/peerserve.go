@@ -1,0 +1,127 @@
+// The engine as the peer protocol's backend: what it answers a member
+// that asked this node as the owner of a chunk or of an object's
+// metadata, or told it an object changed.
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/granary-dev/granary/cluster/peer"
+	"github.com/granary-dev/granary/store"
+)
+
+// peerBackend is an Engine answering members.
+type peerBackend struct{ e *Engine }
+
+// PeerBackend is the engine as the peer protocol's handler calls it.
+func (e *Engine) PeerBackend() peer.Backend { return peerBackend{e} }
+
+// ChunkSize is the size the engine cuts objects into.
+func (b peerBackend) ChunkSize() int64 { return b.e.opts.ChunkSize }
+
+// Head answers a member's HEAD for an object whose first chunk this node
+// owns: from the metadata cache, else from the origin with the first
+// chunk (never asked of another member). With cachedOnly, from the cache
+// only (else store.ErrNotFound).
+func (b peerBackend) Head(ctx context.Context, bucket, key string, cachedOnly bool) (store.ObjectInfo, error) {
+	e := b.e
+	if cachedOnly {
+		ent, ok := e.meta.get(metaKey(bucket, key))
+		if !ok || !e.freshness(bucket).fresh(ent.checked, time.Now()) {
+			return store.ObjectInfo{}, fmt.Errorf("gateway: %s/%s: metadata not cached: %w", bucket, key, store.ErrNotFound)
+		}
+		return ent.info, nil
+	}
+	info, _, err := e.objectInfo(ctx, bucket, key, fetchPeer)
+	if err == nil {
+		info.Bucket, info.Key = bucket, key
+	}
+	return info, err
+}
+
+// Chunk returns a reader of the chunk r names from r.Off on, for a member
+// that asked this node as an owner: from the tiers, or a flight that reads
+// the origin (never another member: the asker already chose this node).
+// With r.CachedOnly (a new owner asking a former one), from the tiers
+// only, else store.ErrNotFound. The reader fails if the chunk cannot be
+// had; ctx bounds it.
+func (b peerBackend) Chunk(ctx context.Context, r peer.ChunkRequest) (io.Reader, error) {
+	e, id := b.e, r.ID
+	if err := r.Check(e.opts.ChunkSize); err != nil {
+		return nil, err
+	}
+	if r.CachedOnly {
+		data, ok := e.lookupLen(id, r.Len, lookNone)
+		if !ok {
+			return nil, store.ErrNotFound
+		}
+		return &refReader{ctx: ctx, ref: chunkRef{data: data}, off: int(r.Off)}, nil
+	}
+	if id.Index == 0 {
+		// The first chunk may be on its way with the object's metadata
+		// (fetchWithFirstChunk registers its flight only once the origin
+		// answered): join that load rather than read the chunk twice.
+		info, first, err := e.objectInfo(ctx, id.Bucket, id.Key, fetchPeer)
+		if err == nil && info.ETag == id.ETag && first != nil {
+			return &refReader{ctx: ctx, ref: chunkRef{fl: first}, off: int(r.Off)}, nil
+		}
+	}
+	info := store.ObjectInfo{Bucket: id.Bucket, Key: id.Key, ETag: id.ETag, Size: id.Index*r.Chunk + r.Len}
+	ref := e.chunk(info, id.Index, fetchPeer, lookAll)
+	return &refReader{ctx: ctx, ref: ref, off: int(r.Off)}, nil
+}
+
+// StoreChunk stores a chunk a member placed on this node as its owner.
+func (b peerBackend) StoreChunk(r peer.ChunkRequest, data []byte) error {
+	if err := r.Check(b.e.opts.ChunkSize); err != nil {
+		return err
+	}
+	if int64(len(data)) != r.Len {
+		return fmt.Errorf("%w: %d bytes for a chunk of %d", peer.ErrBadRequest, len(data), r.Len)
+	}
+	b.e.storeChunk(r.ID, data, true, true)
+	return nil
+}
+
+// Forget is a member's word that bucket/key changed through it: drop
+// what this node caches of it and, when written is set (see writtenHere),
+// learn the new version and that its writer holds it: until the origin
+// does (write-back), or until its chunks are on their owners.
+func (b peerBackend) Forget(bucket, key string, written *store.ObjectInfo, writer string) {
+	e := b.e
+	e.forgetObject(bucket, key)
+	if written == nil || e.peer == nil {
+		return
+	}
+	e.peer.pending.put(bucket, key, pendingWrite{etag: written.ETag, writer: writer, at: time.Now()})
+	e.meta.put(metaKey(bucket, key), *written, time.Now())
+}
+
+// refReader reads a chunkRef from off to its end.
+type refReader struct {
+	ctx context.Context
+	ref chunkRef
+	off int
+}
+
+// Bytes returns the rest of the chunk if a tier holds it whole (it may
+// then be sent as it is, without a copy; the bytes are immutable).
+func (r *refReader) Bytes() ([]byte, bool) {
+	if r.ref.fl != nil || r.ref.data == nil {
+		return nil, false
+	}
+	return r.ref.data[r.off:], true
+}
+
+func (r *refReader) Read(p []byte) (int, error) {
+	b, err := r.ref.bytesAt(r.ctx, r.off)
+	if err != nil {
+		return 0, err
+	}
+	n := copy(p, b)
+	r.off += n
+	return n, nil
+}
