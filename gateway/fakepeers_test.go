@@ -1,0 +1,271 @@
+// An in-process cluster for unit tests: engines over one origin, each
+// with its own tiers, whose peer calls go straight to the other engine's
+// peer backend, with faults the test injects (a member down, a body cut
+// mid-chunk).
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rs/zerolog"
+
+	"github.com/granary-dev/granary/cluster"
+	"github.com/granary-dev/granary/cluster/peer"
+	"github.com/granary-dev/granary/store"
+	"github.com/granary-dev/granary/store/ram"
+)
+
+// fakeCluster is n engines; member i is "n<i>".
+type fakeCluster struct {
+	t       *testing.T
+	members []cluster.Member
+	engines []*Engine
+	regs    []*prometheus.Registry
+	ring    *cluster.Ring
+
+	mu     sync.Mutex
+	down   map[string]bool  // members that refuse every call
+	cut    map[string]int64 // members whose chunk bodies end after this many bytes
+	calls  map[string]int   // "from>to op" -> calls made
+	bucket string
+}
+
+type fakeClusterOptions struct {
+	n, owners int // members, Options.Replicas
+	chunk     int64
+	wrap      func(store.Origin) store.Origin // per-engine origin (else the rig's)
+	modes     map[string]WriteMode            // by bucket; "rig" names the bucket
+}
+
+func newFakeCluster(t *testing.T, o fakeClusterOptions) *fakeCluster {
+	t.Helper()
+	base := newRig(t, rigOptions{chunk: o.chunk})
+	c := &fakeCluster{t: t, down: map[string]bool{}, cut: map[string]int64{}, calls: map[string]int{}, bucket: base.bucket}
+	var ids []string
+	for i := range o.n {
+		id := fmt.Sprintf("n%d", i)
+		ids = append(ids, id)
+		c.members = append(c.members, cluster.Member{ID: id, Addr: id + ":0"})
+	}
+	var err error
+	if c.ring, err = cluster.NewRing(ids); err != nil {
+		t.Fatal(err)
+	}
+	for i := range o.n {
+		origin := base.origin
+		if o.wrap != nil {
+			origin = o.wrap(origin)
+		}
+		reg := prometheus.NewRegistry()
+		opts := Options{Origin: origin, RAM: ram.New(ram.Options{Capacity: 256 << 20}), Hot: ram.New(ram.Options{Capacity: 64 << 20}),
+			ChunkSize: o.chunk, Freshness: Freshness{Mode: Immutable}, Registerer: reg, Logger: zerolog.Nop(),
+			Peers: &fakePeers{c: c, self: i}, Replicas: o.owners, TeeDir: t.TempDir()}
+		if m, ok := o.modes["rig"]; ok {
+			opts.WriteModes = map[string]WriteMode{c.bucket: m}
+		}
+		e, err := New(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		c.engines = append(c.engines, e)
+		c.regs = append(c.regs, reg)
+	}
+	return c
+}
+
+// live is the members not down, in ID order.
+func (c *fakeCluster) live() []cluster.Member {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []cluster.Member
+	for _, m := range c.members {
+		if !c.down[m.ID] {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func (c *fakeCluster) member(id string) (int, bool) {
+	for i, m := range c.members {
+		if m.ID == id {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// owners is the first n owners of key in the ring of all members.
+func (c *fakeCluster) owners(key []byte, n int) []cluster.Member {
+	var out []cluster.Member
+	for _, id := range c.ring.Owners(key, n) {
+		i, _ := c.member(id)
+		out = append(out, c.members[i])
+	}
+	return out
+}
+
+// chunkOwner is the index of chunk idx's first owner.
+func (c *fakeCluster) chunkOwner(key string, idx int64) int {
+	i, _ := c.member(c.ring.Owners(cluster.ChunkKey(c.bucket, key, idx), 1)[0])
+	return i
+}
+
+// originGets is the object reads that reached the origin, over all engines.
+func (c *fakeCluster) originGets() int {
+	n := 0
+	for _, e := range c.engines {
+		n += int(testutil.ToFloat64(e.m.originReqs.WithLabelValues("get", "ok")))
+	}
+	return n
+}
+
+func (c *fakeCluster) count(from, to int, op string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls[fmt.Sprintf("%d>%d %s", from, to, op)]
+}
+
+// read reads key whole through engine i.
+func (c *fakeCluster) read(i int, key string) ([]byte, error) {
+	obj, err := c.engines[i].Get(context.Background(), c.bucket, key, GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer obj.Close()
+	return io.ReadAll(obj)
+}
+
+// fakePeers is member self's view of the cluster: the live members, the
+// ring of all members (as a node's ring before it notices a death).
+type fakePeers struct {
+	c    *fakeCluster
+	self int
+}
+
+func (p *fakePeers) Self() cluster.Member      { return p.c.members[p.self] }
+func (p *fakePeers) Members() []cluster.Member { return p.c.live() }
+func (p *fakePeers) Owners(key []byte, n int) []cluster.Member {
+	return p.c.owners(key, n)
+}
+
+// Heir is key's owner in the ring of the other members.
+func (p *fakePeers) Heir(key []byte) (cluster.Member, bool) {
+	var others []string
+	for _, m := range p.c.members {
+		if m.ID != p.Self().ID {
+			others = append(others, m.ID)
+		}
+	}
+	ring, err := cluster.NewRing(others)
+	if err != nil {
+		return cluster.Member{}, false
+	}
+	i, _ := p.c.member(ring.Owners(key, 1)[0])
+	return p.c.members[i], true
+}
+
+func (p *fakePeers) Client() PeerClient { return fakeClient{p} }
+
+// fakeClient makes member p.self's calls on the other engines' peer
+// backends.
+type fakeClient struct{ p *fakePeers }
+
+var errDown = errors.New("fake peer: connection refused")
+
+func (f fakeClient) Timeout() time.Duration { return time.Second }
+
+// to finds the engine of member m and records the call, or fails as a
+// down member does.
+func (f fakeClient) to(m cluster.Member, op string) (*Engine, error) {
+	c := f.p.c
+	i, ok := c.member(m.ID)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls[fmt.Sprintf("%d>%d %s", f.p.self, i, op)]++
+	if !ok || c.down[m.ID] {
+		return nil, fmt.Errorf("peer %s: %w", m.ID, errDown)
+	}
+	return c.engines[i], nil
+}
+
+func (f fakeClient) GetChunk(ctx context.Context, to cluster.Member, r peer.ChunkRequest) (io.ReadCloser, error) {
+	op := "get"
+	if r.CachedOnly {
+		op = "get-cached"
+	}
+	e, err := f.to(to, op)
+	if err != nil {
+		return nil, err
+	}
+	body, err := e.PeerBackend().Chunk(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	f.p.c.mu.Lock()
+	cut, ok := f.p.c.cut[to.ID]
+	f.p.c.mu.Unlock()
+	left := r.Len - r.Off
+	if ok && cut < left {
+		// The member dies after cut bytes: the body ends early.
+		return io.NopCloser(io.MultiReader(io.LimitReader(body, cut), errReader{io.ErrUnexpectedEOF})), nil
+	}
+	return io.NopCloser(io.LimitReader(body, left)), nil
+}
+
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }
+
+func (f fakeClient) PutChunk(_ context.Context, to cluster.Member, id store.ChunkID, chunk int64, data []byte) error {
+	e, err := f.to(to, "put")
+	if err != nil {
+		return err
+	}
+	return e.PeerBackend().StoreChunk(peer.ChunkRequest{ID: id, Len: int64(len(data)), Chunk: chunk}, data)
+}
+
+func (f fakeClient) Forget(_ context.Context, to cluster.Member, bucket, key string, written *store.ObjectInfo) error {
+	e, err := f.to(to, "forget")
+	if err != nil {
+		return err
+	}
+	e.PeerBackend().Forget(bucket, key, written, f.p.Self().ID)
+	return nil
+}
+
+func (f fakeClient) Head(ctx context.Context, to cluster.Member, bucket, key string, cachedOnly bool) (store.ObjectInfo, error) {
+	e, err := f.to(to, "head")
+	if err != nil {
+		return store.ObjectInfo{}, err
+	}
+	return e.PeerBackend().Head(ctx, bucket, key, cachedOnly)
+}
+
+// settle waits until e has no fill, flight or chunk placement in
+// progress (a flight places its chunk before it retires).
+func settle(t *testing.T, e *Engine) {
+	t.Helper()
+	e.fills.Wait()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		e.mu.Lock()
+		n := len(e.flights)
+		e.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d flights still in the air after a minute", n)
+		}
+	}
+	e.peer.pushes.Wait()
+}

@@ -1,0 +1,239 @@
+// The engine in a cluster, on the in-process fake (fakepeers_test.go):
+// who reads a chunk from the origin, fail-over between owners, placement
+// of written chunks, invalidation, and reads of versions the origin does
+// not have yet.
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rs/zerolog"
+
+	"github.com/granary-dev/granary/store"
+	"github.com/granary-dev/granary/store/writeback"
+)
+
+func TestClusterReadsEachChunkFromTheOriginOnce(t *testing.T) {
+	c := newFakeCluster(t, fakeClusterOptions{n: 3, owners: 1, chunk: 64 << 10})
+	data := randBytes(t, 5*64<<10+100) // 6 chunks
+	base := newRigFor(t, c)
+	base.seed("obj", data)
+	for round := range 2 {
+		for i := range c.engines {
+			got, err := c.read(i, "obj")
+			if err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("round %d, node %d: %d bytes, %v", round, i, len(got), err)
+			}
+		}
+	}
+	if n := c.originGets(); n != 6 {
+		t.Fatalf("the cluster read the origin %d times for 6 chunks", n)
+	}
+	// Each node asked the owner of each chunk it does not own once: the
+	// second round came from its hot copies.
+	for i := range c.engines {
+		for idx := range int64(6) {
+			o := c.chunkOwner("obj", idx)
+			if o == i {
+				continue
+			}
+			if n := c.count(i, o, "get"); n < 1 {
+				t.Errorf("node %d never asked owner %d for chunk %d", i, o, idx)
+			}
+		}
+	}
+	asked := 0
+	for i := range c.engines {
+		for j := range c.engines {
+			asked += c.count(i, j, "get")
+		}
+	}
+	if asked != 2*6 {
+		t.Errorf("%d chunk calls for 6 chunks read by 2 non-owners each, twice", asked)
+	}
+}
+
+// newRigFor is a rig on c's bucket, for seeding the origin behind the
+// cluster's back.
+func newRigFor(t *testing.T, c *fakeCluster) *rig {
+	r := newRig(t, rigOptions{chunk: 64 << 10})
+	r.bucket = c.bucket
+	return r
+}
+
+func TestClusterOwnerDyingMidChunkCostsNoRead(t *testing.T) {
+	c := newFakeCluster(t, fakeClusterOptions{n: 3, owners: 2, chunk: 64 << 10})
+	data := randBytes(t, 64<<10)
+	newRigFor(t, c).seed("one", data)
+	owner := c.chunkOwner("one", 0)
+	// Warm both owners through the owner.
+	if got, err := c.read(owner, "one"); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("owner read: %v", err)
+	}
+	settle(t, c.engines[owner])
+	gets := c.originGets()
+	// The first owner dies 1000 bytes into every chunk it sends.
+	c.mu.Lock()
+	c.cut[c.members[owner].ID] = 1000
+	c.mu.Unlock()
+	reader := -1
+	for i := range c.engines {
+		if mine, _ := c.engines[i].chunkOwners(store.ChunkID{Bucket: c.bucket, Key: "one"}); !mine {
+			reader = i
+		}
+	}
+	if reader < 0 {
+		t.Skip("every node owns the chunk (R=2 of 3 with a tie): nothing to test")
+	}
+	got, err := c.read(reader, "one")
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read through node %d with the owner cut mid-chunk: %d bytes, %v", reader, len(got), err)
+	}
+	if c.count(reader, owner, "get") != 1 {
+		t.Fatalf("the reader asked the owner %d times", c.count(reader, owner, "get"))
+	}
+	if n := c.originGets() - gets; n != 0 {
+		t.Fatalf("%d origin reads: the second owner did not finish the chunk", n)
+	}
+	if errs := peerErrors(c.engines[reader], "get"); errs == 0 {
+		t.Fatal("the cut was not noticed: the test proved nothing")
+	}
+}
+
+func TestClusterEveryOwnerDownReadsTheOrigin(t *testing.T) {
+	c := newFakeCluster(t, fakeClusterOptions{n: 3, owners: 1, chunk: 64 << 10})
+	data := randBytes(t, 3*64<<10)
+	newRigFor(t, c).seed("obj", data)
+	c.mu.Lock()
+	c.down["n1"], c.down["n2"] = true, true
+	c.mu.Unlock()
+	got, err := c.read(0, "obj")
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read with every other member down: %d bytes, %v", len(got), err)
+	}
+	if c.originGets() == 0 {
+		t.Fatal("no origin read: the down members answered")
+	}
+}
+
+func TestClusterWritePlacesChunksAndEveryMemberForgets(t *testing.T) {
+	c := newFakeCluster(t, fakeClusterOptions{n: 3, owners: 1, chunk: 64 << 10, modes: map[string]WriteMode{"rig": WriteThrough}})
+	ctx := context.Background()
+	for v := range 2 {
+		data := randBytes(t, 4*64<<10)
+		writer := v // node 0 writes, then node 1 overwrites
+		if _, err := c.engines[writer].Put(ctx, c.bucket, "ckpt", bytes.NewReader(data), int64(len(data)), store.ObjectMeta{}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range c.engines {
+			if i != writer && c.count(writer, i, "forget") != 1 {
+				t.Fatalf("version %d: node %d was told to forget %d times", v, i, c.count(writer, i, "forget"))
+			}
+		}
+		settle(t, c.engines[writer])
+		gets := c.originGets()
+		for i := range c.engines {
+			got, err := c.read(i, "ckpt")
+			if err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("version %d through node %d: %d bytes, %v", v, i, len(got), err)
+			}
+		}
+		if n := c.originGets() - gets; n != 0 {
+			t.Fatalf("version %d: reads after the write reached the origin %d times", v, n)
+		}
+		// Written chunks are on writeCopies (2) owners.
+		for idx := range int64(4) {
+			held := 0
+			for _, e := range c.engines {
+				if _, err := e.opts.RAM.Get(store.ChunkID{Bucket: c.bucket, Key: "ckpt", ETag: etagOf(t, c, "ckpt"), Index: idx}); err == nil {
+					held++
+				}
+			}
+			if held < 2 {
+				t.Errorf("version %d: chunk %d is in %d RAM tiers, want 2 owners", v, idx, held)
+			}
+		}
+		for i := range c.engines {
+			for j := range c.engines {
+				c.mu.Lock()
+				delete(c.calls, fmt.Sprintf("%d>%d forget", i, j))
+				c.mu.Unlock()
+			}
+		}
+	}
+}
+
+func etagOf(t *testing.T, c *fakeCluster, key string) string {
+	info, err := c.engines[0].Head(context.Background(), c.bucket, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.ETag
+}
+
+func peerErrors(e *Engine, op string) float64 {
+	return testutil.ToFloat64(e.m.peerErrors.WithLabelValues(op))
+}
+
+// stuckUploads is an origin that takes no writes (a write-back upload
+// fails and waits for its retry), so written objects stay on their
+// writer.
+type stuckUploads struct {
+	store.Origin
+	store.Multipart
+}
+
+func (stuckUploads) Put(context.Context, string, string, io.Reader, int64, store.ObjectMeta) (store.ObjectInfo, error) {
+	return store.ObjectInfo{}, store.ErrUnavailable
+}
+
+func (stuckUploads) NewUpload(context.Context, string, string, store.ObjectMeta) (string, error) {
+	return "", store.ErrUnavailable
+}
+
+func TestClusterReadsAWriteBackObjectFromItsWriter(t *testing.T) {
+	wrap := func(o store.Origin) store.Origin {
+		log, err := writeback.Open(writeback.Options{Origin: stuckUploads{o, o.(store.Multipart)}, Dir: t.TempDir(),
+			WriteBack: func(string) bool { return true }, RetryMin: time.Hour, RetryMax: time.Hour, Logger: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { log.Close() })
+		return log
+	}
+	c := newFakeCluster(t, fakeClusterOptions{n: 3, owners: 1, chunk: 64 << 10, wrap: wrap, modes: map[string]WriteMode{"rig": WriteBack}})
+	data := randBytes(t, 3*64<<10)
+	info, err := c.engines[0].Put(context.Background(), c.bucket, "ckpt", bytes.NewReader(data), int64(len(data)), store.ObjectMeta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	settle(t, c.engines[0])
+	// The other members learned the version and its writer.
+	for i := 1; i < 3; i++ {
+		w, ok := c.engines[i].pendingWriter(store.ChunkID{Bucket: c.bucket, Key: "ckpt", ETag: info.ETag})
+		if !ok || w.ID != "n0" {
+			t.Fatalf("node %d: pending writer %v %v, want n0", i, w, ok)
+		}
+	}
+	// The owners lose their copies (evicted, say): the writer still has
+	// the object, and the origin never will in this test.
+	for i := 1; i < 3; i++ {
+		c.engines[i].opts.RAM.DeleteObject(c.bucket, "ckpt")
+		c.engines[i].opts.Hot.DeleteObject(c.bucket, "ckpt")
+	}
+	for i := 1; i < 3; i++ {
+		got, err := c.read(i, "ckpt")
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("node %d read the unsaved object: %d bytes, %v", i, len(got), err)
+		}
+	}
+	if c.count(1, 0, "get")+c.count(2, 0, "get") == 0 {
+		t.Fatal("nobody asked the writer: the test proved nothing")
+	}
+}
