@@ -11,15 +11,16 @@ import (
 	"github.com/granary-dev/granary/api/s3err"
 	"github.com/granary-dev/granary/cluster"
 	"github.com/granary-dev/granary/cluster/peer"
+	"github.com/granary-dev/granary/store/copies"
 )
 
 // PeerOptions make a node a cluster member.
 type PeerOptions struct {
 	Self   cluster.Member
 	Secret []byte
-	// Replicas keeps the write-back copies other members send; nil
+	// Copies keeps the write-back copies other members send; nil
 	// refuses them.
-	Replicas *cluster.Replicas
+	Copies *copies.Store
 	// Node and Client, if set, are the cluster view /_granary/status
 	// reports on and the client it asks the members with.
 	Node   *cluster.Node
@@ -40,8 +41,8 @@ func (s *Server) newPeerHandler() *peer.Handler {
 		Context:   s.baseCtx,
 		Logger:    s.log,
 	}
-	if p.Replicas != nil {
-		o.Replicas = p.Replicas
+	if p.Copies != nil {
+		o.Copies = p.Copies
 	}
 	return peer.NewHandler(o)
 }

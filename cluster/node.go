@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/granary-dev/granary/store/copies"
 )
 
 // takeOverEvery is how often a node retries uploading copies of
@@ -23,9 +25,10 @@ type NodeOptions struct {
 	Self       Member
 	Membership Membership
 	Client     Caller
-	// Replicas, if set, are the write-back copies this node keeps.
-	Replicas *Replicas
-	Logger   zerolog.Logger
+	// Copies, if set, are the write-back copies this node keeps for
+	// other members.
+	Copies *copies.Store
+	Logger zerolog.Logger
 }
 
 // view is one consistent snapshot: members and their ring.
@@ -105,7 +108,7 @@ func (n *Node) follow() {
 			n.log.Info().Int("members", len(n.Members())).Msg("cluster membership changed")
 		case <-t.C:
 		}
-		if n.opts.Replicas != nil && n.taking.CompareAndSwap(false, true) {
+		if n.opts.Copies != nil && n.taking.CompareAndSwap(false, true) {
 			n.wg.Add(1)
 			go func() {
 				defer n.wg.Done()
@@ -120,7 +123,7 @@ func (n *Node) follow() {
 // one runs at a time, off the follow loop (uploads take a while).
 func (n *Node) takeOver() {
 	v := n.cur.Load()
-	for primary := range n.opts.Replicas.Primaries() {
+	for primary := range n.opts.Copies.Primaries() {
 		if _, alive := v.byID[primary]; alive {
 			continue
 		}
@@ -132,7 +135,7 @@ func (n *Node) takeOver() {
 			case <-ctx.Done():
 			}
 		}()
-		up, err := n.opts.Replicas.TakeOver(ctx, primary)
+		up, err := n.opts.Copies.TakeOver(ctx, primary)
 		cancel()
 		ev := n.log.Info()
 		if err != nil {

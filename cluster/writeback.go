@@ -30,13 +30,13 @@ func objectKey(bucket, key string) []byte {
 	return append(append([]byte(bucket), 0), key...)
 }
 
-// Replicate gives one other member a durable copy of a write-back object
-// this node is about to acknowledge; open reads the object's bytes from
-// the start. The members are tried in ring order for the object; the
+// Staged (the write-back log's observer hook, see writeback.Observer)
+// gives one other member a durable copy of a write-back object this node
+// is about to acknowledge; open reads the object's bytes from the start. The members are tried in ring order for the object; the
 // first that takes the copy ends it. With no other member it returns nil
 // (the write is kept once: a cluster of one node). When every other member
 // fails, it fails: the write must not be acknowledged.
-func (n *Node) Replicate(ctx context.Context, info store.ObjectInfo, open func() (io.ReadCloser, error)) error {
+func (n *Node) Staged(ctx context.Context, info store.ObjectInfo, open func() (io.ReadCloser, error)) error {
 	owners := n.Owners(objectKey(info.Bucket, info.Key), len(n.Members()))
 	var errs []error
 	for _, m := range owners {
@@ -67,11 +67,11 @@ func (n *Node) replicateTo(ctx context.Context, m Member, info store.ObjectInfo,
 	return n.opts.Client.PutReplica(ctx, m, info, body)
 }
 
-// Persisted tells every other member that info's version is at the
-// origin, so whoever holds its copy drops it. Best effort, in the
-// background: a copy left behind is dropped at takeover (the origin has
-// that version).
-func (n *Node) Persisted(info store.ObjectInfo) {
+// Persisted (the write-back log's observer hook) tells every other
+// member that info's version is at the origin, so whoever holds its copy
+// drops it. Best effort, in the background: a copy left behind is dropped
+// at takeover (the origin has that version).
+func (n *Node) Persisted(info store.ObjectInfo, _ string) {
 	for _, m := range n.Members() {
 		if m.ID == n.opts.Self.ID {
 			continue

@@ -23,6 +23,7 @@ import (
 	"github.com/granary-dev/granary/store/disk"
 	"github.com/granary-dev/granary/store/origin/s3"
 	"github.com/granary-dev/granary/store/ram"
+	"github.com/granary-dev/granary/store/writeback"
 )
 
 var minio *miniotest.Server
@@ -124,7 +125,16 @@ func newRig(t testing.TB, ro rigOptions) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.e.Close() })
+	startLog(origin, r.e)
 	return r
+}
+
+// startLog starts origin's uploads, observed by e, if it is a write-back
+// log.
+func startLog(origin store.Origin, e *Engine) {
+	if l, ok := origin.(*writeback.Log); ok {
+		l.Start(e.WriteBackObserver())
+	}
 }
 
 // seed writes data as key straight to the origin, behind the engine's back.

@@ -39,7 +39,7 @@ type fakeCluster struct {
 }
 
 type fakeClusterOptions struct {
-	n, owners int // members, Options.Replicas
+	n, owners int // members, Options.Owners
 	chunk     int64
 	wrap      func(store.Origin) store.Origin // per-engine origin (else the rig's)
 	modes     map[string]WriteMode            // by bucket; "rig" names the bucket
@@ -67,7 +67,7 @@ func newFakeCluster(t *testing.T, o fakeClusterOptions) *fakeCluster {
 		reg := prometheus.NewRegistry()
 		opts := Options{Origin: origin, RAM: ram.New(ram.Options{Capacity: 256 << 20}), Hot: ram.New(ram.Options{Capacity: 64 << 20}),
 			ChunkSize: o.chunk, Freshness: Freshness{Mode: Immutable}, Registerer: reg, Logger: zerolog.Nop(),
-			Peers: &fakePeers{c: c, self: i}, Replicas: o.owners, TeeDir: t.TempDir()}
+			Peers: &fakePeers{c: c, self: i}, Owners: o.owners, TeeDir: t.TempDir()}
 		if m, ok := o.modes["rig"]; ok {
 			opts.WriteModes = map[string]WriteMode{c.bucket: m}
 		}
@@ -76,6 +76,7 @@ func newFakeCluster(t *testing.T, o fakeClusterOptions) *fakeCluster {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { e.Close() })
+		startLog(origin, e)
 		c.engines = append(c.engines, e)
 		c.regs = append(c.regs, reg)
 	}

@@ -4,6 +4,7 @@ package gateway
 
 import (
 	"context"
+	"io"
 
 	"github.com/granary-dev/granary/store"
 	"github.com/granary-dev/granary/store/writeback"
@@ -27,12 +28,25 @@ func (e *Engine) Flush(ctx context.Context, bucket, prefix string, progress func
 	return nil
 }
 
-// Uploaded is the write-back log's OnPersisted hook. An origin that named
-// the uploaded object with an ETag other than the one served while it was
+// WriteBackObserver is the engine as an observer of the write-back log
+// (register it with writeback.Log.Start).
+func (e *Engine) WriteBackObserver() writeback.Observer { return uploads{e} }
+
+// uploads observes the write-back log for an engine.
+type uploads struct{ e *Engine }
+
+// Staged needs nothing of the engine: the write fills the cache itself.
+func (uploads) Staged(context.Context, store.ObjectInfo, func() (io.ReadCloser, error)) error {
+	return nil
+}
+
+// Persisted keeps the cache true to the origin. An origin that named the
+// uploaded object with an ETag other than the one served while it was
 // staged (an origin that cut it into parts of its own) has made the cached
 // metadata and chunks of that ETag a dead version: they are dropped, and
 // the next read fetches the object under its new name.
-func (e *Engine) Uploaded(staged store.ObjectInfo, originETag string) {
+func (u uploads) Persisted(staged store.ObjectInfo, originETag string) {
+	e := u.e
 	if originETag != "" && originETag != staged.ETag {
 		e.log.Info().Str("bucket", staged.Bucket).Str("key", staged.Key).
 			Str("staged_etag", staged.ETag).Str("origin_etag", originETag).

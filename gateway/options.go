@@ -116,10 +116,10 @@ type Options struct {
 	// tiers were given); nil means none.
 	Quotas store.Quotas
 	// Peers, if set, is the cluster: chunks live on their owners (see
-	// peers.go). Replicas is R, the owners of a chunk read through (0
+	// peers.go). Owners is R, the owners of a chunk read through (0
 	// means 1); data written through the cluster gets max(R, 2).
-	Peers    Peers
-	Replicas int
+	Peers  Peers
+	Owners int
 	// Hot, if set, holds copies of chunks this node read from their owner
 	// for its clients (bounded by its own budget; never on disk).
 	Hot store.Tier

@@ -58,11 +58,11 @@ func newPeerState(p Peers) *peerState {
 }
 
 // readCopies is R for data read through: how many owners a chunk has.
-func (e *Engine) readCopies() int { return max(e.opts.Replicas, 1) }
+func (e *Engine) readCopies() int { return max(e.opts.Owners, 1) }
 
 // writeCopies is R for data written through this node: at least 2, so
 // a written chunk outlives one node (where the cluster has two).
-func (e *Engine) writeCopies() int { return max(e.opts.Replicas, 2) }
+func (e *Engine) writeCopies() int { return max(e.opts.Owners, 2) }
 
 // chunkOwners says whether this node reads chunk id from the origin
 // itself (no cluster, or it is one of the chunk's R owners) and

@@ -41,8 +41,8 @@ type Backend interface {
 	Head(ctx context.Context, bucket, key string, cachedOnly bool) (store.ObjectInfo, error)
 }
 
-// Replicas keeps the write-back copies other members send.
-type Replicas interface {
+// Copies keeps the write-back copies other members send.
+type Copies interface {
 	Put(ctx context.Context, from string, info store.ObjectInfo, body io.Reader) error
 	Drop(from, bucket, key, etag string) error
 }
@@ -53,8 +53,8 @@ type HandlerOptions struct {
 	Self    cluster.Member
 	Secret  []byte
 	Backend Backend
-	// Replicas, if set, keeps write-back copies; nil refuses them.
-	Replicas Replicas
+	// Copies, if set, keeps write-back copies; nil refuses them.
+	Copies Copies
 	// Status answers a status call as the admin route does; nil refuses
 	// it.
 	Status func(c *fiber.Ctx) error
@@ -226,14 +226,14 @@ func (h *Handler) forget(k *call) error {
 // replica keeps (PUT) or drops (DELETE) a write-back copy of the caller's
 // object.
 func (h *Handler) replica(k *call) error {
-	if h.o.Replicas == nil {
+	if h.o.Copies == nil {
 		return fmt.Errorf("%w: this node keeps no write-back copies", ErrNotSupported)
 	}
 	if err := h.object(k); err != nil {
 		return err
 	}
 	if string(k.c.Request().Header.Method()) == fiber.MethodDelete {
-		return h.o.Replicas.Drop(k.from, k.bucket, k.key, k.get("etag"))
+		return h.o.Copies.Drop(k.from, k.bucket, k.key, k.get("etag"))
 	}
 	info, err := decodeObject(string(k.c.Request().Header.Peek(HeaderObject)), k.bucket, k.key)
 	if err != nil {
@@ -242,7 +242,7 @@ func (h *Handler) replica(k *call) error {
 	if k.body == nil {
 		return fmt.Errorf("%w: a copy without a body", ErrBadRequest)
 	}
-	return h.o.Replicas.Put(h.o.Context, k.from, info, k.body)
+	return h.o.Copies.Put(h.o.Context, k.from, info, k.body)
 }
 
 func (h *Handler) head(k *call) error {

@@ -148,7 +148,7 @@ func startRig(t *testing.T, withReplicas bool) *rig {
 			return nil
 		}}
 	if withReplicas {
-		o.Replicas = r.reps
+		o.Copies = r.reps
 	}
 	h := NewHandler(o)
 	app := fiber.New(fiber.Config{StreamRequestBody: true, DisableStartupMessage: true})

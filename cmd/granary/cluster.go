@@ -1,5 +1,5 @@
 // Cluster settings of `granary serve` (--node-id with --peers or --join,
-// the cluster secret, --replicas) and the wiring of a node's cluster
+// the cluster secret, --owners) and the wiring of a node's cluster
 // parts: membership, ring, peer client, write-back copies.
 package main
 
@@ -16,10 +16,13 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/granary-dev/granary/api"
+	"go.yaml.in/yaml/v3"
+
 	"github.com/granary-dev/granary/cluster"
 	"github.com/granary-dev/granary/cluster/peer"
 	"github.com/granary-dev/granary/gateway"
 	"github.com/granary-dev/granary/store"
+	"github.com/granary-dev/granary/store/copies"
 )
 
 // ClusterConfig holds a node's cluster settings; with no NodeID the node
@@ -32,10 +35,15 @@ type ClusterConfig struct {
 	Join       string `yaml:"join"`
 	GossipBind string `yaml:"gossip-bind"`
 	// Advertise is the S3 address other members reach this node at.
-	Advertise   string   `yaml:"advertise"`
-	SecretFile  string   `yaml:"cluster-secret-file"`
-	Replicas    int      `yaml:"replicas"`
+	Advertise  string `yaml:"advertise"`
+	SecretFile string `yaml:"cluster-secret-file"`
+	// Owners is R: how many members own each chunk read through the
+	// cluster (written data gets max(R, 2)).
+	Owners      int      `yaml:"owners"`
 	PeerTimeout Duration `yaml:"peer-timeout"`
+	// LegacyReplicas is "replicas:", the old name of owners, in a file;
+	// loadFile moves it to Owners.
+	LegacyReplicas *int `yaml:"replicas,omitempty"`
 }
 
 // minSecret is the shortest cluster secret accepted.
@@ -55,14 +63,11 @@ var clusterSettings = []setting{
 	stringSetting("cluster-secret-file", "`file` holding the cluster secret (at least 16 bytes) that authenticates peer traffic and encrypts gossip; or GRANARY_CLUSTER_SECRET",
 		func(c *Config) *string { return &c.Cluster.SecretFile }),
 	{
-		name: "replicas", usage: "R, the `number` of owners of each chunk read through the cluster (1..5); data written through it gets max(R, 2)",
-		get: func(c Config) string { return strconv.Itoa(c.Cluster.Replicas) },
-		set: func(c *Config, v string) error {
-			n, err := strconv.Atoi(v)
-			c.Cluster.Replicas = n
-			return err
-		},
+		name: "owners", usage: "R, the `number` of owners of each chunk read through the cluster (1..5); data written through it gets max(R, 2)",
+		get: func(c Config) string { return strconv.Itoa(c.Cluster.Owners) },
+		set: setOwners,
 	},
+	{name: "replicas", usage: "the old name of --owners (`number`)", get: func(Config) string { return "" }, set: setOwners},
 	{
 		name: "peer-timeout", usage: "how long a peer may take to answer, or go silent mid-transfer, before the next owner or the origin is tried (a Go `duration`)",
 		get: func(c Config) string { return c.Cluster.PeerTimeout.String() },
@@ -71,6 +76,25 @@ var clusterSettings = []setting{
 }
 
 func init() { serveSettings = append(serveSettings, clusterSettings...) }
+
+func setOwners(c *Config, v string) error {
+	n, err := strconv.Atoi(v)
+	c.Cluster.Owners = n
+	return err
+}
+
+// takeLegacyReplicas moves a file's "replicas:" to Owners; file is the
+// file's root node, which must not also say "owners:".
+func (c *ClusterConfig) takeLegacyReplicas(file *yaml.Node) error {
+	if c.LegacyReplicas == nil {
+		return nil
+	}
+	if hasTopKey(file, "owners") {
+		return errors.New("replicas: the old name of owners; give one of them")
+	}
+	c.Owners, c.LegacyReplicas = *c.LegacyReplicas, nil
+	return nil
+}
 
 // enabled reports whether the node is a cluster member.
 func (c ClusterConfig) enabled() bool { return c.NodeID != "" }
@@ -82,8 +106,8 @@ func (c ClusterConfig) check(listen string) error {
 		return errors.New("node-id: required with --peers or --join")
 	case c.NodeID != "" && c.Peers != "" && c.Join != "":
 		return errors.New("peers, join: give one (a static list or gossip)")
-	case c.Replicas < 1 || c.Replicas > 5:
-		return fmt.Errorf("replicas: %d out of 1..5", c.Replicas)
+	case c.Owners < 1 || c.Owners > 5:
+		return fmt.Errorf("owners: %d out of 1..5", c.Owners)
 	case c.PeerTimeout <= 0:
 		return errors.New("peer-timeout: must be positive")
 	case !c.enabled():
@@ -176,11 +200,11 @@ func clusterSecret(c ClusterConfig, getenv Getenv) ([]byte, error) {
 
 // clusterParts are a member node's cluster pieces, closed in order.
 type clusterParts struct {
-	node     *cluster.Node
-	member   cluster.Membership
-	replicas *cluster.Replicas
-	client   *peer.Client
-	secret   []byte
+	node   *cluster.Node
+	member cluster.Membership
+	copies *copies.Store
+	client *peer.Client
+	secret []byte
 }
 
 // nodePeers is the cluster as the engine sees it: the node's view and
@@ -200,14 +224,14 @@ func (p *clusterParts) peerOptions() *api.PeerOptions {
 	if p == nil {
 		return nil
 	}
-	return &api.PeerOptions{Self: p.node.Self(), Secret: p.secret, Replicas: p.replicas, Node: p.node, Client: p.client}
+	return &api.PeerOptions{Self: p.node.Self(), Secret: p.secret, Copies: p.copies, Node: p.node, Client: p.client}
 }
 
 func (p *clusterParts) Close() error {
 	p.node.Close()
 	err := p.member.Close()
 	p.client.Close()
-	return errors.Join(err, p.replicas.Close())
+	return errors.Join(err, p.copies.Close())
 }
 
 // openCluster builds the cluster parts of a member node; origin is the
@@ -221,17 +245,17 @@ func openCluster(cfg Config, secret []byte, origin store.Origin, log zerolog.Log
 		p.client.Close()
 		return nil, err
 	}
-	if p.replicas, err = cluster.OpenReplicas(filepath.Join(cfg.DataDir, "replicas"), origin, log); err != nil {
+	if p.copies, err = copies.Open(filepath.Join(cfg.DataDir, "replicas"), origin, log); err != nil {
 		p.member.Close()
 		p.client.Close()
-		return nil, fmt.Errorf("replicas: %w", err)
+		return nil, fmt.Errorf("write-back copies: %w", err)
 	}
 	p.node, err = cluster.NewNode(cluster.NodeOptions{Self: self, Membership: p.member, Client: p.client,
-		Replicas: p.replicas, Logger: log})
+		Copies: p.copies, Logger: log})
 	if err != nil {
 		p.member.Close()
 		p.client.Close()
-		p.replicas.Close()
+		p.copies.Close()
 		return nil, err
 	}
 	return p, nil

@@ -130,7 +130,7 @@ func Defaults() Config {
 		LogLevel:  "info",
 		WriteMode: string(gateway.WriteThrough),
 		Eviction:  "tinylfu",
-		Cluster:   ClusterConfig{Replicas: 1, PeerTimeout: Duration(peer.DefaultTimeout)},
+		Cluster:   ClusterConfig{Owners: 1, PeerTimeout: Duration(peer.DefaultTimeout)},
 		// DirtyLimit 0: a quarter of the disk budget (see DirtyBytes).
 	}
 }

@@ -188,7 +188,26 @@ func loadFile(c *Config, path string) error {
 	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("config %s: %w", path, err)
 	}
+	if err := c.Cluster.takeLegacyReplicas(&root); err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
 	return nil
+}
+
+// hasTopKey reports whether the document root's mapping has key.
+func hasTopKey(root *yaml.Node, key string) bool {
+	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
+		root = root.Content[0]
+	}
+	if root.Kind != yaml.MappingNode {
+		return false
+	}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value == key {
+			return true
+		}
+	}
+	return false
 }
 
 // secretWords mark a YAML key as a secret, compared after dropping '-'

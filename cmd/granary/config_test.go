@@ -50,7 +50,7 @@ func TestDefaults(t *testing.T) {
 		Origin: "file://" + filepath.Join(dataDir, "origin"), ChunkSize: 8 << 20,
 		Freshness: "ttl", TTL: Duration(time.Minute), Region: "us-east-1",
 		Domains: StringList{"localhost"}, LogLevel: "info", WriteMode: "write-through", Eviction: "tinylfu",
-		Cluster: ClusterConfig{Replicas: 1, PeerTimeout: Duration(3 * time.Second)},
+		Cluster: ClusterConfig{Owners: 1, PeerTimeout: Duration(3 * time.Second)},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", c, want)
@@ -204,7 +204,7 @@ func TestYAMLSingleDomainAndEmptyFile(t *testing.T) {
 		t.Fatalf("domains %v, %v", c.Domains, err)
 	}
 	c, err = loadWith(t, []string{"--config", writeFile(t, dir, "cl.yaml", "cluster-secret-file: /run/secrets/cluster\nreplicas: 2\n")}, nil)
-	if err != nil || c.Cluster.SecretFile != "/run/secrets/cluster" || c.Cluster.Replicas != 2 {
+	if err != nil || c.Cluster.SecretFile != "/run/secrets/cluster" || c.Cluster.Owners != 2 {
 		t.Fatalf("cluster settings from the file: %+v, %v", c.Cluster, err)
 	}
 	c, err = loadWith(t, []string{"--config", writeFile(t, dir, "empty.yaml", "# nothing\n"), "--data-dir", dir}, nil)
@@ -275,7 +275,8 @@ func TestConfigErrors(t *testing.T) {
 		{args: []string{"--node-id", "a", "--peers", "a=127.0.0.1:1,a=127.0.0.1:2"}, want: "peers"},
 		{args: []string{"--node-id", "a", "--peers", "a=nowhere"}, want: "peers: a"},
 		{args: []string{"--node-id", "a", "--peers", "a=127.0.0.1:1", "--join", "127.0.0.1:2"}, want: "give one"},
-		{args: []string{"--replicas", "0"}, want: "replicas"},
+		{args: []string{"--owners", "0"}, want: "owners"},
+		{args: []string{"--replicas", "0"}, want: "owners"},
 		{args: []string{"--peer-timeout", "0s"}, want: "peer-timeout"},
 		{args: []string{"--node-id", "a", "--listen", "0.0.0.0:9000"}, want: "advertise"},
 	}
@@ -358,5 +359,31 @@ func TestEvictionPolicy(t *testing.T) {
 	}
 	if _, err := loadWith(t, []string{"--eviction", "fifo"}, nil); err == nil || !strings.Contains(err.Error(), "eviction") {
 		t.Fatalf("--eviction fifo: %v, want an error naming the setting", err)
+	}
+}
+
+func TestOwnersAndItsOldName(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want int
+	}{
+		{args: []string{"--config", writeFile(t, dir, "new.yaml", "owners: 3\n")}, want: 3},
+		{args: []string{"--config", writeFile(t, dir, "old.yaml", "replicas: 2\n")}, want: 2},
+		{args: []string{"--owners", "4"}, want: 4},
+		{args: []string{"--replicas", "2"}, want: 2},
+		{env: map[string]string{"GRANARY_REPLICAS": "3"}, want: 3},
+		{env: map[string]string{"GRANARY_OWNERS": "5"}, want: 5},
+		{want: 1},
+	} {
+		c, err := loadWith(t, append(tc.args, "--data-dir", dir), tc.env)
+		if err != nil || c.Cluster.Owners != tc.want {
+			t.Errorf("%v %v: owners %d, %v; want %d", tc.args, tc.env, c.Cluster.Owners, err, tc.want)
+		}
+	}
+	_, err := loadWith(t, []string{"--config", writeFile(t, dir, "both.yaml", "owners: 3\nreplicas: 2\n"), "--data-dir", dir}, nil)
+	if err == nil || !strings.Contains(err.Error(), "old name of owners") {
+		t.Fatalf("a file with both names: %v", err)
 	}
 }

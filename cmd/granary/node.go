@@ -3,13 +3,11 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -107,17 +105,9 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, 
 	if err != nil {
 		return n, usageError{err}
 	}
-	// The log uploads from its own goroutines as soon as it is open; until
-	// the engine exists there is nothing cached for its hook to correct.
-	var engine atomic.Pointer[gateway.Engine]
-	wb, err := openWriteBack(cfg, origin, mode, modes, reg, log, cl, func(info store.ObjectInfo, etag string) {
-		if e := engine.Load(); e != nil {
-			e.Uploaded(info, etag)
-		}
-		if cl != nil {
-			cl.node.Persisted(info)
-		}
-	})
+	// The log uploads nothing until Start, below, once its observers (the
+	// cluster and the engine) exist.
+	wb, err := openWriteBack(cfg, origin, mode, modes, reg, log)
 	if err != nil {
 		return n, err
 	}
@@ -134,7 +124,7 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, 
 		peers = cl.peers()
 	}
 	eng, err := gateway.New(gateway.Options{
-		Peers: peers, Replicas: cfg.Cluster.Replicas, Hot: hotTier,
+		Peers: peers, Owners: cfg.Cluster.Owners, Hot: hotTier,
 		Catalog: cat, Pins: pins, Quotas: cfg.Quotas(),
 		Origin: wb, RAM: ramTier, Disk: diskTier, ChunkSize: int64(cfg.ChunkSize),
 		FlightBytes: reserve / 2, DiskQueueBytes: diskQueueBytes(reserve, int64(cfg.ChunkSize)),
@@ -145,8 +135,12 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, 
 	if err != nil {
 		return n, fmt.Errorf("gateway: %w", err)
 	}
-	engine.Store(eng)
 	n.closers = append([]namedCloser{{"gateway", eng}}, n.closers...)
+	if cl != nil {
+		wb.Start(cl.node, eng.WriteBackObserver()) // a copy on another member first
+	} else {
+		wb.Start(eng.WriteBackObserver())
+	}
 	stop, err := startSchedules(cfg, eng, log.With().Str("component", "schedule").Logger())
 	if err != nil {
 		return n, usageError{err}
@@ -166,11 +160,7 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, 
 // accepted in write-back mode are uploaded even if no bucket is in that
 // mode any more.
 func openWriteBack(cfg Config, origin store.Origin, mode gateway.WriteMode, modes map[string]gateway.WriteMode,
-	reg prometheus.Registerer, log zerolog.Logger, cl *clusterParts, uploaded func(store.ObjectInfo, string)) (*writeback.Log, error) {
-	var replicate func(context.Context, store.ObjectInfo, func() (io.ReadCloser, error)) error
-	if cl != nil {
-		replicate = cl.node.Replicate
-	}
+	reg prometheus.Registerer, log zerolog.Logger) (*writeback.Log, error) {
 	wb, err := writeback.Open(writeback.Options{
 		Origin: origin, Dir: filepath.Join(cfg.DataDir, "writeback"),
 		WriteBack: func(bucket string) bool {
@@ -180,7 +170,7 @@ func openWriteBack(cfg Config, origin store.Origin, mode gateway.WriteMode, mode
 			}
 			return m == gateway.WriteBack
 		},
-		DirtyLimit: cfg.DirtyBytes(), OnPersisted: uploaded, Replicate: replicate, Registerer: reg,
+		DirtyLimit: cfg.DirtyBytes(), Registerer: reg,
 		Logger: log.With().Str("component", "writeback").Logger(),
 	})
 	if err != nil {

@@ -109,6 +109,7 @@ func TestCrashChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	l.Start()
 	ctx := context.Background()
 	for i := range childObjects {
 		// A key of its own, and one overwritten every time.

@@ -86,7 +86,7 @@ func always(string) bool { return true }
 
 // openLog opens a log with quick retries in a temp dir (unless opts say
 // otherwise) and closes it when the test ends.
-func openLog(t *testing.T, opts Options) *Log {
+func openLog(t *testing.T, opts Options, observers ...Observer) *Log {
 	t.Helper()
 	if opts.Dir == "" {
 		opts.Dir = t.TempDir()
@@ -98,6 +98,7 @@ func openLog(t *testing.T, opts Options) *Log {
 	if err != nil {
 		t.Fatal(err)
 	}
+	l.Start(observers...)
 	t.Cleanup(func() {
 		if err := l.Close(); err != nil {
 			t.Errorf("Close: %v", err)
@@ -339,4 +340,23 @@ func (g *gate) ListParts(ctx context.Context, bucket, key, uploadID string, opts
 
 func (g *gate) ListUploads(ctx context.Context, bucket string, opts store.UploadListOptions) (store.UploadPage, error) {
 	return g.mp.ListUploads(ctx, bucket, opts)
+}
+
+// hooks is an Observer of functions; a nil one does nothing.
+type hooks struct {
+	staged    func(ctx context.Context, staged store.ObjectInfo, open func() (io.ReadCloser, error)) error
+	persisted func(staged store.ObjectInfo, originETag string)
+}
+
+func (h hooks) Staged(ctx context.Context, staged store.ObjectInfo, open func() (io.ReadCloser, error)) error {
+	if h.staged == nil {
+		return nil
+	}
+	return h.staged(ctx, staged, open)
+}
+
+func (h hooks) Persisted(staged store.ObjectInfo, originETag string) {
+	if h.persisted != nil {
+		h.persisted(staged, originETag)
+	}
 }

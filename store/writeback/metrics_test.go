@@ -19,6 +19,7 @@ func TestMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	l.Start()
 	data := payload(12345, 1)
 	put(t, l, b, "k", data)
 	gauge := func(name string) float64 {

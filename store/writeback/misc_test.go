@@ -141,6 +141,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	l.Start()
 	for _, k := range []string{"a", "b", "c", "d", "e", "f"} {
 		put(t, l, "bucket", k, []byte(k))
 	}

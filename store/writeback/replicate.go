@@ -1,6 +1,7 @@
-// The replication hook: a staged write-back object is copied elsewhere
-// (Options.Replicate) before it is journaled, so an acknowledged object
-// outlives this node.
+// The observers' hooks: a staged write-back object is handed to each
+// observer before it is journaled (a cluster copies it elsewhere, so an
+// acknowledged object outlives this node), and each hears when it
+// reached the origin.
 package writeback
 
 import (
@@ -11,15 +12,29 @@ import (
 	"github.com/granary-dev/granary/store"
 )
 
-// replicate hands o's staged bytes to Options.Replicate, if set.
+// observed is the registered observers.
+func (l *Log) observed() []Observer {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.observers
+}
+
+// replicate hands o's staged bytes to every observer; the first that
+// fails fails the write.
 func (l *Log) replicate(ctx context.Context, o *op) error {
-	if l.opts.Replicate == nil {
-		return nil
-	}
 	open := func() (io.ReadCloser, error) { return o.asm.Open(0, o.Info.Size) }
-	if err := l.opts.Replicate(ctx, servedInfo(o), open); err != nil {
-		// The client may retry: ErrUnavailable answers 503.
-		return fmt.Errorf("writeback: %s/%s not replicated: %w: %w", o.Bucket, o.Key, store.ErrUnavailable, err)
+	for _, obs := range l.observed() {
+		if err := obs.Staged(ctx, servedInfo(o), open); err != nil {
+			// The client may retry: ErrUnavailable answers 503.
+			return fmt.Errorf("writeback: %s/%s not replicated: %w: %w", o.Bucket, o.Key, store.ErrUnavailable, err)
+		}
 	}
 	return nil
+}
+
+// persisted tells every observer that o is at the origin as etag.
+func (l *Log) persisted(o *op, etag string) {
+	for _, obs := range l.observed() {
+		obs.Persisted(servedInfo(o), etag)
+	}
 }

@@ -45,7 +45,7 @@ func TestReplicateSeesEveryAcknowledgedObject(t *testing.T) {
 	raw := s3Origin(t)
 	b := newBucket(t, raw)
 	c := &copies{got: map[string][]byte{}, info: map[string]store.ObjectInfo{}}
-	l := openLog(t, Options{Origin: newGate(raw, false), WriteBack: always, Replicate: c.replicate})
+	l := openLog(t, Options{Origin: newGate(raw, false), WriteBack: always}, hooks{staged: c.replicate})
 	ctx := testCtx(t)
 	one := payload(3<<20+1, 7)
 	info, err := l.Put(ctx, b, "single", bytes.NewReader(one), int64(len(one)), store.ObjectMeta{ContentType: "x/y"})
@@ -82,7 +82,7 @@ func TestReplicateFailureFailsTheWrite(t *testing.T) {
 	b := newBucket(t, raw)
 	c := &copies{got: map[string][]byte{}, info: map[string]store.ObjectInfo{}, fail: errors.New("no peer")}
 	g := newGate(raw, true)
-	l := openLog(t, Options{Origin: g, WriteBack: always, Replicate: c.replicate})
+	l := openLog(t, Options{Origin: g, WriteBack: always}, hooks{staged: c.replicate})
 	ctx := testCtx(t)
 	data := payload(1<<20, 11)
 	_, err := l.Put(ctx, b, "lost", bytes.NewReader(data), int64(len(data)), store.ObjectMeta{})

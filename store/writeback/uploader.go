@@ -194,8 +194,8 @@ func (l *Log) landed(ks *keyState, o *op, etag string) {
 	l.mu.Unlock()
 	l.m.uploadOK(o)
 	l.removeStage(remove)
-	if o.Kind == kindPut && l.opts.OnPersisted != nil {
-		l.opts.OnPersisted(servedInfo(o), etag)
+	if o.Kind == kindPut {
+		l.persisted(o, etag)
 	}
 }
 

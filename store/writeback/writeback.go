@@ -55,17 +55,22 @@ type Options struct {
 	// RetryMin and RetryMax bound the backoff between attempts of an
 	// upload that failed; 0 means 1s and 1m.
 	RetryMin, RetryMax time.Duration
-	// OnPersisted, if set, is called after an object reached the origin,
-	// with the info the Log served for it and the origin's ETag (they
-	// differ only if the origin names the version otherwise).
-	OnPersisted func(staged store.ObjectInfo, originETag string)
-	// Replicate, if set, is called with every write-back object once it
-	// is staged and before it is journaled and acknowledged; open reads
-	// its bytes. An error fails the write (nothing is journaled): a
-	// cluster uses it to keep a second copy on another node.
-	Replicate  func(ctx context.Context, staged store.ObjectInfo, open func() (io.ReadCloser, error)) error
-	Registerer prometheus.Registerer
-	Logger     zerolog.Logger
+	Registerer         prometheus.Registerer
+	Logger             zerolog.Logger
+}
+
+// Observer hears of a write-back object's life; Start registers the
+// observers. A cluster keeps a copy of each object on another member, and
+// the cache learns the origin's name of each version.
+type Observer interface {
+	// Staged is called once the object is staged, before it is
+	// journaled and acknowledged; open reads its bytes. An error fails
+	// the write (nothing is journaled).
+	Staged(ctx context.Context, staged store.ObjectInfo, open func() (io.ReadCloser, error)) error
+	// Persisted is called after the object reached the origin, with the
+	// info the Log served for it and the origin's ETag (they differ only
+	// if the origin names the version otherwise).
+	Persisted(staged store.ObjectInfo, originETag string)
 }
 
 const (
@@ -120,6 +125,10 @@ type Log struct {
 	m      *metrics
 	log    zerolog.Logger
 
+	// observers are set once by Start (under mu), read-only after.
+	observers []Observer
+	started   bool
+
 	// ctx is cancelled by Close: uploads in flight stop (and stay
 	// journaled). Pass-through writes and flushes waiting for uploads
 	// end too, woken through changed and closed.
@@ -160,8 +169,8 @@ var (
 	_ store.Copier    = (*Log)(nil)
 )
 
-// Open opens the log in opts.Dir, replays its journal (entries not yet at
-// the origin are queued again) and starts the uploader.
+// Open opens the log in opts.Dir and replays its journal (entries not yet
+// at the origin are queued again). Nothing uploads until Start.
 func Open(opts Options) (*Log, error) {
 	opts, err := opts.normalize()
 	if err != nil {
@@ -192,11 +201,24 @@ func Open(opts Options) (*Log, error) {
 		return nil, err
 	}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
-	for range opts.Workers {
+	return l, nil
+}
+
+// Start registers the observers, in the order they are told, and starts
+// the uploads. It is called once, after the observers exist and before
+// the first write: a write-back write before it would be acknowledged
+// unobserved (no copy elsewhere).
+func (l *Log) Start(observers ...Observer) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.started {
+		panic("writeback: Start called twice")
+	}
+	l.started, l.observers = true, observers
+	for range l.opts.Workers {
 		l.wg.Add(1)
 		go l.worker()
 	}
-	return l, nil
 }
 
 // openFiles creates Dir and opens the stage and the journal.

@@ -24,7 +24,7 @@ func TestPendingPutReadsThenLands(t *testing.T) {
 	var mu sync.Mutex
 	var persisted []store.ObjectInfo
 	var originETags []string
-	l := openLog(t, Options{Origin: g, WriteBack: always, OnPersisted: func(staged store.ObjectInfo, etag string) {
+	l := openLog(t, Options{Origin: g, WriteBack: always}, hooks{persisted: func(staged store.ObjectInfo, etag string) {
 		mu.Lock()
 		defer mu.Unlock()
 		persisted = append(persisted, staged)
@@ -206,6 +206,7 @@ func TestRestartUploadsEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	l.Start()
 	want := writeSet(t, l, raw, b)
 	dirty := l.Stats()
 	if dirty.DirtyObjects != len(want) {
@@ -318,6 +319,7 @@ func TestOrderPerKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		l.Start()
 		etags := versions(t, l, b, "r", [][]byte{a})
 		g.awaitAttempt(t, "r")
 		etags = append(etags, versions(t, l, b, "r", [][]byte{nil, bb, c})...)

@@ -1,7 +1,7 @@
 // Tests of the write-back replica store: durability and replacement of
 // copies, body checks, crash recovery, and takeovers against a directory
 // origin and a real MinIO (including a dead one).
-package cluster
+package copies
 
 import (
 	"bytes"
@@ -74,9 +74,9 @@ func repS3Origin(t *testing.T, srv *miniotest.Server) *s3.Origin {
 	}
 }
 
-func repOpen(t *testing.T, dir string, o store.Origin) *Replicas {
+func repOpen(t *testing.T, dir string, o store.Origin) *Store {
 	t.Helper()
-	r, err := OpenReplicas(dir, o, zerolog.Nop())
+	r, err := Open(dir, o, zerolog.Nop())
 	repMust(t, err)
 	t.Cleanup(func() { r.Close() })
 	return r
@@ -100,7 +100,7 @@ func repBytes(n int, seed uint64) []byte {
 	return b
 }
 
-func repPut(t *testing.T, r *Replicas, primary string, info store.ObjectInfo, data []byte) {
+func repPut(t *testing.T, r *Store, primary string, info store.ObjectInfo, data []byte) {
 	t.Helper()
 	if err := r.Put(repCtx(t), primary, info, bytes.NewReader(data)); err != nil {
 		t.Fatalf("Put %s %s/%s: %v", primary, info.Bucket, info.Key, err)
@@ -119,7 +119,7 @@ func repDataFiles(t *testing.T, dir string) []string {
 	return names
 }
 
-func repWantPrimaries(t *testing.T, r *Replicas, want map[string]int) {
+func repWantPrimaries(t *testing.T, r *Store, want map[string]int) {
 	t.Helper()
 	if got := r.Primaries(); !maps.Equal(got, want) {
 		t.Fatalf("Primaries = %v, want %v", got, want)
@@ -144,7 +144,7 @@ func repOriginHas(t *testing.T, o store.Origin, key string, data []byte) store.O
 	return info
 }
 
-func TestReplicasRoundTripMinIO(t *testing.T) {
+func TestCopiesRoundTripMinIO(t *testing.T) {
 	o := repS3Origin(t, miniotest.StartT(t))
 	dir := t.TempDir()
 	r := repOpen(t, dir, o)
@@ -184,7 +184,7 @@ func TestReplicasRoundTripMinIO(t *testing.T) {
 	}
 }
 
-func TestReplicasDropOlderKeepsNewer(t *testing.T) {
+func TestCopiesDropOlderKeepsNewer(t *testing.T) {
 	o := repFSOrigin(t)
 	dir := t.TempDir()
 	r := repOpen(t, dir, o)
@@ -206,7 +206,7 @@ func TestReplicasDropOlderKeepsNewer(t *testing.T) {
 	}
 }
 
-func TestReplicasReplaceKeepsOneCopy(t *testing.T) {
+func TestCopiesReplaceKeepsOneCopy(t *testing.T) {
 	dir := t.TempDir()
 	r := repOpen(t, dir, repFSOrigin(t))
 	var last store.ObjectInfo
@@ -225,7 +225,7 @@ func TestReplicasReplaceKeepsOneCopy(t *testing.T) {
 	}
 }
 
-func TestReplicasBodyLengthChecked(t *testing.T) {
+func TestCopiesBodyLengthChecked(t *testing.T) {
 	dir := t.TempDir()
 	r := repOpen(t, dir, repFSOrigin(t))
 	good := []byte("the good copy")
@@ -278,7 +278,7 @@ func (c *repCancellingReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func TestReplicasCancelMidBody(t *testing.T) {
+func TestCopiesCancelMidBody(t *testing.T) {
 	dir := t.TempDir()
 	r := repOpen(t, dir, repFSOrigin(t))
 	old := []byte("old copy")
@@ -305,10 +305,10 @@ func TestReplicasCancelMidBody(t *testing.T) {
 	repOriginHas(t, r.origin, "k", old)
 }
 
-func TestReplicasReopenAfterCrash(t *testing.T) {
+func TestCopiesReopenAfterCrash(t *testing.T) {
 	o := repFSOrigin(t)
 	dir := t.TempDir()
-	r, err := OpenReplicas(dir, o, zerolog.Nop())
+	r, err := Open(dir, o, zerolog.Nop())
 	repMust(t, err)
 	keep := map[string][]byte{"one": repBytes(5000, 1), "two": repBytes(7, 2)}
 	for k, data := range keep {
@@ -359,7 +359,7 @@ func repMust(t *testing.T, err error) {
 	}
 }
 
-func TestReplicasTakeOverDecisions(t *testing.T) {
+func TestCopiesTakeOverDecisions(t *testing.T) {
 	o := repFSOrigin(t)
 	r := repOpen(t, t.TempDir(), o)
 	ctx := repCtx(t)
@@ -397,7 +397,7 @@ func TestReplicasTakeOverDecisions(t *testing.T) {
 	repWantPrimaries(t, r, map[string]int{})
 }
 
-func TestReplicasTakeOverFailureKeepsCopy(t *testing.T) {
+func TestCopiesTakeOverFailureKeepsCopy(t *testing.T) {
 	o := repFSOrigin(t)
 	r := repOpen(t, t.TempDir(), o)
 	ctx := repCtx(t)
@@ -416,12 +416,12 @@ func TestReplicasTakeOverFailureKeepsCopy(t *testing.T) {
 	repWantPrimaries(t, r, map[string]int{})
 }
 
-func TestReplicasTakeOverDeadMinIO(t *testing.T) {
+func TestCopiesTakeOverDeadMinIO(t *testing.T) {
 	srv, err := miniotest.Start()
 	repMust(t, err)
 	defer srv.Stop()
 	dir := t.TempDir()
-	r, err := OpenReplicas(dir, repS3Origin(t, srv), zerolog.Nop())
+	r, err := Open(dir, repS3Origin(t, srv), zerolog.Nop())
 	repMust(t, err)
 	data := repBytes(64<<10, 9)
 	repPut(t, r, "p", repVersion("bkt", "k", data, time.Now()), data)
@@ -445,7 +445,7 @@ func TestReplicasTakeOverDeadMinIO(t *testing.T) {
 	repOriginHas(t, o, "k", data)
 }
 
-func TestReplicasConcurrentPuts(t *testing.T) {
+func TestCopiesConcurrentPuts(t *testing.T) {
 	o := repFSOrigin(t)
 	for _, b := range []string{"node-0", "node-1"} {
 		repMust(t, o.MakeBucket(repCtx(t), b))

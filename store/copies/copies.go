@@ -1,8 +1,8 @@
-// Write-back replicas: objects this node keeps, durable on disk, for
-// another node (their primary) that acknowledged them in write-back mode,
-// until the primary reports them at the origin, or dies and this node
-// uploads them itself.
-package cluster
+// Package copies is the store of write-back copies: objects a cluster
+// node keeps, durable on disk, for another node (their primary) that
+// acknowledged them in write-back mode, until the primary reports them at
+// the origin, or dies and this node uploads them itself.
+package copies
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 	"github.com/granary-dev/granary/store"
 )
 
-// Replicas is the store of write-back copies kept for other nodes.
+// Store is the store of write-back copies kept for other nodes.
 // Safe for concurrent use.
 //
 // Layout under dir (see replicas_store.go):
@@ -32,8 +32,8 @@ import (
 // fsynced and renamed into place (and the directory fsynced); a data file
 // is removed only after no committed record names it. So at every instant
 // each record names a complete, durable file, and a crash leaves at worst
-// temp files and unnamed data files, which OpenReplicas removes.
-type Replicas struct {
+// temp files and unnamed data files, which Open removes.
+type Store struct {
 	dir    string // dir/data: the data files
 	db     *bbolt.DB
 	origin store.Origin
@@ -45,27 +45,27 @@ type Replicas struct {
 }
 
 // Errors of Put beyond the store sentinels.
-var errLongBody = errors.New("cluster: replica body longer than its declared size")
+var errLongBody = errors.New("copies: replica body longer than its declared size")
 
-// OpenReplicas opens (creating if needed) the replica store in dir and
+// Open opens (creating if needed) the replica store in dir and
 // recovers what an earlier process left there (incomplete writes are
 // dropped). origin is where TakeOver uploads.
-func OpenReplicas(dir string, origin store.Origin, log zerolog.Logger) (*Replicas, error) {
+func Open(dir string, origin store.Origin, log zerolog.Logger) (*Store, error) {
 	if origin == nil {
-		return nil, errors.New("cluster: replicas need an origin")
+		return nil, errors.New("copies: replicas need an origin")
 	}
 	data := filepath.Join(dir, dataDirName)
 	if err := os.MkdirAll(data, 0o755); err != nil {
-		return nil, fmt.Errorf("cluster: create replica dir: %w", err)
+		return nil, fmt.Errorf("copies: create replica dir: %w", err)
 	}
 	if err := syncDir(dir); err != nil {
-		return nil, fmt.Errorf("cluster: sync replica dir: %w", err)
+		return nil, fmt.Errorf("copies: sync replica dir: %w", err)
 	}
 	db, err := openIndex(filepath.Join(dir, indexName))
 	if err != nil {
 		return nil, err
 	}
-	r := &Replicas{dir: data, db: db, origin: origin, log: log.With().Str("component", "replicas").Logger()}
+	r := &Store{dir: data, db: db, origin: origin, log: log.With().Str("component", "replicas").Logger()}
 	if err := r.reconcile(); err != nil {
 		db.Close()
 		return nil, err
@@ -82,16 +82,16 @@ func OpenReplicas(dir string, origin store.Origin, log zerolog.Logger) (*Replica
 // A short body fails with store.ErrIncompleteBody; a cancelled ctx is
 // seen between reads of body (a Read that blocks is the body's to end).
 // The copy being replaced stays valid until the new one is committed.
-func (r *Replicas) Put(ctx context.Context, primary string, info store.ObjectInfo, body io.Reader) error {
+func (r *Store) Put(ctx context.Context, primary string, info store.ObjectInfo, body io.Reader) error {
 	if primary == "" || info.Bucket == "" || info.Key == "" {
-		return fmt.Errorf("cluster: replica put needs a primary, bucket and key: %w", store.ErrInvalidKey)
+		return fmt.Errorf("copies: replica put needs a primary, bucket and key: %w", store.ErrInvalidKey)
 	}
 	if info.Size < 0 {
-		return fmt.Errorf("cluster: replica put of %s/%s: negative size %d", info.Bucket, info.Key, info.Size)
+		return fmt.Errorf("copies: replica put of %s/%s: negative size %d", info.Bucket, info.Key, info.Size)
 	}
 	file, err := r.writeData(ctx, info.Size, body)
 	if err != nil {
-		return fmt.Errorf("cluster: replica put of %s/%s: %w", info.Bucket, info.Key, err)
+		return fmt.Errorf("copies: replica put of %s/%s: %w", info.Bucket, info.Key, err)
 	}
 	rec := copyRecord{
 		Primary: primary, Bucket: info.Bucket, Key: info.Key, ETag: info.ETag,
@@ -100,7 +100,7 @@ func (r *Replicas) Put(ctx context.Context, primary string, info store.ObjectInf
 	// A ctx cancelled during the last read still keeps nothing.
 	if err := ctx.Err(); err != nil {
 		r.removeData(file)
-		return fmt.Errorf("cluster: replica put of %s/%s: %w", info.Bucket, info.Key, err)
+		return fmt.Errorf("copies: replica put of %s/%s: %w", info.Bucket, info.Key, err)
 	}
 	old, err := r.commit(rec)
 	if err != nil {
@@ -115,7 +115,7 @@ func (r *Replicas) Put(ctx context.Context, primary string, info store.ObjectInf
 
 // Drop forgets primary's copy of bucket/key if it is the version etag
 // (the primary reported it at the origin); a newer copy is kept.
-func (r *Replicas) Drop(primary, bucket, key, etag string) error {
+func (r *Store) Drop(primary, bucket, key, etag string) error {
 	return r.dropIf(primary, bucket, key, func(rec copyRecord) bool { return rec.ETag == etag })
 }
 
@@ -130,7 +130,7 @@ func (r *Replicas) Drop(primary, bucket, key, etag string) error {
 // seconds), so an origin write in the same second as the copy but after
 // it is not seen as newer; the primary's own uploads normally land long
 // before a takeover, and the ETag check catches those.
-func (r *Replicas) TakeOver(ctx context.Context, primary string) (int, error) {
+func (r *Store) TakeOver(ctx context.Context, primary string) (int, error) {
 	r.takeMu.Lock()
 	defer r.takeMu.Unlock()
 	recs, err := r.list(primary)
@@ -162,32 +162,32 @@ func (r *Replicas) TakeOver(ctx context.Context, primary string) (int, error) {
 // something newer, else uploaded and then dropped. It reports whether it
 // uploaded. The drop is conditional on the record still naming the same
 // data file, so a copy replaced meanwhile is kept.
-func (r *Replicas) takeOne(ctx context.Context, rec copyRecord) (bool, error) {
+func (r *Store) takeOne(ctx context.Context, rec copyRecord) (bool, error) {
 	same := func(cur copyRecord) bool { return cur.File == rec.File }
 	at, err := r.origin.Stat(ctx, rec.Bucket, rec.Key)
 	switch {
 	case err == nil && (at.ETag == rec.ETag || at.LastModified.After(rec.LastModified)):
 		return false, r.dropIf(rec.Primary, rec.Bucket, rec.Key, same)
 	case err != nil && !errors.Is(err, store.ErrNoSuchKey):
-		return false, fmt.Errorf("cluster: takeover stat %s/%s: %w", rec.Bucket, rec.Key, err)
+		return false, fmt.Errorf("copies: takeover stat %s/%s: %w", rec.Bucket, rec.Key, err)
 	}
 	f, err := os.Open(filepath.Join(r.dir, rec.File))
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil // replaced or dropped since the listing
 	}
 	if err != nil {
-		return false, fmt.Errorf("cluster: takeover open copy of %s/%s: %w", rec.Bucket, rec.Key, err)
+		return false, fmt.Errorf("copies: takeover open copy of %s/%s: %w", rec.Bucket, rec.Key, err)
 	}
 	defer f.Close()
 	if _, err := r.origin.Put(ctx, rec.Bucket, rec.Key, f, rec.Size, rec.Meta); err != nil {
-		return false, fmt.Errorf("cluster: takeover upload %s/%s: %w", rec.Bucket, rec.Key, err)
+		return false, fmt.Errorf("copies: takeover upload %s/%s: %w", rec.Bucket, rec.Key, err)
 	}
 	return true, r.dropIf(rec.Primary, rec.Bucket, rec.Key, same)
 }
 
 // Primaries returns the primaries this node holds copies for, sorted,
 // with how many copies each. (A map has no order; callers sort its keys.)
-func (r *Replicas) Primaries() map[string]int {
+func (r *Store) Primaries() map[string]int {
 	out := map[string]int{}
 	err := r.db.View(func(tx *bbolt.Tx) error {
 		return tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
@@ -203,6 +203,6 @@ func (r *Replicas) Primaries() map[string]int {
 }
 
 // Close releases the store. It waits for index updates in progress.
-func (r *Replicas) Close() error {
+func (r *Store) Close() error {
 	return r.db.Close()
 }

@@ -1,6 +1,6 @@
-// The on-disk half of Replicas: data files written crash-safely, the bbolt
+// The on-disk half of a Store: data files written crash-safely, the bbolt
 // index of records, and the recovery that reconciles the two at open.
-package cluster
+package copies
 
 import (
 	"context"
@@ -48,7 +48,7 @@ func openIndex(path string) (*bbolt.DB, error) {
 	// instead of a hang on bbolt's file lock.
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: 2 * time.Second})
 	if err != nil {
-		return nil, fmt.Errorf("cluster: open replica index: %w", err)
+		return nil, fmt.Errorf("copies: open replica index: %w", err)
 	}
 	return db, nil
 }
@@ -69,7 +69,7 @@ func (c ctxReader) Read(p []byte) (int, error) {
 // writeData copies exactly size bytes of body into a new data file and
 // makes it durable: temp file, fsync, rename, fsync of the directory. It
 // returns the file's name; on any error nothing is left behind.
-func (r *Replicas) writeData(ctx context.Context, size int64, body io.Reader) (name string, err error) {
+func (r *Store) writeData(ctx context.Context, size int64, body io.Reader) (name string, err error) {
 	f, err := os.CreateTemp(r.dir, "put-*"+tmpSuffix)
 	if err != nil {
 		return "", err
@@ -118,7 +118,7 @@ func (r *Replicas) writeData(ctx context.Context, size int64, body io.Reader) (n
 // and key, in one bbolt transaction (fsynced at commit). It returns the
 // data file the replaced record named ("" if none), which the caller
 // removes: no record names it any more.
-func (r *Replicas) commit(rec copyRecord) (old string, err error) {
+func (r *Store) commit(rec copyRecord) (old string, err error) {
 	val, err := json.Marshal(rec)
 	if err != nil {
 		return "", err
@@ -138,14 +138,14 @@ func (r *Replicas) commit(rec copyRecord) (old string, err error) {
 		return b.Put(k, val)
 	})
 	if err != nil {
-		return "", fmt.Errorf("cluster: record replica of %s/%s: %w", rec.Bucket, rec.Key, err)
+		return "", fmt.Errorf("copies: record replica of %s/%s: %w", rec.Bucket, rec.Key, err)
 	}
 	return old, nil
 }
 
 // dropIf deletes primary's record of bucket/key when match says so of it,
 // then its data file. A missing record is not an error.
-func (r *Replicas) dropIf(primary, bucket, key string, match func(copyRecord) bool) error {
+func (r *Store) dropIf(primary, bucket, key string, match func(copyRecord) bool) error {
 	var file string
 	err := r.db.Update(func(tx *bbolt.Tx) error {
 		b := tx.Bucket([]byte(primary))
@@ -176,7 +176,7 @@ func (r *Replicas) dropIf(primary, bucket, key string, match func(copyRecord) bo
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("cluster: drop replica of %s/%s: %w", bucket, key, err)
+		return fmt.Errorf("copies: drop replica of %s/%s: %w", bucket, key, err)
 	}
 	if file != "" {
 		r.removeData(file)
@@ -185,7 +185,7 @@ func (r *Replicas) dropIf(primary, bucket, key string, match func(copyRecord) bo
 }
 
 // list returns primary's records in index order.
-func (r *Replicas) list(primary string) ([]copyRecord, error) {
+func (r *Store) list(primary string) ([]copyRecord, error) {
 	var out []copyRecord
 	err := r.db.View(func(tx *bbolt.Tx) error {
 		b := tx.Bucket([]byte(primary))
@@ -202,14 +202,14 @@ func (r *Replicas) list(primary string) ([]copyRecord, error) {
 		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("cluster: list replicas of %s: %w", primary, err)
+		return nil, fmt.Errorf("copies: list replicas of %s: %w", primary, err)
 	}
 	return out, nil
 }
 
 // removeData removes a data file no record names. A failure only leaves
 // an orphan, which the next open removes.
-func (r *Replicas) removeData(name string) {
+func (r *Store) removeData(name string) {
 	if err := os.Remove(filepath.Join(r.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		r.log.Warn().Err(err).Str("file", name).Msg("cannot remove replica data file")
 	}
@@ -218,7 +218,7 @@ func (r *Replicas) removeData(name string) {
 // reconcile makes index and data directory agree after a crash: a record
 // whose data file is missing or of the wrong size (or unreadable) is
 // deleted; temp files and data files no record names are removed.
-func (r *Replicas) reconcile() error {
+func (r *Store) reconcile() error {
 	named := map[string]bool{}
 	err := r.db.Update(func(tx *bbolt.Tx) error {
 		var emptied [][]byte // buckets are deleted after the walk over them
@@ -256,11 +256,11 @@ func (r *Replicas) reconcile() error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("cluster: recover replica index: %w", err)
+		return fmt.Errorf("copies: recover replica index: %w", err)
 	}
 	entries, err := os.ReadDir(r.dir)
 	if err != nil {
-		return fmt.Errorf("cluster: recover replica data: %w", err)
+		return fmt.Errorf("copies: recover replica data: %w", err)
 	}
 	for _, e := range entries {
 		if named[e.Name()] {
@@ -270,7 +270,7 @@ func (r *Replicas) reconcile() error {
 			r.log.Warn().Str("file", e.Name()).Msg("replica data without record removed")
 		}
 		if err := os.RemoveAll(filepath.Join(r.dir, e.Name())); err != nil {
-			return fmt.Errorf("cluster: recover replica data: %w", err)
+			return fmt.Errorf("copies: recover replica data: %w", err)
 		}
 	}
 	return nil
@@ -278,7 +278,7 @@ func (r *Replicas) reconcile() error {
 
 // dataComplete reports whether rec's data file is a regular file of the
 // recorded size.
-func (r *Replicas) dataComplete(rec copyRecord) bool {
+func (r *Store) dataComplete(rec copyRecord) bool {
 	if strings.ContainsAny(rec.File, `/\`) {
 		return false
 	}
