@@ -80,10 +80,10 @@ func (s *Server) flush(c *fiber.Ctx, r *request) error {
 	if err := checkBucket(bucket); err != nil {
 		return err
 	}
-	if err := s.engine.HeadBucket(c.UserContext(), bucket); err != nil {
+	if err := s.engine.HeadBucket(r.ctx, bucket); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(s.baseCtx)
+	ctx, cancel := context.WithCancel(r.ctx)
 	pr, pw := io.Pipe()
 	go runFlush(ctx, s.engine, bucket, prefix, pw)
 	resp := c.Response()

@@ -51,7 +51,7 @@ func (s *Server) status(c *fiber.Ctx, r *request) error {
 	out := ClusterStatus{Self: p.Self.ID, Nodes: make([]NodeStatus, len(members))}
 	// The request's context, taken once: fiber's Ctx is not safe for
 	// concurrent use.
-	ctx := context.WithoutCancel(c.UserContext())
+	ctx := context.WithoutCancel(r.ctx)
 	var wg sync.WaitGroup
 	for i, m := range members {
 		out.Nodes[i] = NodeStatus{ID: m.ID, Addr: m.Addr}

@@ -51,7 +51,7 @@ func (s *Server) warm(c *fiber.Ctx, r *request) error {
 			return err
 		}
 		r.bucket = spec.Bucket
-		if id, err = s.engine.StartWarm(c.UserContext(), spec); err != nil {
+		if id, err = s.engine.StartWarm(r.ctx, spec); err != nil {
 			return err
 		}
 	case opWarmCancel:
@@ -109,16 +109,16 @@ func (s *Server) nodeStatus(c *fiber.Ctx, r *request) error {
 		}
 		// A missing bucket is an error; an unreachable origin is not:
 		// status reports what the node holds without it.
-		if err := s.engine.HeadBucket(c.UserContext(), bucket); err != nil && !errors.Is(err, store.ErrUnavailable) {
+		if err := s.engine.HeadBucket(r.ctx, bucket); err != nil && !errors.Is(err, store.ErrUnavailable) {
 			return err
 		}
 	}
-	st, err := s.engine.Status(c.UserContext(), bucket, prefix)
+	st, err := s.engine.Status(r.ctx, bucket, prefix)
 	if err != nil {
 		return err
 	}
 	if key := string(args.Peek("key")); bucket != "" && key != "" {
-		oh, err := s.engine.HeldObject(c.UserContext(), bucket, key)
+		oh, err := s.engine.HeldObject(r.ctx, bucket, key)
 		if err != nil {
 			return err
 		}

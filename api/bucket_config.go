@@ -9,7 +9,7 @@ import (
 )
 
 func (s *Server) getBucketLocation(c *fiber.Ctx, r *request) error {
-	if err := s.engine.HeadBucket(s.baseCtx, r.bucket); err != nil {
+	if err := s.engine.HeadBucket(r.ctx, r.bucket); err != nil {
 		return err
 	}
 	loc := s.opts.Region
@@ -22,7 +22,7 @@ func (s *Server) getBucketLocation(c *fiber.Ctx, r *request) error {
 // getBucketVersioning answers an empty configuration: versioning has never
 // been enabled on a Granary bucket.
 func (s *Server) getBucketVersioning(c *fiber.Ctx, r *request) error {
-	if err := s.engine.HeadBucket(s.baseCtx, r.bucket); err != nil {
+	if err := s.engine.HeadBucket(r.ctx, r.bucket); err != nil {
 		return err
 	}
 	return writeXML(c, http.StatusOK, versioningConfigurationXML{})

@@ -27,7 +27,7 @@ func (s *Server) createBucket(c *fiber.Ctx, r *request) error {
 			return s3err.New(s3err.MalformedXML, "")
 		}
 	}
-	if err := s.engine.CreateBucket(s.baseCtx, r.bucket); err != nil {
+	if err := s.engine.CreateBucket(r.ctx, r.bucket); err != nil {
 		return err
 	}
 	c.Response().Header.Set("Location", "/"+r.bucket)

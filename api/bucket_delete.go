@@ -8,7 +8,7 @@ import (
 )
 
 func (s *Server) deleteBucket(c *fiber.Ctx, r *request) error {
-	if err := s.engine.DeleteBucket(s.baseCtx, r.bucket); err != nil {
+	if err := s.engine.DeleteBucket(r.ctx, r.bucket); err != nil {
 		return err
 	}
 	c.Response().SetStatusCode(http.StatusNoContent)

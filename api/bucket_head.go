@@ -8,7 +8,7 @@ import (
 )
 
 func (s *Server) headBucket(c *fiber.Ctx, r *request) error {
-	if err := s.engine.HeadBucket(s.baseCtx, r.bucket); err != nil {
+	if err := s.engine.HeadBucket(r.ctx, r.bucket); err != nil {
 		return err
 	}
 	c.Response().Header.Set("X-Amz-Bucket-Region", s.opts.Region)

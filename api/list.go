@@ -4,6 +4,7 @@
 package api
 
 import (
+	"context"
 	"encoding/base64"
 	"net/http"
 	"strconv"
@@ -78,11 +79,11 @@ func checkListArg(v string) error {
 
 // page fetches the page of q after the cursor. max-keys=0 asks for no
 // entries: only the bucket's existence is checked.
-func (s *Server) page(bucket string, q listQuery, after string) (store.ListPage, error) {
+func (s *Server) page(ctx context.Context, bucket string, q listQuery, after string) (store.ListPage, error) {
 	if q.maxKeys == 0 {
-		return store.ListPage{}, s.engine.HeadBucket(s.baseCtx, bucket)
+		return store.ListPage{}, s.engine.HeadBucket(ctx, bucket)
 	}
-	return s.engine.List(s.baseCtx, bucket, store.ListOptions{
+	return s.engine.List(ctx, bucket, store.ListOptions{
 		Prefix: q.prefix, Delimiter: q.delimiter, After: after, MaxKeys: q.maxKeys,
 	})
 }
@@ -97,7 +98,7 @@ func (s *Server) listObjectsV1(c *fiber.Ctx, r *request) error {
 	if err := checkListArg(marker); err != nil {
 		return err
 	}
-	page, err := s.page(r.bucket, q, marker)
+	page, err := s.page(r.ctx, r.bucket, q, marker)
 	if err != nil {
 		return err
 	}
@@ -139,7 +140,7 @@ func (s *Server) listObjectsV2(c *fiber.Ctx, r *request) error {
 			return err
 		}
 	}
-	page, err := s.page(r.bucket, q, after)
+	page, err := s.page(r.ctx, r.bucket, q, after)
 	if err != nil {
 		return err
 	}

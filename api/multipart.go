@@ -29,7 +29,7 @@ func (s *Server) createMultipartUpload(c *fiber.Ctx, r *request) error {
 	if err != nil {
 		return err
 	}
-	id, err := s.engine.CreateUpload(s.baseCtx, r.bucket, r.key, meta)
+	id, err := s.engine.CreateUpload(r.ctx, r.bucket, r.key, meta)
 	if err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func (s *Server) completeMultipartUpload(c *fiber.Ctx, r *request) error {
 	for i, p := range req.Parts {
 		parts[i] = store.CompletePart{Number: p.PartNumber, ETag: unquoteETag(p.ETag)}
 	}
-	info, err := s.engine.CompleteUpload(s.baseCtx, r.bucket, r.key, uploadID, parts)
+	info, err := s.engine.CompleteUpload(r.ctx, r.bucket, r.key, uploadID, parts)
 	if err != nil {
 		return err
 	}
@@ -77,7 +77,7 @@ func (s *Server) abortMultipartUpload(c *fiber.Ctx, r *request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.engine.AbortUpload(s.baseCtx, r.bucket, r.key, uploadID); err != nil {
+	if err := s.engine.AbortUpload(r.ctx, r.bucket, r.key, uploadID); err != nil {
 		return err
 	}
 	c.Response().SetStatusCode(http.StatusNoContent)

@@ -48,7 +48,7 @@ func (s *Server) listParts(c *fiber.Ctx, r *request) error {
 	}
 	maxParts = min(maxParts, maxListParts)
 	// max-parts=0 lists nothing, but the upload must still exist.
-	page, err := s.engine.ListParts(s.baseCtx, r.bucket, r.key, uploadID,
+	page, err := s.engine.ListParts(r.ctx, r.bucket, r.key, uploadID,
 		store.PartListOptions{After: marker, MaxParts: max(maxParts, 1)})
 	if err != nil {
 		return err
@@ -108,7 +108,7 @@ func (s *Server) listMultipartUploads(c *fiber.Ctx, r *request) error {
 		return err
 	}
 	// max-uploads=0 lists nothing, but the bucket must still exist.
-	page, err := s.engine.ListUploads(s.baseCtx, r.bucket, store.UploadListOptions{
+	page, err := s.engine.ListUploads(r.ctx, r.bucket, store.UploadListOptions{
 		Prefix: q.prefix, Delimiter: q.delimiter, KeyAfter: q.keyMarker,
 		UploadIDAfter: q.uploadIDMarker, MaxUploads: max(q.maxKeys, 1),
 	})

@@ -46,7 +46,7 @@ func (s *Server) uploadPart(c *fiber.Ctx, r *request) error {
 	if err != nil {
 		return err
 	}
-	part, err := s.engine.UploadPart(s.baseCtx, r.bucket, r.key, uploadID, number, body, r.auth.ContentLength)
+	part, err := s.engine.UploadPart(r.ctx, r.bucket, r.key, uploadID, number, body, r.auth.ContentLength)
 	if err != nil {
 		return bodyFailure(r, body, err)
 	}
@@ -96,7 +96,7 @@ func (s *Server) uploadPartCopy(c *fiber.Ctx, r *request) error {
 	if hasRange {
 		opts.Range = &rng
 	}
-	ctx, cancel := context.WithCancel(s.baseCtx)
+	ctx, cancel := context.WithCancel(r.ctx)
 	defer cancel()
 	// S3 copies the source as it is now: refresh the cached info from the
 	// origin first (as CopyObject checks its conditions on the origin's

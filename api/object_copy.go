@@ -41,7 +41,7 @@ func (s *Server) copyObject(c *fiber.Ctx, r *request) error {
 	if cond, ok := parseConditions(h, copyConditions); ok {
 		// The origin copies what it has now: check the conditions on that,
 		// not on cached metadata.
-		info, err := s.engine.HeadFresh(s.baseCtx, srcBucket, srcKey)
+		info, err := s.engine.HeadFresh(r.ctx, srcBucket, srcKey)
 		if err != nil {
 			return err
 		}
@@ -52,7 +52,7 @@ func (s *Server) copyObject(c *fiber.Ctx, r *request) error {
 			return err
 		}
 	}
-	info, err := s.engine.Copy(s.baseCtx, srcBucket, srcKey, r.bucket, r.key, meta)
+	info, err := s.engine.Copy(r.ctx, srcBucket, srcKey, r.bucket, r.key, meta)
 	if err != nil {
 		return err
 	}

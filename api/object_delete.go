@@ -11,7 +11,7 @@ import (
 )
 
 func (s *Server) deleteObject(c *fiber.Ctx, r *request) error {
-	if err := s.engine.Delete(s.baseCtx, r.bucket, r.key); err != nil && !errors.Is(err, store.ErrNoSuchKey) {
+	if err := s.engine.Delete(r.ctx, r.bucket, r.key); err != nil && !errors.Is(err, store.ErrNoSuchKey) {
 		return err
 	}
 	c.Response().SetStatusCode(http.StatusNoContent)

@@ -37,7 +37,7 @@ func (s *Server) getObject(c *fiber.Ctx, r *request) error {
 	h := &c.Request().Header
 	rng, kind := parseRange(h.Peek("Range"))
 	cond, hasCond := parseConditions(h, getConditions)
-	ctx, cancel := context.WithCancel(s.baseCtx)
+	ctx, cancel := context.WithCancel(r.ctx)
 	var obj *gateway.Object
 	var err error
 	if kind == rangeNone && !hasCond {
@@ -153,7 +153,7 @@ func (s *Server) headObject(c *fiber.Ctx, r *request) error {
 		return err
 	}
 	h := &c.Request().Header
-	info, err := s.engine.Head(s.baseCtx, r.bucket, r.key)
+	info, err := s.engine.Head(r.ctx, r.bucket, r.key)
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ func (s *Server) putObject(c *fiber.Ctx, r *request) error {
 	if err != nil {
 		return err
 	}
-	info, err := s.engine.Put(s.baseCtx, r.bucket, r.key, body, r.auth.ContentLength, meta)
+	info, err := s.engine.Put(r.ctx, r.bucket, r.key, body, r.auth.ContentLength, meta)
 	if err != nil {
 		return bodyFailure(r, body, err)
 	}

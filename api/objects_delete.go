@@ -4,6 +4,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"sync"
@@ -29,14 +30,14 @@ func (s *Server) deleteObjects(c *fiber.Ctx, r *request) error {
 	if n := len(req.Objects); n == 0 || n > maxDeleteKeys {
 		return s3err.New(s3err.MalformedXML, "a Delete request holds 1 to 1000 objects")
 	}
-	if err := s.engine.HeadBucket(s.baseCtx, r.bucket); err != nil {
+	if err := s.engine.HeadBucket(r.ctx, r.bucket); err != nil {
 		return err
 	}
 	keys := make([]string, len(req.Objects))
 	for i, o := range req.Objects {
 		keys[i] = o.Key
 	}
-	errs := s.deleteKeys(r.bucket, keys)
+	errs := s.deleteKeys(r.ctx, r.bucket, keys)
 	var out deleteResult
 	for i, key := range keys {
 		if errs[i] == nil {
@@ -60,7 +61,7 @@ func (s *Server) deleteObjects(c *fiber.Ctx, r *request) error {
 // deleteKeys deletes keys, deleteParallelism at a time, and returns each
 // one's error (a missing key is deleted already; an invalid one is never
 // sent to the origin).
-func (s *Server) deleteKeys(bucket string, keys []string) []error {
+func (s *Server) deleteKeys(ctx context.Context, bucket string, keys []string) []error {
 	errs := make([]error, len(keys))
 	sem := make(chan struct{}, deleteParallelism)
 	var wg sync.WaitGroup
@@ -74,7 +75,7 @@ func (s *Server) deleteKeys(bucket string, keys []string) []error {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			err := s.engine.Delete(s.baseCtx, bucket, key)
+			err := s.engine.Delete(ctx, bucket, key)
 			if err != nil && !errors.Is(err, store.ErrNoSuchKey) {
 				errs[i] = err // each goroutine writes its own index only
 			}

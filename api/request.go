@@ -5,6 +5,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"github.com/granary-dev/granary/api/s3err"
 	"github.com/granary-dev/granary/api/sigv4"
 	"github.com/granary-dev/granary/cluster/peer"
+	"github.com/granary-dev/granary/gateway"
 )
 
 // request is the state of one request. It holds only copies, never slices
@@ -25,6 +27,7 @@ import (
 // which runs the handler and then writes the response.
 type request struct {
 	id     string
+	ctx    context.Context // the server's base context, carrying id (gateway.WithRequestID)
 	start  time.Time
 	op     op
 	method string
@@ -68,6 +71,7 @@ func (s *Server) entry(c *fiber.Ctx) error {
 		start:  time.Now(),
 		method: methodString(c.Request().Header.Method()),
 	}
+	r.ctx = gateway.WithRequestID(s.baseCtx, r.id)
 	h := &c.Response().Header
 	h.Set("X-Amz-Request-Id", r.id)
 	h.Set("X-Amz-Id-2", r.id)

@@ -10,7 +10,7 @@ import (
 )
 
 func (s *Server) listBuckets(c *fiber.Ctx, r *request) error {
-	buckets, err := s.engine.ListBuckets(s.baseCtx)
+	buckets, err := s.engine.ListBuckets(r.ctx)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,8 @@
 package gateway
 
 import (
+	"context"
+
 	"time"
 
 	"github.com/granary-dev/granary/store"
@@ -14,7 +16,7 @@ import (
 // prefix and the bucket's rule trusts a listing that old: immutable
 // always, ttl within the TTL of the load, always never. ok is false when
 // the origin must be asked.
-func (e *Engine) listFromCatalog(bucket string, opts store.ListOptions, fr Freshness) (store.ListPage, bool) {
+func (e *Engine) listFromCatalog(ctx context.Context, bucket string, opts store.ListOptions, fr Freshness) (store.ListPage, bool) {
 	c := e.opts.Catalog
 	if c == nil || fr.Mode == Always {
 		return store.ListPage{}, false
@@ -25,7 +27,7 @@ func (e *Engine) listFromCatalog(bucket string, opts store.ListOptions, fr Fresh
 	}
 	page, err := c.List(bucket, opts)
 	if err != nil {
-		e.log.Warn().Err(err).Str("bucket", bucket).Msg("catalog list failed; asking the origin")
+		e.logFor(ctx).Warn().Err(err).Str("bucket", bucket).Msg("catalog list failed; asking the origin")
 		return store.ListPage{}, false
 	}
 	e.m.listIndexed.Inc()
@@ -35,7 +37,7 @@ func (e *Engine) listFromCatalog(bucket string, opts store.ListOptions, fr Fresh
 // catalogInfo is the object's info from the catalog, for when the origin
 // cannot be asked: what a listing shows (size, ETag, last-modified), with
 // the default content type and no user metadata, which listings lack.
-func (e *Engine) catalogInfo(bucket, key string) (store.ObjectInfo, bool) {
+func (e *Engine) catalogInfo(ctx context.Context, bucket, key string) (store.ObjectInfo, bool) {
 	if e.opts.Catalog == nil {
 		return store.ObjectInfo{}, false
 	}
@@ -43,7 +45,7 @@ func (e *Engine) catalogInfo(bucket, key string) (store.ObjectInfo, bool) {
 	if err != nil || !ok {
 		return store.ObjectInfo{}, false
 	}
-	e.log.Warn().Str("bucket", bucket).Str("key", key).Msg("origin unavailable; serving metadata from the catalog")
+	e.logFor(ctx).Warn().Str("bucket", bucket).Str("key", key).Msg("origin unavailable; serving metadata from the catalog")
 	return store.ObjectInfo{Bucket: bucket, Key: key, Size: ent.Size, ETag: ent.ETag, LastModified: ent.LastModified,
 		ObjectMeta: store.ObjectMeta{ContentType: store.DefaultContentType}}, true
 }

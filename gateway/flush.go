@@ -51,6 +51,6 @@ func (u uploads) Persisted(staged store.ObjectInfo, originETag string) {
 		e.log.Info().Str("bucket", staged.Bucket).Str("key", staged.Key).
 			Str("staged_etag", staged.ETag).Str("origin_etag", originETag).
 			Msg("origin renamed an uploaded object; dropping its cached copy")
-		e.invalidate(staged.Bucket, staged.Key, nil)
+		e.invalidate(context.Background(), staged.Bucket, staged.Key, nil)
 	}
 }

@@ -80,7 +80,7 @@ func (e *Engine) List(ctx context.Context, bucket string, opts store.ListOptions
 		opts.MaxKeys = 1000
 	}
 	fr := e.freshness(bucket)
-	if page, ok := e.listFromCatalog(bucket, opts, fr); ok {
+	if page, ok := e.listFromCatalog(ctx, bucket, opts, fr); ok {
 		return page, nil
 	}
 	if ent, ok := e.lists.get(bucket, opts); ok && fr.fresh(ent.fetched, time.Now()) {

@@ -129,12 +129,12 @@ func (e *Engine) CompleteUpload(ctx context.Context, bucket, key, uploadID strin
 	info, err := mp.CompleteUpload(ctx, bucket, key, uploadID, parts)
 	e.observe("complete_upload", start, err)
 	if err != nil {
-		e.invalidate(bucket, key, nil)
+		e.invalidate(ctx, bucket, key, nil)
 		return info, err
 	}
 	info.Bucket, info.Key = bucket, key
 	t := e.teeing(bucket)
-	e.invalidate(bucket, key, e.writtenHere(info, t != nil && t.lookup(uploadID) != ""))
+	e.invalidate(ctx, bucket, key, e.writtenHere(info, t != nil && t.lookup(uploadID) != ""))
 	e.recordWrite(info)
 	e.rememberWrite(info, end())
 	if t != nil {

@@ -142,11 +142,11 @@ func (e *Engine) loadInfo(ctx context.Context, bucket, key string, first fetchKi
 		// Serve what we had rather than fail (stale-if-error), and trust
 		// it for another TTL so an outage costs one probe per TTL.
 		e.m.staleServed.Inc()
-		e.log.Warn().Err(err).Str("bucket", bucket).Str("key", key).Msg("origin unavailable; serving stale metadata")
+		e.logFor(ctx).Warn().Err(err).Str("bucket", bucket).Str("key", key).Msg("origin unavailable; serving stale metadata")
 		e.meta.putIf(seq, k, stale.info, time.Now())
 		return loaded{info: stale.info}, nil
 	case unavailable(err):
-		if info, ok := e.catalogInfo(bucket, key); ok {
+		if info, ok := e.catalogInfo(ctx, bucket, key); ok {
 			e.m.staleServed.Inc()
 			e.meta.putIf(seq, k, info, time.Now())
 			return loaded{info: info}, nil
@@ -243,12 +243,12 @@ func (e *Engine) Put(ctx context.Context, bucket, key string, body io.Reader, si
 	body, teed, teeing := e.teePut(bucket, key, body, size, meta)
 	info, err := e.origin.Put(ctx, bucket, key, body, size, meta)
 	if err != nil {
-		e.invalidate(bucket, key, nil)
+		e.invalidate(ctx, bucket, key, nil)
 		teed(info, err)
 		return info, err
 	}
 	info.Bucket, info.Key = bucket, key
-	e.invalidate(bucket, key, e.writtenHere(info, teeing))
+	e.invalidate(ctx, bucket, key, e.writtenHere(info, teeing))
 	teed(info, nil)
 	e.recordWrite(info)
 	e.rememberWrite(info, end())
@@ -283,7 +283,7 @@ func (e *Engine) Copy(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey 
 		return store.ObjectInfo{}, ErrCopyUnsupported
 	}
 	info, err := e.origin.(countingOrigin).Copy(ctx, srcBucket, srcKey, dstBucket, dstKey, meta)
-	e.invalidate(dstBucket, dstKey, nil)
+	e.invalidate(ctx, dstBucket, dstKey, nil)
 	if err == nil {
 		info.Bucket, info.Key = dstBucket, dstKey
 		e.recordWrite(info)
@@ -297,7 +297,7 @@ func (e *Engine) Delete(ctx context.Context, bucket, key string) error {
 		return err
 	}
 	err := e.origin.Delete(ctx, bucket, key)
-	e.invalidate(bucket, key, nil)
+	e.invalidate(ctx, bucket, key, nil)
 	if err == nil {
 		e.recordDelete(bucket, key)
 	}

@@ -156,7 +156,7 @@ func (e *Engine) storeHot(id store.ChunkID, data []byte) {
 // timeout, so a read through any node after the write's answer sees it.
 // written, if set, is a new version the origin may not have yet
 // (write-back): members learn it, and to read it from this node meanwhile.
-func (e *Engine) invalidate(bucket, key string, written *store.ObjectInfo) {
+func (e *Engine) invalidate(ctx context.Context, bucket, key string, written *store.ObjectInfo) {
 	e.forgetObject(bucket, key)
 	if e.peer == nil {
 		return
@@ -172,7 +172,7 @@ func (e *Engine) invalidate(bucket, key string, written *store.ObjectInfo) {
 			defer wg.Done()
 			if err := e.peer.peers.Client().Forget(context.Background(), m, bucket, key, written); err != nil {
 				e.m.peerErrors.WithLabelValues("forget").Inc()
-				e.log.Warn().Err(err).Str("peer", m.ID).Str("bucket", bucket).Str("key", key).
+				e.logFor(ctx).Warn().Err(err).Str("peer", m.ID).Str("bucket", bucket).Str("key", key).
 					Msg("peer did not forget a changed object; it may serve the old version until its metadata expires")
 			}
 		}()
@@ -217,7 +217,7 @@ func (e *Engine) headFromOwners(ctx context.Context, bucket, key string) (store.
 			return info, err
 		}
 		e.m.peerErrors.WithLabelValues("head").Inc()
-		e.log.Warn().Err(err).Str("peer", m.ID).Str("bucket", bucket).Str("key", key).Msg("owner did not answer a HEAD; trying the next source")
+		e.logFor(ctx).Warn().Err(err).Str("peer", m.ID).Str("bucket", bucket).Str("key", key).Msg("owner did not answer a HEAD; trying the next source")
 	}
 	return e.origin.Stat(ctx, bucket, key)
 }

@@ -96,10 +96,10 @@ func (w *warmRun) load(ctx context.Context, want func(store.ObjectInfo, catalog.
 		w.st.listed(c)
 		switch c.Kind {
 		case catalog.Removed:
-			e.invalidate(s.Bucket, c.Old.Key, nil)
+			e.invalidate(ctx, s.Bucket, c.Old.Key, nil)
 			return nil
 		case catalog.Changed:
-			e.invalidate(s.Bucket, c.Old.Key, nil)
+			e.invalidate(ctx, s.Bucket, c.Old.Key, nil)
 		}
 		if want != nil {
 			want(store.ObjectInfo{Bucket: s.Bucket, Key: c.Entry.Key, Size: c.Entry.Size,
