@@ -6,9 +6,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -16,8 +18,13 @@ import (
 	"github.com/granary-dev/granary/internal/syncbuf"
 )
 
-// childArgsEnv carries a child's command line (JSON) to TestMain.
-const childArgsEnv = "GRANARY_TEST_CHILD_ARGS"
+// childArgsEnv carries a child's command line (JSON) to TestMain;
+// childActivatedEnv says the child's listener is its descriptor 3 (see
+// listen.go), which TestMain passes on as systemd would.
+const (
+	childArgsEnv      = "GRANARY_TEST_CHILD_ARGS"
+	childActivatedEnv = "GRANARY_TEST_CHILD_ACTIVATED"
+)
 
 func TestMain(m *testing.M) {
 	workerCommand = testWorkerCommand // a supervisor's worker is the test binary too
@@ -25,6 +32,10 @@ func TestMain(m *testing.M) {
 		var args []string
 		if err := json.Unmarshal([]byte(raw), &args); err != nil {
 			os.Exit(exitUsage)
+		}
+		if os.Getenv(childActivatedEnv) != "" {
+			os.Setenv("LISTEN_FDS", "1")
+			os.Setenv("LISTEN_PID", strconv.Itoa(os.Getpid()))
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		code := execute(ctx, args, os.Stdout, os.Stderr, os.LookupEnv)
@@ -47,11 +58,30 @@ type child struct {
 // process is killed when the test ends, if it still runs.
 func startChild(t *testing.T, env map[string]string, args ...string) *child {
 	t.Helper()
+	return startChildOn(t, nil, env, args...)
+}
+
+// startChildOn is startChild serving on ln, which the test bound (and
+// closes here: the child holds its own descriptor), if ln is set: the
+// address is the test's before the child starts, with no window in which
+// another process could take it.
+func startChildOn(t *testing.T, ln *net.TCPListener, env map[string]string, args ...string) *child {
+	t.Helper()
 	argv, _ := json.Marshal(append([]string{"serve", "--listen", "127.0.0.1:0"}, args...))
 	c := &child{cmd: exec.Command(os.Args[0], "-test.run=^$"), stderr: &syncbuf.Buffer{}, exited: make(chan struct{})}
 	c.cmd.Env = append(os.Environ(), childArgsEnv+"="+string(argv))
 	for k, v := range env {
 		c.cmd.Env = append(c.cmd.Env, k+"="+v)
+	}
+	if ln != nil {
+		f, err := ln.File()
+		ln.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		c.cmd.ExtraFiles = []*os.File{f} // descriptor 3
+		c.cmd.Env = append(c.cmd.Env, childActivatedEnv+"=1")
 	}
 	c.cmd.Stderr = c.stderr
 	if err := c.cmd.Start(); err != nil {

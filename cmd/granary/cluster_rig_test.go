@@ -29,7 +29,24 @@ type clusterRig struct {
 	args  []string // extra flags of every node
 }
 
-// reservePorts returns n loopback addresses free a moment ago.
+// listenLoopback binds n loopback listeners (a child started on one
+// serves on it).
+func listenLoopback(t *testing.T, n int) []*net.TCPListener {
+	t.Helper()
+	var out []*net.TCPListener
+	for range n {
+		ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		out = append(out, ln)
+	}
+	return out
+}
+
+// reservePorts returns n loopback addresses free a moment ago, for
+// listeners a child binds itself (gossip, which binds TCP and UDP).
 func reservePorts(t *testing.T, n int) []string {
 	t.Helper()
 	var out []string
@@ -52,19 +69,21 @@ func reservePorts(t *testing.T, n int) []string {
 // s3://host:port?secure=false URL of mio, or of a proxy in front of it).
 func startCluster(t *testing.T, mio *miniotest.Server, origin string, n int, args ...string) *clusterRig {
 	t.Helper()
-	r := &clusterRig{mio: mio, addrs: reservePorts(t, n), args: append([]string{"--origin", origin}, args...),
+	lns := listenLoopback(t, n)
+	r := &clusterRig{mio: mio, args: append([]string{"--origin", origin}, args...),
 		env: map[string]string{
 			"GRANARY_ACCESS_KEY": "cluster-access", "GRANARY_SECRET_KEY": "cluster-secret-key",
 			"GRANARY_ORIGIN_ACCESS_KEY": mio.AccessKey, "GRANARY_ORIGIN_SECRET_KEY": mio.SecretKey,
 			"GRANARY_CLUSTER_SECRET": testClusterSecret, "GRANARY_LOG_LEVEL": "warn",
 		}}
 	var peers []string
-	for i := range n {
+	for i, ln := range lns {
 		r.ids = append(r.ids, "n"+strconv.Itoa(i+1))
+		r.addrs = append(r.addrs, ln.Addr().String())
 		peers = append(peers, r.ids[i]+"="+r.addrs[i])
 	}
-	for i := range n {
-		r.nodes = append(r.nodes, r.start(t, i, strings.Join(peers, ",")))
+	for i, ln := range lns {
+		r.nodes = append(r.nodes, r.start(t, i, ln, strings.Join(peers, ",")))
 	}
 	// Nodes still running stop cleanly at the end: a node that exits
 	// otherwise (a data race in these -race children exits 66) fails the
@@ -79,14 +98,15 @@ func startCluster(t *testing.T, mio *miniotest.Server, origin string, n int, arg
 	return r
 }
 
-// start runs node i (its own data directory) with the static peer list.
-func (r *clusterRig) start(t *testing.T, i int, peers string) *child {
+// start runs node i (its own data directory) on ln with the static peer
+// list.
+func (r *clusterRig) start(t *testing.T, i int, ln *net.TCPListener, peers string) *child {
 	env := map[string]string{"GRANARY_DATA_DIR": t.TempDir()}
 	for k, v := range r.env {
 		env[k] = v
 	}
-	args := append([]string{"--listen", r.addrs[i], "--node-id", r.ids[i], "--peers", peers}, r.args...)
-	return startChild(t, env, args...)
+	args := append([]string{"--node-id", r.ids[i], "--peers", peers}, r.args...)
+	return startChildOn(t, ln, env, args...)
 }
 
 // metric sums the values of the samples of name whose labels contain

@@ -86,8 +86,8 @@ func runServe(ctx context.Context, flags *pflag.FlagSet, getenv Getenv, stderr i
 		}
 	}
 	// Listen first: a cluster member advertises the address it got
-	// (port 0 picks one).
-	ln, err := net.Listen("tcp", cfg.Listen)
+	// (port 0 picks one; an activated socket has its own).
+	ln, err := listen(cfg.Listen, getenv)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
