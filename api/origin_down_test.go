@@ -5,6 +5,7 @@ package api
 import (
 	"bytes"
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,8 +24,10 @@ func TestOriginDownServesCacheAnswers503(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnvOver(t, gateway.Options{Origin: o, RAM: ram.New(ram.Options{Capacity: 64 << 20}),
-		Freshness: gateway.Freshness{Mode: gateway.TTL, TTL: 10 * time.Millisecond}}, "", nil)
+	var ahead atomic.Int64 // how far the node's clock is ahead of time.Now
+	now := func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	e := newEnvOver(t, gateway.Options{Origin: o, RAM: ram.New(ram.Options{Capacity: 64 << 20}), Now: now,
+		Freshness: gateway.Freshness{Mode: gateway.TTL, TTL: time.Minute}}, "", nil)
 	bucket := e.makeBucket(t, "down")
 	data := randomBytes(200 << 10)
 	e.put(t, bucket, "cached", data, minio.PutObjectOptions{})
@@ -42,7 +45,7 @@ func TestOriginDownServesCacheAnswers503(t *testing.T) {
 		t.Fatalf("warm-up read: %d bytes, %v", len(got), err)
 	}
 	m.Stop()
-	time.Sleep(20 * time.Millisecond) // past the TTL: metadata must be revalidated
+	ahead.Store(int64(2 * time.Minute)) // past the TTL: metadata must be revalidated
 	// A client that does not retry, so the time measured is the node's.
 	e.client, err = minio.New(e.addr, &minio.Options{
 		Creds: credentials.NewStaticV4(testAccess, testSecret, ""), Region: testRegion, MaxRetries: 1})

@@ -22,7 +22,7 @@ func (e *Engine) listFromCatalog(ctx context.Context, bucket string, opts store.
 		return store.ListPage{}, false
 	}
 	at, ok := c.Covered(bucket, opts.Prefix)
-	if !ok || !fr.fresh(at, time.Now()) {
+	if !ok || !fr.fresh(at, e.opts.Now()) {
 		return store.ListPage{}, false
 	}
 	page, err := c.List(bucket, opts)

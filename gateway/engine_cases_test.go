@@ -153,13 +153,17 @@ func TestFreshnessModes(t *testing.T) {
 		{Freshness{Mode: TTL, TTL: 50 * time.Millisecond}, true},
 	} {
 		t.Run(string(tc.fresh.Mode), func(t *testing.T) {
-			r := newRig(t, rigOptions{fresh: tc.fresh})
+			clock := newFakeClock()
+			r := newRig(t, rigOptions{fresh: tc.fresh, clock: clock})
 			r.seed("obj", []byte("version one"))
 			if got := r.read("obj", nil); string(got) != "version one" {
 				t.Fatalf("got %q", got)
 			}
 			r.seed("obj", []byte("version two, longer"))
-			time.Sleep(60 * time.Millisecond) // let a 50ms TTL lapse
+			if got := r.read("obj", nil); tc.fresh.Mode == TTL && string(got) != "version one" {
+				t.Fatalf("within the TTL: got %q, want the cached version", got)
+			}
+			clock.Advance(60 * time.Millisecond) // a 50ms TTL lapses
 			got := string(r.read("obj", nil))
 			want := map[bool]string{false: "version one", true: "version two, longer"}[tc.seesNew]
 			if got != want {
@@ -172,13 +176,14 @@ func TestFreshnessModes(t *testing.T) {
 func TestOriginDownServesHitsFailsMissesFast(t *testing.T) {
 	g := &gatedOrigin{gate: make(chan struct{})}
 	close(g.gate)
-	r := newRig(t, rigOptions{fresh: Freshness{Mode: TTL, TTL: time.Millisecond},
+	clock := newFakeClock()
+	r := newRig(t, rigOptions{fresh: Freshness{Mode: TTL, TTL: time.Minute}, clock: clock,
 		wrap: func(o store.Origin) store.Origin { g.Origin = o; return g }})
 	r.seed("cached", []byte("hello"))
 	r.seed("cold", []byte("never read"))
 	r.read("cached", nil)
 	g.down.Store(true)
-	time.Sleep(5 * time.Millisecond) // the metadata is now stale
+	clock.Advance(2 * time.Minute) // the metadata is now stale
 	if got := r.read("cached", nil); string(got) != "hello" {
 		t.Fatalf("hit with origin down: got %q", got)
 	}
@@ -222,13 +227,14 @@ func TestTransientChunkFailuresAreRetried(t *testing.T) {
 func TestHungOriginServesStaleMetadata(t *testing.T) {
 	g := &gatedOrigin{gate: make(chan struct{})}
 	close(g.gate)
-	r := newRig(t, rigOptions{fresh: Freshness{Mode: TTL, TTL: time.Millisecond},
+	clock := newFakeClock()
+	r := newRig(t, rigOptions{fresh: Freshness{Mode: TTL, TTL: time.Minute}, clock: clock,
 		wrap: func(o store.Origin) store.Origin { g.Origin = o; return g }})
 	r.e.opts.FetchTimeout = 200 * time.Millisecond
 	r.seed("obj", []byte("cached"))
 	r.read("obj", nil)
 	g.hang.Store(true)
-	time.Sleep(5 * time.Millisecond) // the metadata is now stale
+	clock.Advance(2 * time.Minute) // the metadata is now stale
 	if got := r.read("obj", nil); string(got) != "cached" {
 		t.Fatalf("with the origin hanging: got %q", got)
 	}

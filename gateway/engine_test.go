@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -67,6 +68,28 @@ type rigOptions struct {
 	quotas    store.Quotas         // given to the tiers and the engine
 	metaMax   int                  // Options.MetaEntries
 	partSize  int64                // the S3 origin's multipart part size (0: its default)
+	clock     *fakeClock           // Options.Now (nil: time.Now)
+}
+
+// fakeClock is a clock a test moves: entries age without waiting.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.Now()} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock d ahead.
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
 }
 
 func newRig(t testing.TB, ro rigOptions) *rig {
@@ -103,6 +126,9 @@ func newRig(t testing.TB, ro rigOptions) *rig {
 	opts := Options{Origin: origin, RAM: r.ram, Disk: r.disk, ChunkSize: ro.chunk,
 		Freshness: ro.fresh, Registerer: r.reg, Logger: zerolog.Nop(), Pins: ro.pins, Quotas: ro.quotas}
 	opts.FlightBytes = ro.flightMax
+	if ro.clock != nil {
+		opts.Now = ro.clock.Now
+	}
 	opts.MetaEntries = ro.metaMax
 	if ro.tee {
 		opts.TeeDir = t.TempDir()

@@ -83,7 +83,7 @@ func (e *Engine) List(ctx context.Context, bucket string, opts store.ListOptions
 	if page, ok := e.listFromCatalog(ctx, bucket, opts, fr); ok {
 		return page, nil
 	}
-	if ent, ok := e.lists.get(bucket, opts); ok && fr.fresh(ent.fetched, time.Now()) {
+	if ent, ok := e.lists.get(bucket, opts); ok && fr.fresh(ent.fetched, e.opts.Now()) {
 		return ent.page, nil
 	}
 	seq := e.lists.sequence()
@@ -92,7 +92,7 @@ func (e *Engine) List(ctx context.Context, bucket string, opts store.ListOptions
 		return page, err
 	}
 	if fr.Mode != Always {
-		e.lists.putIf(seq, bucket, opts, listEntry{page: page, fetched: time.Now()})
+		e.lists.putIf(seq, bucket, opts, listEntry{page: page, fetched: e.opts.Now()})
 	}
 	return page, nil
 }

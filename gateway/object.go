@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"time"
 
 	"github.com/granary-dev/granary/store"
 )
@@ -95,7 +94,7 @@ type loaded struct {
 // object, and returns its flight.
 func (e *Engine) objectInfo(ctx context.Context, bucket, key string, first fetchKind) (store.ObjectInfo, *flight, error) {
 	k := metaKey(bucket, key)
-	if ent, ok := e.meta.get(k); ok && e.freshness(bucket).fresh(ent.checked, time.Now()) {
+	if ent, ok := e.meta.get(k); ok && e.freshness(bucket).fresh(ent.checked, e.opts.Now()) {
 		e.m.metaHits.Inc()
 		return ent.info, nil, nil
 	}
@@ -143,12 +142,12 @@ func (e *Engine) loadInfo(ctx context.Context, bucket, key string, first fetchKi
 		// it for another TTL so an outage costs one probe per TTL.
 		e.m.staleServed.Inc()
 		e.logFor(ctx).Warn().Err(err).Str("bucket", bucket).Str("key", key).Msg("origin unavailable; serving stale metadata")
-		e.meta.putIf(seq, k, stale.info, time.Now())
+		e.meta.putIf(seq, k, stale.info, e.opts.Now())
 		return loaded{info: stale.info}, nil
 	case unavailable(err):
 		if info, ok := e.catalogInfo(ctx, bucket, key); ok {
 			e.m.staleServed.Inc()
-			e.meta.putIf(seq, k, info, time.Now())
+			e.meta.putIf(seq, k, info, e.opts.Now())
 			return loaded{info: info}, nil
 		}
 		return loaded{}, err
@@ -163,7 +162,7 @@ func (e *Engine) loadInfo(ctx context.Context, bucket, key string, first fetchKi
 	if had && stale.info.ETag != info.ETag {
 		e.forgetData(bucket, key) // the old version's chunks are dead
 	}
-	e.meta.putIf(seq, k, info, time.Now())
+	e.meta.putIf(seq, k, info, e.opts.Now())
 	return loaded{info: info, first: fl}, nil
 }
 

@@ -90,6 +90,11 @@ type Options struct {
 	MetaEntries int
 	// ListPages bounds the cached LIST pages; 0 means 10,000.
 	ListPages int
+	// Now is the clock freshness is judged by (metadata and listing
+	// ages); nil means time.Now. Tests inject one to age entries
+	// without waiting. (The catalog stamps its loads with time.Now: a
+	// clock ahead of it only makes them older.)
+	Now func() time.Time
 	// FetchTimeout bounds an origin metadata call, and how long a chunk
 	// fetch may go without receiving a byte (a slow fetch that makes
 	// progress runs as long as it needs); 0 means 2 minutes.
@@ -153,6 +158,9 @@ func (o Options) normalize() (Options, error) {
 	}
 	if o.ListPages <= 0 {
 		o.ListPages = 10_000
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	if o.FetchTimeout <= 0 {
 		o.FetchTimeout = 2 * time.Minute

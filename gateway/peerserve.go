@@ -30,7 +30,7 @@ func (b peerBackend) Head(ctx context.Context, bucket, key string, cachedOnly bo
 	e := b.e
 	if cachedOnly {
 		ent, ok := e.meta.get(metaKey(bucket, key))
-		if !ok || !e.freshness(bucket).fresh(ent.checked, time.Now()) {
+		if !ok || !e.freshness(bucket).fresh(ent.checked, e.opts.Now()) {
 			return store.ObjectInfo{}, fmt.Errorf("gateway: %s/%s: metadata not cached: %w", bucket, key, store.ErrNotFound)
 		}
 		return ent.info, nil
@@ -97,7 +97,7 @@ func (b peerBackend) Forget(bucket, key string, written *store.ObjectInfo, write
 		return
 	}
 	e.peer.pending.put(bucket, key, pendingWrite{etag: written.ETag, writer: writer, at: time.Now()})
-	e.meta.put(metaKey(bucket, key), *written, time.Now())
+	e.meta.put(metaKey(bucket, key), *written, e.opts.Now())
 }
 
 // refReader reads a chunkRef from off to its end.

@@ -5,7 +5,6 @@ package gateway
 
 import (
 	"sync"
-	"time"
 
 	"github.com/granary-dev/granary/store"
 )
@@ -65,6 +64,6 @@ func (w *writes) begin(k string) func() (alone bool) {
 // dropped (the sequence check).
 func (e *Engine) rememberWrite(info store.ObjectInfo, alone bool) {
 	if seq := e.meta.sequence(); alone && info.ETag != "" && !info.LastModified.IsZero() {
-		e.meta.putIf(seq, metaKey(info.Bucket, info.Key), info, time.Now())
+		e.meta.putIf(seq, metaKey(info.Bucket, info.Key), info, e.opts.Now())
 	}
 }
