@@ -24,6 +24,7 @@ require (
 	github.com/spf13/pflag v1.0.10
 	github.com/valyala/fasthttp v1.51.0
 	go.etcd.io/bbolt v1.5.0
+	go.uber.org/goleak v1.3.0
 	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/sync v0.24.0
 	golang.org/x/term v0.47.0

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"runtime"
 	"testing"
 	"time"
 
@@ -29,15 +28,14 @@ func TestNoLeakOnClientDisconnect(t *testing.T) {
 			if got, err := e.get(t, bucket, "big", minio.GetObjectOptions{}); err != nil || len(got) != size {
 				t.Fatalf("warm-up get: %d bytes, %v", len(got), err)
 			}
-			base := goroutines.Settled(0, 2*time.Second)
+			base := goroutines.Snapshot()
 			for range 4 {
 				e.abandonGet(t, bucket, "big", 300<<10)
 			}
 			// Read-ahead fetches already started finish on their own
-			// (bounded by the fetch timeout); everything else must end.
-			if n := goroutines.Settled(base+2, 15*time.Second); n > base+2 {
-				buf := make([]byte, 1<<20)
-				t.Fatalf("%d goroutines after disconnects, %d before:\n%s", n, base, buf[:runtime.Stack(buf, true)])
+			// (bounded by the fetch timeout); then nothing may be left.
+			if err := goroutines.Leaked(base, 30*time.Second, goroutines.IdleServerWorkers); err != nil {
+				t.Fatalf("after disconnects: %v", err)
 			}
 			// The server still serves.
 			if got, err := e.get(t, bucket, "big", minio.GetObjectOptions{}); err != nil || len(got) != size {

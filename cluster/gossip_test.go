@@ -264,7 +264,7 @@ func TestGossipIgnoresInvalidMetadata(t *testing.T) {
 }
 
 func TestGossipCloseLeavesNoGoroutines(t *testing.T) {
-	base := goroutines.Settled(0, 2*time.Second)
+	base := goroutines.Snapshot()
 	func() {
 		a, err := NewGossip(testOpts("a"))
 		if err != nil {
@@ -285,7 +285,7 @@ func TestGossipCloseLeavesNoGoroutines(t *testing.T) {
 			}
 		}
 	}()
-	if n := goroutines.Settled(base, 10*time.Second); n > base {
-		t.Fatalf("%d goroutines after Close, %d before", n, base)
+	if err := goroutines.Leaked(base, 10*time.Second); err != nil {
+		t.Fatalf("after Close: %v", err)
 	}
 }

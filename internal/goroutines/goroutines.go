@@ -1,23 +1,34 @@
 // Package goroutines helps tests check that work they started has ended:
-// goroutines wind down asynchronously, so a count is polled, not read once.
+// goroutines wind down asynchronously, so the check is retried until a
+// deadline, and it names the goroutines left (goleak compares them by
+// identity, not by count, so one that ended cannot hide one that leaked).
 package goroutines
 
 import (
-	"runtime"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
-// Settled polls until the goroutine count is at most want (or, with want
-// 0, stops changing), or limit passes, and returns it.
-func Settled(want int, limit time.Duration) int {
+// Snapshot is the goroutines running now, to be ignored by Leaked.
+func Snapshot() goleak.Option { return goleak.IgnoreCurrent() }
+
+// IdleServerWorkers ignores fasthttp's idle workers, which a server
+// keeps for a while after the requests they served (a worker serving a
+// request has that request's functions on top of its stack, so it still
+// counts).
+var IdleServerWorkers = goleak.IgnoreTopFunction("github.com/valyala/fasthttp.(*workerPool).workerFunc")
+
+// Leaked returns nil once no goroutine is running that was not in
+// before (or that ignore names), or, if some still are when limit has
+// passed, an error listing them with their stacks.
+func Leaked(before goleak.Option, limit time.Duration, ignore ...goleak.Option) error {
 	deadline := time.Now().Add(limit)
-	prev := -1
+	opts := append([]goleak.Option{before}, ignore...)
 	for {
-		n := runtime.NumGoroutine()
-		if (want > 0 && n <= want) || (want == 0 && n == prev) || time.Now().After(deadline) {
-			return n
+		err := goleak.Find(opts...) // retries for about a second itself
+		if err == nil || time.Now().After(deadline) {
+			return err
 		}
-		prev = n
-		time.Sleep(50 * time.Millisecond) // polling interval
 	}
 }

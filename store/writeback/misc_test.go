@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"runtime"
 	"testing"
 	"time"
 
@@ -135,7 +134,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	if err := o.MakeBucket(ctx, "bucket"); err != nil {
 		t.Fatal(err)
 	}
-	base := goroutines.Settled(0, 2*time.Second)
+	base := goroutines.Snapshot()
 	g := newGate(o, false)
 	l, err := Open(Options{Origin: g, Dir: t.TempDir(), WriteBack: always, RetryMin: time.Millisecond, RetryMax: 10 * time.Millisecond})
 	if err != nil {
@@ -152,9 +151,8 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if n := goroutines.Settled(base, 5*time.Second); n > base {
-		buf := make([]byte, 1<<20)
-		t.Fatalf("%d goroutines after Close, %d before:\n%s", n, base, buf[:runtime.Stack(buf, true)])
+	if err := goroutines.Leaked(base, 5*time.Second); err != nil {
+		t.Fatalf("after Close: %v", err)
 	}
 	if _, err := l.Put(ctx, "bucket", "late", bytes.NewReader(nil), 0, store.ObjectMeta{}); !errors.Is(err, errClosed) {
 		t.Fatalf("Put after Close = %v", err)

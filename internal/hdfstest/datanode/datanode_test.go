@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -295,7 +294,7 @@ func TestRefusals(t *testing.T) {
 // write in progress: Serve must return, the write must leave nothing,
 // and no goroutine may be left.
 func TestServeShutdown(t *testing.T) {
-	before := runtime.NumGoroutine()
+	before := goroutines.Snapshot()
 	srv := start(t)
 	idle := dial(t, srv.addr)
 	w := dial(t, srv.addr)
@@ -307,7 +306,7 @@ func TestServeShutdown(t *testing.T) {
 	noBlock(t, srv.store, 9)
 	idle.conn.Close()
 	w.conn.Close()
-	if n := goroutines.Settled(before, 5*time.Second); n > before {
-		t.Errorf("%d goroutines after shutdown, %d before", n, before)
+	if err := goroutines.Leaked(before, 5*time.Second); err != nil {
+		t.Errorf("after shutdown: %v", err)
 	}
 }
