@@ -44,18 +44,24 @@ func TestReadWholeFiles(t *testing.T) {
 	if f, big := s.fsys.cl.fetched.Load(), int64(20<<20+100<<10+1); f < big || f > big+big/10 {
 		t.Errorf("fetched %d bytes to read %d", f, big)
 	}
-	// The ETag is unchanged: a new open keeps the kernel's page cache,
-	// and reading the file again fetches (almost) nothing. The kernel may
-	// still reclaim a few cached pages under memory pressure (a busy
-	// machine, proactive reclaim); a dropped cache would refetch it all.
+	// The ETag is unchanged: a new open keeps the kernel's page cache.
 	s.fsys.cl.fetched.Store(0)
 	bounded(t, 10*time.Second, "cached read", func() {
 		if got, err := os.ReadFile(filepath.Join(dir, "d/f20971520")); err != nil || sum(got) != sum(objs["d/f20971520"]) {
 			t.Errorf("second read: %v", err)
 		}
 	})
-	if f := s.fsys.cl.fetched.Load(); f > 20<<20/16 {
-		t.Errorf("second read of an unchanged file fetched %d bytes: the page cache was dropped", f)
+	keptPageCache(t, s.fsys.cl.fetched.Load(), 20<<20)
+}
+
+// keptPageCache checks that reading size bytes of unchanged files again
+// fetched (almost) nothing: the kernel may reclaim a few cached pages
+// under memory pressure (a busy machine, proactive reclaim), but a
+// dropped cache would refetch them all.
+func keptPageCache(t *testing.T, fetched, size int64) {
+	t.Helper()
+	if fetched > size/16 {
+		t.Errorf("second read of %d bytes of unchanged files fetched %d: the page cache was dropped", size, fetched)
 	}
 }
 
@@ -222,7 +228,7 @@ func TestMemoryBudget(t *testing.T) {
 		}
 	}()
 	start := time.Now()
-	bounded(t, 50*time.Second, "8 sequential readers", func() {
+	bounded(t, 3*time.Minute, "8 sequential readers", func() {
 		var g errgroup.Group
 		for i := 0; i < files; i++ {
 			g.Go(func() error {
