@@ -4,7 +4,7 @@
 //	DELETE /_granary/pin?bucket=B&prefix=P   unpin it
 //	GET    /_granary/pin                     every pin
 //
-// Each answers 200 with the JSON list of pins ([]gateway.Pin). Pinned data
+// Each answers 200 with the JSON list of pins ([]pins.Pin). Pinned data
 // is never evicted; pinning does not fetch anything (warm the prefix).
 package api
 
@@ -14,7 +14,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/granary-dev/granary/api/s3err"
-	"github.com/granary-dev/granary/gateway"
+	"github.com/granary-dev/granary/store/pins"
 )
 
 // pinRoute is the path of the pin calls.
@@ -34,7 +34,7 @@ func pinOp(method string) op {
 }
 
 func (s *Server) pin(c *fiber.Ctx, r *request) error {
-	pins, err := s.engine.Pins()
+	set, err := s.engine.Pins()
 	if err != nil {
 		return err
 	}
@@ -46,17 +46,17 @@ func (s *Server) pin(c *fiber.Ctx, r *request) error {
 			return err
 		}
 		if r.op == opPin {
-			err = pins.Add(bucket, prefix)
+			err = set.Add(bucket, prefix)
 		} else {
-			err = pins.Remove(bucket, prefix)
+			err = set.Remove(bucket, prefix)
 		}
 		if err != nil {
 			return pinError(err, bucket, prefix)
 		}
 	}
-	list := pins.List()
+	list := set.List()
 	if list == nil {
-		list = []gateway.Pin{}
+		list = []pins.Pin{}
 	}
 	return c.JSON(list)
 }
@@ -65,9 +65,9 @@ func (s *Server) pin(c *fiber.Ctx, r *request) error {
 func pinError(err error, bucket, prefix string) error {
 	target := "s3://" + bucket + "/" + prefix
 	switch {
-	case errors.Is(err, gateway.ErrNoSuchPin):
+	case errors.Is(err, pins.ErrNoSuchPin):
 		return s3err.New(s3err.NoSuchKey, "no pin on "+target)
-	case errors.Is(err, gateway.ErrPinConfigured):
+	case errors.Is(err, pins.ErrConfigured):
 		return s3err.New(s3err.InvalidRequest, target+" is pinned in the configuration file; remove it there")
 	}
 	return err

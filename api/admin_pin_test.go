@@ -8,29 +8,30 @@ import (
 	"testing"
 
 	"github.com/granary-dev/granary/gateway"
+	"github.com/granary-dev/granary/store/pins"
 )
 
 func TestAdminPin(t *testing.T) {
 	base, root := openS3(t)
-	pins, err := gateway.NewPins(map[string][]string{"fixed": {"x/"}}, filepath.Join(t.TempDir(), "pins.json"))
+	set, err := pins.Open(map[string][]string{"fixed": {"x/"}}, filepath.Join(t.TempDir(), "pins.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnvOver(t, gateway.Options{Origin: base, Pins: pins}, root, nil)
-	list := func(rr rawRequest) []gateway.Pin {
+	e := newEnvOver(t, gateway.Options{Origin: base, Pins: set}, root, nil)
+	list := func(rr rawRequest) []pins.Pin {
 		t.Helper()
 		resp, body := e.do(t, rr)
-		var out []gateway.Pin
+		var out []pins.Pin
 		if resp.StatusCode != 200 || json.Unmarshal(body, &out) != nil {
 			t.Fatalf("%s ?%s: %d %s", rr.method, rr.query, resp.StatusCode, body)
 		}
 		return out
 	}
 	got := list(rawRequest{method: http.MethodPost, path: "/_granary/pin", query: "bucket=data&prefix=train%2F"})
-	if len(got) != 2 || got[0] != (gateway.Pin{Bucket: "data", Prefix: "train/"}) || !got[1].Configured {
+	if len(got) != 2 || got[0] != (pins.Pin{Bucket: "data", Prefix: "train/"}) || !got[1].Configured {
 		t.Fatalf("after pinning: %+v", got)
 	}
-	if !pins.Pinned("data", "train/1.jpg") {
+	if !set.Pinned("data", "train/1.jpg") {
 		t.Fatal("the pin is not in effect")
 	}
 	if got := list(rawRequest{method: http.MethodGet, path: "/_granary/pin"}); len(got) != 2 {

@@ -23,6 +23,7 @@ import (
 	"github.com/granary-dev/granary/store/catalog"
 	"github.com/granary-dev/granary/store/disk"
 	"github.com/granary-dev/granary/store/origin/s3"
+	"github.com/granary-dev/granary/store/pins"
 	"github.com/granary-dev/granary/store/ram"
 	"github.com/granary-dev/granary/store/writeback"
 )
@@ -64,7 +65,7 @@ type rigOptions struct {
 	modes     map[string]WriteMode // by bucket; "rig" names the rig's bucket
 	catalog   bool                 // open a catalog (warm-ups, LIST from it)
 	capacity  int64                // if > 0: the byte budget of each tier
-	pins      *Pins                // given to the tiers and the engine
+	pins      *pins.Set            // given to the tiers and the engine
 	quotas    store.Quotas         // given to the tiers and the engine
 	metaMax   int                  // Options.MetaEntries
 	partSize  int64                // the S3 origin's multipart part size (0: its default)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/granary-dev/granary/store"
 	"github.com/granary-dev/granary/store/catalog"
+	"github.com/granary-dev/granary/store/pins"
 )
 
 // FreshMode says how long cached metadata (HEAD, LIST) may be trusted.
@@ -116,7 +117,7 @@ type Options struct {
 	Catalog *catalog.DB
 	// Pins are the pinned prefixes (the same set the tiers were given);
 	// nil means none can be pinned.
-	Pins *Pins
+	Pins *pins.Set
 	// Quotas cap each bucket's bytes in each tier (the same set the
 	// tiers were given); nil means none.
 	Quotas store.Quotas

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/granary-dev/granary/store"
+	"github.com/granary-dev/granary/store/pins"
 )
 
 // switchOrigin fails every read and listing, as an unreachable origin
@@ -217,12 +218,12 @@ func TestWarmTooBig(t *testing.T) {
 // while far more than the cache's worth of other data is read through
 // it, under the default policy and LRU alike.
 func TestPinnedPrefixSurvivesPressure(t *testing.T) {
-	pins, err := NewPins(nil, "")
+	set, err := pins.Open(nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	sw := &switchOrigin{}
-	r := newRig(t, rigOptions{chunk: 64 << 10, catalog: true, capacity: 4 << 20, pins: pins,
+	r := newRig(t, rigOptions{chunk: 64 << 10, catalog: true, capacity: 4 << 20, pins: set,
 		wrap: func(o store.Origin) store.Origin { sw.Origin = o; return sw }})
 	pinned := map[string][]byte{}
 	for i := range 8 {
@@ -230,7 +231,7 @@ func TestPinnedPrefixSurvivesPressure(t *testing.T) {
 		pinned[k] = randBytes(t, 128<<10)
 		r.seed(k, pinned[k])
 	}
-	if err := pins.Add(r.bucket, "keep/"); err != nil {
+	if err := set.Add(r.bucket, "keep/"); err != nil {
 		t.Fatal(err)
 	}
 	if st := r.warm(WarmSpec{Prefix: "keep/"}); st.State != WarmDone || st.Fetched != 8 {

@@ -22,6 +22,7 @@ import (
 	"github.com/granary-dev/granary/store/origin/fs"
 	"github.com/granary-dev/granary/store/origin/hdfs"
 	"github.com/granary-dev/granary/store/origin/s3"
+	"github.com/granary-dev/granary/store/pins"
 	"github.com/granary-dev/granary/store/ram"
 	"github.com/granary-dev/granary/store/writeback"
 )
@@ -78,7 +79,7 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, 
 	if c, ok := origin.(io.Closer); ok {
 		n.closers = append(n.closers, namedCloser{"origin", c})
 	}
-	pins, err := gateway.NewPins(cfg.ConfiguredPins(), filepath.Join(cfg.DataDir, "pins.json"))
+	pinSet, err := pins.Open(cfg.ConfiguredPins(), filepath.Join(cfg.DataDir, "pins.json"))
 	if err != nil {
 		return n, err
 	}
@@ -89,7 +90,7 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, 
 		}
 		n.closers = append([]namedCloser{{"cluster", cl}}, n.closers...)
 	}
-	ramTier, diskTier, hotTier, err := openTiers(cfg, pins, cl != nil, n, log)
+	ramTier, diskTier, hotTier, err := openTiers(cfg, pinSet, cl != nil, n, log)
 	if err != nil {
 		return n, err
 	}
@@ -125,7 +126,7 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, 
 	}
 	eng, err := gateway.New(gateway.Options{
 		Peers: peers, Owners: cfg.Cluster.Owners, Hot: hotTier,
-		Catalog: cat, Pins: pins, Quotas: cfg.Quotas(),
+		Catalog: cat, Pins: pinSet, Quotas: cfg.Quotas(),
 		Origin: wb, RAM: ramTier, Disk: diskTier, ChunkSize: int64(cfg.ChunkSize),
 		FlightBytes: reserve / 2, DiskQueueBytes: diskQueueBytes(reserve, int64(cfg.ChunkSize)),
 		Freshness: fresh, Buckets: buckets, WriteMode: mode, WriteModes: modes,

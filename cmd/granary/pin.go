@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/granary-dev/granary/gateway"
+	"github.com/granary-dev/granary/store/pins"
 )
 
 func newPinCmd(getenv Getenv) *cobra.Command {
@@ -54,7 +54,7 @@ Prints the node's pins.`,
 				return err
 			}
 			defer resp.Body.Close()
-			var pins []gateway.Pin
+			var pins []pins.Pin
 			if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&pins); err != nil {
 				return fmt.Errorf("pin: bad answer from the node: %w", err)
 			}
@@ -67,7 +67,7 @@ Prints the node's pins.`,
 	return cmd
 }
 
-func printPins(w io.Writer, pins []gateway.Pin) error {
+func printPins(w io.Writer, pins []pins.Pin) error {
 	if len(pins) == 0 {
 		_, err := fmt.Fprintln(w, "no pins")
 		return err

@@ -1,6 +1,6 @@
 // Tests of the pin set: prefixes match, configured pins stay, the API's
 // pins survive a reopen, and every change moves the generation.
-package gateway
+package pins
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 
 func TestPins(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "pins.json")
-	p, err := NewPins(map[string][]string{"data": {"train/"}}, path)
+	p, err := Open(map[string][]string{"data": {"train/"}}, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func TestPins(t *testing.T) {
 	if err := p.Add("data", "val/"); err != nil || p.Generation() != g1 {
 		t.Fatalf("adding a pin twice: %v, generation moved", err)
 	}
-	if err := p.Remove("data", "train/"); !errors.Is(err, ErrPinConfigured) {
+	if err := p.Remove("data", "train/"); !errors.Is(err, ErrConfigured) {
 		t.Fatalf("removing a configured pin: %v", err)
 	}
 	if err := p.Remove("data", "nothing/"); !errors.Is(err, ErrNoSuchPin) {
@@ -38,7 +38,7 @@ func TestPins(t *testing.T) {
 	if err := p.Add("logs", ""); err != nil { // a whole bucket
 		t.Fatal(err)
 	}
-	q, err := NewPins(map[string][]string{"data": {"train/"}}, path)
+	q, err := Open(map[string][]string{"data": {"train/"}}, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestPins(t *testing.T) {
 	if err := q.Remove("data", "val/"); err != nil || q.Pinned("data", "val/x") {
 		t.Fatalf("remove: %v", err)
 	}
-	if r, err := NewPins(nil, path); err != nil || len(r.List()) != 1 {
+	if r, err := Open(nil, path); err != nil || len(r.List()) != 1 {
 		t.Fatalf("after remove and reopen: %+v, %v", r.List(), err)
 	}
 }
@@ -61,7 +61,7 @@ func TestPinsBadFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte("not json"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewPins(nil, path); err == nil {
+	if _, err := Open(nil, path); err == nil {
 		t.Fatal("a corrupt pins file was accepted")
 	}
 }
