@@ -89,13 +89,16 @@ case_sync() {
 }
 
 case_ls() {
-	local n top
+	local n top all
 	n=$(aws s3 ls --recursive "s3://$bucket/sync/" | wc -l)
 	[ "$n" -eq 50 ] || fail "ls --recursive listed $n objects, want 50"
 	top=$(aws s3 ls "s3://$bucket/")
 	grep -q 'PRE sync/' <<<"$top" || fail "ls: no sync/ prefix in: $top"
 	grep -q 'PRE cp/' <<<"$top" || fail "ls: no cp/ prefix in: $top"
-	aws s3 ls | grep -q " $bucket\$" || fail "ls: bucket $bucket not listed"
+	# Whole output first: grep -q would close the pipe at its first match,
+	# and aws failing on the broken pipe fails the case under pipefail.
+	all=$(aws s3 ls)
+	grep -q " $bucket\$" <<<"$all" || fail "ls: bucket $bucket not listed in: $all"
 }
 
 case_head_object() {
