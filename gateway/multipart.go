@@ -1,4 +1,4 @@
-// Multipart uploads and write modes: the engine checks a bucket's mode,
+// Multipart uploads: the engine checks a bucket's mode (writepolicy.go),
 // passes the upload to the origin's store.Multipart (the origin, or the
 // write-back log in front of it), and invalidates what it cached of the
 // key once the object is complete.
@@ -13,45 +13,8 @@ import (
 	"github.com/granary-dev/granary/store"
 )
 
-// ErrReadOnly means a write to a bucket in read-only mode.
-var ErrReadOnly = errors.New("gateway: bucket is read-only")
-
 // ErrMultipartUnsupported means the origin takes no multipart uploads.
 var ErrMultipartUnsupported = errors.New("gateway: origin cannot take multipart uploads")
-
-// writeMode returns the bucket's write rule.
-func (e *Engine) writeMode(bucket string) WriteMode {
-	if m, ok := e.opts.WriteModes[bucket]; ok {
-		return m
-	}
-	return e.opts.WriteMode
-}
-
-// WriteMode returns the write rule of bucket.
-func (e *Engine) WriteMode(bucket string) WriteMode { return e.writeMode(bucket) }
-
-// writable fails with ErrReadOnly for a read-only bucket.
-func (e *Engine) writable(bucket string) error {
-	if e.writeMode(bucket) == ReadOnly {
-		return ErrReadOnly
-	}
-	return nil
-}
-
-// persister is an origin that can tell whether a write reached the true
-// origin (the write-back log).
-type persister interface {
-	Persisted(bucket, key string) bool
-}
-
-// Persisted reports whether bucket/key has no write waiting for the
-// origin. Without a write-back log every write is persisted when acked.
-func (e *Engine) Persisted(bucket, key string) bool {
-	if p, ok := e.opts.Origin.(persister); ok {
-		return p.Persisted(bucket, key)
-	}
-	return true
-}
 
 // multipart returns the origin's multipart ability.
 func (e *Engine) multipart() (store.Multipart, error) {

@@ -47,30 +47,6 @@ func (f Freshness) normalize() (Freshness, error) {
 	return f, nil
 }
 
-// WriteMode says what a bucket does with writes.
-type WriteMode string
-
-const (
-	// ReadOnly refuses every write (PUT, copy, multipart, DELETE).
-	ReadOnly WriteMode = "read-only"
-	// WriteThrough acknowledges a write once the origin accepted it.
-	WriteThrough WriteMode = "write-through"
-	// WriteBack acknowledges a write once it is durable on local disk; the
-	// origin (a write-back log, see store/writeback) uploads it later.
-	WriteBack WriteMode = "write-back"
-)
-
-// ParseWriteMode returns the mode s names ("" is WriteThrough).
-func ParseWriteMode(s string) (WriteMode, error) {
-	switch m := WriteMode(s); m {
-	case "":
-		return WriteThrough, nil
-	case ReadOnly, WriteThrough, WriteBack:
-		return m, nil
-	}
-	return "", fmt.Errorf("gateway: unknown write mode %q (want read-only, write-through or write-back)", s)
-}
-
 // Options configure an Engine. Only Origin is required.
 type Options struct {
 	Origin store.Origin

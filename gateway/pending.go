@@ -69,17 +69,3 @@ func (p *pendingSet) writer(id store.ChunkID) (string, bool) {
 	}
 	return w.writer, true
 }
-
-// writtenHere is info if members should learn it from this node, else
-// nil: a write-back object the origin may not have yet, or a write-through
-// object whose local copy (teed) fills the cache, which members read from
-// this node, not the origin, until its chunks are on their owners.
-func (e *Engine) writtenHere(info store.ObjectInfo, teed bool) *store.ObjectInfo {
-	if e.peer == nil || info.ETag == "" {
-		return nil
-	}
-	if mode := e.writeMode(info.Bucket); mode == WriteBack || (mode == WriteThrough && teed) {
-		return &info
-	}
-	return nil
-}
