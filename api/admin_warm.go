@@ -6,7 +6,7 @@
 //	DELETE /_granary/warm?id=ID      cancel a job
 //	GET    /_granary/status[?bucket=B[&prefix=P]]
 //
-// Each answers 200 with JSON: a gateway.WarmStatus, or a list of them.
+// Each answers 200 with JSON: a ops.WarmStatus, or a list of them.
 // A POST answers at once with the new job's status; clients poll it.
 package api
 
@@ -17,7 +17,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/granary-dev/granary/api/s3err"
-	"github.com/granary-dev/granary/gateway"
+	"github.com/granary-dev/granary/ops"
 	"github.com/granary-dev/granary/store"
 )
 
@@ -51,19 +51,19 @@ func (s *Server) warm(c *fiber.Ctx, r *request) error {
 			return err
 		}
 		r.bucket = spec.Bucket
-		if id, err = s.engine.StartWarm(r.ctx, spec); err != nil {
+		if id, err = s.ops.StartWarm(r.ctx, spec); err != nil {
 			return err
 		}
 	case opWarmCancel:
-		if !s.engine.CancelWarm(id) {
+		if !s.ops.CancelWarm(id) {
 			return noSuchWarm(id)
 		}
 	case opWarmStatus:
 		if id == "" {
-			return c.JSON(s.engine.WarmJobs())
+			return c.JSON(s.ops.WarmJobs())
 		}
 	}
-	st, ok := s.engine.WarmStatus(id)
+	st, ok := s.ops.WarmStatus(id)
 	if !ok {
 		return noSuchWarm(id)
 	}
@@ -71,9 +71,9 @@ func (s *Server) warm(c *fiber.Ctx, r *request) error {
 }
 
 // warmSpec reads a warm-up's parameters from the query.
-func warmSpec(c *fiber.Ctx) (gateway.WarmSpec, error) {
+func warmSpec(c *fiber.Ctx) (ops.WarmSpec, error) {
 	args := c.Request().URI().QueryArgs()
-	spec := gateway.WarmSpec{Bucket: string(args.Peek("bucket")), Prefix: string(args.Peek("prefix"))}
+	spec := ops.WarmSpec{Bucket: string(args.Peek("bucket")), Prefix: string(args.Peek("prefix"))}
 	if err := checkBucket(spec.Bucket); err != nil {
 		return spec, err
 	}
@@ -95,7 +95,7 @@ func warmSpec(c *fiber.Ctx) (gateway.WarmSpec, error) {
 }
 
 // statusRoute reports the node: GET /_granary/status[?bucket=B[&prefix=P]]
-// answers a gateway.Status as JSON.
+// answers an ops.Status as JSON.
 const statusRoute = "/_granary/status"
 
 // nodeStatus answers this node's status: GET ?bucket=B[&prefix=P][&key=K].
@@ -113,12 +113,12 @@ func (s *Server) nodeStatus(c *fiber.Ctx, r *request) error {
 			return err
 		}
 	}
-	st, err := s.engine.Status(r.ctx, bucket, prefix)
+	st, err := s.ops.Status(r.ctx, bucket, prefix)
 	if err != nil {
 		return err
 	}
 	if key := string(args.Peek("key")); bucket != "" && key != "" {
-		oh, err := s.engine.HeldObject(r.ctx, bucket, key)
+		oh, err := s.ops.HeldObject(r.ctx, bucket, key)
 		if err != nil {
 			return err
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/granary-dev/granary/gateway"
+	"github.com/granary-dev/granary/ops"
 	"github.com/granary-dev/granary/store/catalog"
 	"github.com/granary-dev/granary/store/ram"
 )
@@ -29,10 +30,10 @@ func TestAdminWarm(t *testing.T) {
 	for _, k := range []string{"d/a", "d/b", "d/c", "other"} {
 		e.put(t, bucket, k, []byte("body of "+k), minio.PutObjectOptions{})
 	}
-	status := func(rr rawRequest) gateway.WarmStatus {
+	status := func(rr rawRequest) ops.WarmStatus {
 		t.Helper()
 		resp, body := e.do(t, rr)
-		var st gateway.WarmStatus
+		var st ops.WarmStatus
 		if resp.StatusCode != 200 || json.Unmarshal(body, &st) != nil || st.ID == "" {
 			t.Fatalf("%s ?%s: %d %s", rr.method, rr.query, resp.StatusCode, body)
 		}
@@ -40,23 +41,23 @@ func TestAdminWarm(t *testing.T) {
 	}
 	st := status(rawRequest{method: http.MethodPost, path: "/_granary/warm", query: "bucket=" + bucket + "&prefix=d%2F&parallel=2"})
 	deadline := time.Now().Add(30 * time.Second)
-	for st.State == gateway.WarmRunning && time.Now().Before(deadline) {
+	for st.State == ops.WarmRunning && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 		st = status(rawRequest{method: http.MethodGet, path: "/_granary/warm", query: "id=" + st.ID})
 	}
-	if st.State != gateway.WarmDone || st.Listed != 3 || st.Fetched != 3 || st.Spec.Parallel != 2 {
+	if st.State != ops.WarmDone || st.Listed != 3 || st.Fetched != 3 || st.Spec.Parallel != 2 {
 		t.Fatalf("warm-up: %+v", st)
 	}
 	resp, body := e.do(t, rawRequest{method: http.MethodGet, path: "/_granary/warm"})
-	var all []gateway.WarmStatus
+	var all []ops.WarmStatus
 	if resp.StatusCode != 200 || json.Unmarshal(body, &all) != nil || len(all) != 1 || all[0].ID != st.ID {
 		t.Fatalf("job list: %d %s", resp.StatusCode, body)
 	}
-	if st := status(rawRequest{method: http.MethodDelete, path: "/_granary/warm", query: "id=" + st.ID}); st.State != gateway.WarmDone {
+	if st := status(rawRequest{method: http.MethodDelete, path: "/_granary/warm", query: "id=" + st.ID}); st.State != ops.WarmDone {
 		t.Fatalf("cancelling a finished job changed it: %+v", st)
 	}
 	resp, body = e.do(t, rawRequest{method: http.MethodGet, path: "/_granary/status", query: "bucket=" + bucket})
-	var ns gateway.Status
+	var ns ops.Status
 	if resp.StatusCode != 200 || json.Unmarshal(body, &ns) != nil || len(ns.Buckets) != 1 || ns.Buckets[0].Objects != 3 {
 		t.Fatalf("status: %d %s", resp.StatusCode, body)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/granary-dev/granary/api/s3err"
 	"github.com/granary-dev/granary/gateway"
+	"github.com/granary-dev/granary/ops"
 	"github.com/granary-dev/granary/store"
 )
 
@@ -48,7 +49,7 @@ var sentinels = []struct {
 	{store.ErrSlowDown, s3err.SlowDown},
 	{gateway.ErrReadOnly, s3err.AccessDenied},
 	{gateway.ErrMultipartUnsupported, s3err.NotImplemented},
-	{gateway.ErrNoCatalog, s3err.NotImplemented},
+	{ops.ErrNoCatalog, s3err.NotImplemented},
 	{gateway.ErrNoPins, s3err.NotImplemented},
 }
 

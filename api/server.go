@@ -19,11 +19,16 @@ import (
 	"github.com/granary-dev/granary/api/sigv4"
 	"github.com/granary-dev/granary/cluster/peer"
 	"github.com/granary-dev/granary/gateway"
+	"github.com/granary-dev/granary/ops"
 )
 
 // Options configure a Server. Engine and Credentials are required.
 type Options struct {
-	Engine      *gateway.Engine
+	Engine *gateway.Engine
+	// Ops runs the warm-ups and status the admin API serves; nil means
+	// New builds one on Engine (registered with Registerer), which
+	// Shutdown closes.
+	Ops         *ops.Ops
 	Credentials sigv4.Credentials
 	// Region is reported by GetBucketLocation; "" means us-east-1.
 	Region string
@@ -100,6 +105,8 @@ func (o Options) normalize() (Options, error) {
 type Server struct {
 	opts     Options
 	engine   *gateway.Engine
+	ops      *ops.Ops
+	ownOps   bool // ops was built by New: Shutdown closes it
 	verifier *sigv4.Verifier
 	log      zerolog.Logger
 	metrics  *metrics
@@ -131,10 +138,17 @@ func New(opts Options) (*Server, error) {
 	s := &Server{
 		opts:     opts,
 		engine:   opts.Engine,
+		ops:      opts.Ops,
 		verifier: &sigv4.Verifier{Creds: opts.Credentials},
 		log:      opts.Logger,
 		metrics:  m,
 		routes:   newRouteTable(),
+	}
+	if s.ops == nil {
+		if s.ops, err = ops.New(opts.Engine, ops.Options{Registerer: opts.Registerer, Logger: opts.Logger}); err != nil {
+			return nil, err
+		}
+		s.ownOps = true
 	}
 	for _, d := range opts.Domains {
 		s.domainSuffixes = append(s.domainSuffixes, "."+d)
@@ -193,7 +207,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	go s.expireUnusedUntil(done)
 	err := s.app.ShutdownWithContext(ctx)
 	close(done)
-	s.shutdown.Do(s.cancelBase)
+	s.shutdown.Do(func() {
+		s.cancelBase()
+		if s.ownOps {
+			s.ops.Close()
+		}
+	})
 	return err
 }
 

@@ -99,8 +99,7 @@ type Engine struct {
 	peer   *peerState  // nil without Options.Peers
 
 	fills     sync.WaitGroup // background fills (see fill.go)
-	warm      warmJobs
-	buckets   bucketStats // chunk lookups per bucket
+	buckets   bucketStats    // chunk lookups per bucket
 	started   time.Time
 	writing   atomic.Int64 // request bodies being written (fills yield)
 	reading   atomic.Int64 // object readers streaming (fills yield)
@@ -158,7 +157,6 @@ func (e *Engine) Close() error {
 	e.closing.Do(func() {
 		e.stopFills()
 		e.fills.Wait()
-		e.warm.wg.Wait()
 		if e.peer != nil {
 			e.peer.pushes.Wait()
 		}

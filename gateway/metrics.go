@@ -22,11 +22,7 @@ type metrics struct {
 	originReqs    *prometheus.CounterVec // by op, result
 	originBytes   prometheus.Counter
 	originLatency *prometheus.HistogramVec
-	fills         prometheus.Gauge // background cache fills running
-	warmRunning   prometheus.Gauge
-	warmObjects   *prometheus.CounterVec // by result: listed, fetched, cached, failed
-	warmBytes     prometheus.Counter     // fetched by warm-ups
-	warmJobs      *prometheus.CounterVec // finished, by state
+	fills         prometheus.Gauge       // background cache fills running
 	listIndexed   prometheus.Counter     // LIST pages answered from the catalog
 	peerReads     prometheus.Counter     // chunks read from an owner
 	peerErrors    *prometheus.CounterVec // peer calls failed, by call
@@ -65,19 +61,6 @@ func newMetrics() *metrics {
 		fills: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "granary_cache_fills_running", Help: "Objects written through this node being copied into the tiers in the background.",
 		}),
-		warmRunning: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "granary_warm_jobs_running", Help: "Warm-up jobs running.",
-		}),
-		warmObjects: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "granary_warm_objects_total",
-			Help: "Objects seen by warm-ups: listed at the origin, fetched, already cached, failed.",
-		}, []string{"result"}),
-		warmBytes: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "granary_warm_fetched_bytes_total", Help: "Bytes warm-ups brought into the cache.",
-		}),
-		warmJobs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "granary_warm_jobs_total", Help: "Warm-up jobs finished, by state.",
-		}, []string{"state"}),
 		listIndexed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "granary_list_catalog_total", Help: "LIST pages answered from the catalog, without the origin.",
 		}),
@@ -93,7 +76,7 @@ func newMetrics() *metrics {
 func (m *metrics) register(reg prometheus.Registerer, ram, disk, hot store.Tier, extra ...prometheus.Collector) error {
 	cs := append([]prometheus.Collector{m.hits, m.misses, m.joins, m.metaHits, m.metaMisses,
 		m.staleServed, m.originReqs, m.originBytes, m.originLatency, m.fills,
-		m.warmRunning, m.warmObjects, m.warmBytes, m.warmJobs, m.listIndexed, m.peerReads, m.peerErrors}, extra...)
+		m.listIndexed, m.peerReads, m.peerErrors}, extra...)
 	for name, t := range map[string]store.Tier{"ram": ram, "disk": disk, "hot": hot} {
 		if t != nil {
 			cs = append(cs, tierCollectors(name, t)...)

@@ -1,9 +1,6 @@
-// Warm-ups: a job lists a bucket prefix at the origin into the catalog
-// (so LIST under it can be answered without the origin) and, unless it
-// is metadata-only, brings every object it lists into the cache tiers,
-// past their admission policy. A repeated warm-up fetches only what
-// changed (or what the tiers lost) and drops the cached data of objects
-// changed or deleted at the origin.
+// Admitting whole objects, for warm-ups (package ops drives them): an
+// object's every chunk brought into the tiers past their admission
+// policy, and what the tiers hold of a version.
 package gateway
 
 import (
@@ -11,159 +8,15 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
-	"time"
 
 	"github.com/granary-dev/granary/store"
-	"github.com/granary-dev/granary/store/catalog"
 )
 
-// ErrNoCatalog means the engine was built without a catalog.
-var ErrNoCatalog = errors.New("gateway: warm-up needs a catalog")
-
-// ErrTooBig means the cache cannot hold the prefix: the warm-up loaded
-// the listing and stopped fetching instead of evicting what it fetched.
-var ErrTooBig = errors.New("gateway: the cache cannot hold the prefix")
-
-// WarmSpec is what a warm-up loads.
-type WarmSpec struct {
-	Bucket string `json:"bucket"`
-	Prefix string `json:"prefix"`
-	// MetadataOnly loads the listing into the catalog and no data.
-	MetadataOnly bool `json:"metadataOnly"`
-	// Parallel is how many objects are fetched at once; 0 means 16.
-	Parallel int `json:"parallel"`
-}
-
-// warmRun is one warm-up in progress.
-type warmRun struct {
-	e    *Engine
-	spec WarmSpec
-	st   *warmState
-}
-
-// run loads the listing and, unless metadata-only, fetches while it
-// lists: objects added or changed, and unchanged ones the tiers lost.
-// Once the objects listed add up to more than the cache holds, it stops
-// fetching (the listing still completes) and fails with ErrTooBig.
-func (w *warmRun) run(ctx context.Context) error {
-	if w.spec.MetadataOnly {
-		return w.load(ctx, nil)
-	}
-	capacity := w.e.cacheCapacity()
-	if q := w.e.opts.Quotas; q != nil && q.Quota(w.spec.Bucket) > 0 {
-		capacity = min(capacity, q.Quota(w.spec.Bucket))
-	}
-	work := make(chan store.ObjectInfo, 1024)
-	wait := w.fetchers(ctx, work)
-	var total int64
-	err := w.load(ctx, func(o store.ObjectInfo, kind catalog.ChangeKind) {
-		if total += o.Size; total > capacity {
-			return
-		}
-		if kind == catalog.Unchanged && w.e.holdsVersion(o) {
-			w.st.skipped(o)
-			return
-		}
-		w.st.queued(o)
-		select {
-		case work <- o:
-		case <-ctx.Done():
-		}
-	})
-	close(work)
-	wait()
-	switch {
-	case err != nil:
-		return err
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case total > capacity:
-		return fmt.Errorf("%w: s3://%s/%s holds %d bytes, the cache (or the bucket's quota) at most %d (listing loaded; fetching stopped there)",
-			ErrTooBig, w.spec.Bucket, w.spec.Prefix, total, capacity)
-	}
-	return w.st.failure()
-}
-
-// load lists the prefix at the origin into the catalog, dropping the
-// cached data of objects removed or changed at the origin, and hands
-// every object it lists to want (in key order, on the listing goroutine)
-// if want is not nil.
-func (w *warmRun) load(ctx context.Context, want func(store.ObjectInfo, catalog.ChangeKind)) error {
-	e, s := w.e, w.spec
-	started := time.Now()
-	each := func(c catalog.Change) error {
-		w.st.listed(c)
-		switch c.Kind {
-		case catalog.Removed:
-			e.invalidate(ctx, s.Bucket, c.Old.Key, nil)
-			return nil
-		case catalog.Changed:
-			e.invalidate(ctx, s.Bucket, c.Old.Key, nil)
-		}
-		if want != nil {
-			want(store.ObjectInfo{Bucket: s.Bucket, Key: c.Entry.Key, Size: c.Entry.Size,
-				ETag: c.Entry.ETag, LastModified: c.Entry.LastModified}, c.Kind)
-		}
-		return ctx.Err()
-	}
-	err := e.opts.Catalog.Load(s.Bucket, s.Prefix, started, w.lister(ctx), each)
-	w.st.update(func(st *WarmStatus) { st.Listing = false })
-	if err != nil {
-		return fmt.Errorf("listing s3://%s/%s: %w", s.Bucket, s.Prefix, err)
-	}
-	return nil
-}
-
-// lister returns the origin's listing of the prefix, an object at a time.
-func (w *warmRun) lister(ctx context.Context) func() (catalog.Entry, bool, error) {
-	var page store.ListPage
-	after, done := "", false
-	return func() (catalog.Entry, bool, error) {
-		for len(page.Objects) == 0 {
-			if done || ctx.Err() != nil {
-				return catalog.Entry{}, false, ctx.Err()
-			}
-			var err error
-			page, err = w.e.origin.List(ctx, w.spec.Bucket, store.ListOptions{Prefix: w.spec.Prefix, After: after, MaxKeys: 1000})
-			if err != nil {
-				return catalog.Entry{}, false, err
-			}
-			after, done = page.NextAfter, !page.IsTruncated
-		}
-		o := page.Objects[0]
-		page.Objects = page.Objects[1:]
-		return catalog.Entry{Key: o.Key, Size: o.Size, ETag: o.ETag, LastModified: o.LastModified}, true, nil
-	}
-}
-
-// fetchers starts Parallel goroutines that fetch the objects sent on
-// work; the func returned waits for them once work is closed.
-func (w *warmRun) fetchers(ctx context.Context, work <-chan store.ObjectInfo) (wait func()) {
-	par := w.spec.Parallel
-	if par <= 0 {
-		par = 16
-	}
-	var wg sync.WaitGroup
-	for range par {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for o := range work {
-				if ctx.Err() != nil {
-					continue // drain
-				}
-				w.st.fetched(o, w.e.warmObject(ctx, o))
-			}
-		}()
-	}
-	return wg.Wait
-}
-
-// warmObject brings o's metadata into the metadata cache (with its first
+// WarmObject brings o's metadata into the metadata cache (with its first
 // chunk, in the same origin call, when the tiers hold none of it) and
-// every chunk into the tiers, admitted whatever their policy.
-func (e *Engine) warmObject(ctx context.Context, o store.ObjectInfo) error {
+// every chunk into the tiers, admitted whatever their policy. It fails if
+// the object is no longer o's version at the origin.
+func (e *Engine) WarmObject(ctx context.Context, o store.ObjectInfo) error {
 	info, first, err := e.objectInfo(ctx, o.Bucket, o.Key, fetchKeep)
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.Key, err)
@@ -199,8 +52,8 @@ func (e *Engine) warmObject(ctx context.Context, o store.ObjectInfo) error {
 	return ctx.Err()
 }
 
-// holdsVersion reports whether a tier holds chunks of o's version.
-func (e *Engine) holdsVersion(o store.ObjectInfo) bool {
+// HoldsVersion reports whether a tier holds chunks of o's version.
+func (e *Engine) HoldsVersion(o store.ObjectInfo) bool {
 	for _, t := range []store.Tier{e.opts.RAM, e.opts.Disk} {
 		if vl, ok := t.(store.VersionLister); ok && slices.Contains(vl.Versions(o.Bucket, o.Key), o.ETag) {
 			return true
@@ -209,14 +62,30 @@ func (e *Engine) holdsVersion(o store.ObjectInfo) bool {
 	return false
 }
 
-// cacheCapacity is the most the tiers hold of distinct data: the larger
-// of the two (a chunk in RAM is also queued for the disk).
-func (e *Engine) cacheCapacity() int64 {
+// Capacity is the most the tiers hold of bucket's distinct data: the
+// larger of the two tiers (a chunk in RAM is also queued for the disk),
+// or the bucket's quota if that is less.
+func (e *Engine) Capacity(bucket string) int64 {
 	var c int64
 	for _, t := range []store.Tier{e.opts.RAM, e.opts.Disk} {
 		if t != nil {
 			c = max(c, t.Stats().CapacityBytes)
 		}
 	}
+	if q := e.Quota(bucket); q > 0 {
+		c = min(c, q)
+	}
 	return c
+}
+
+// ListOrigin lists bucket at the origin itself, past the catalog and the
+// listing cache.
+func (e *Engine) ListOrigin(ctx context.Context, bucket string, opts store.ListOptions) (store.ListPage, error) {
+	return e.origin.List(ctx, bucket, opts)
+}
+
+// Invalidate drops everything this node and its peers cache of
+// bucket/key, after the origin's copy changed or went.
+func (e *Engine) Invalidate(ctx context.Context, bucket, key string) {
+	e.invalidate(ctx, bucket, key, nil)
 }

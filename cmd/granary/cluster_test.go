@@ -25,9 +25,9 @@ import (
 	"github.com/granary-dev/granary/api"
 	"github.com/granary-dev/granary/cluster"
 	"github.com/granary-dev/granary/cluster/peer"
-	"github.com/granary-dev/granary/gateway"
 	"github.com/granary-dev/granary/internal/miniotest"
 	"github.com/granary-dev/granary/internal/slowproxy"
+	"github.com/granary-dev/granary/ops"
 	"github.com/granary-dev/granary/store"
 )
 
@@ -359,7 +359,7 @@ func ownedBytes(t *testing.T, r *clusterRig, i int, bucket, key string, size int
 		t.Fatalf("status answer %v: %s", err, out.String())
 	}
 	for _, n := range cs.Nodes {
-		var st gateway.Status
+		var st ops.Status
 		if err := json.Unmarshal(n.Status, &st); err != nil || st.Object == nil || st.Object.Size != size {
 			t.Fatalf("node %s: %v %s", n.ID, err, n.Status)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/granary-dev/granary/api"
 	"github.com/granary-dev/granary/api/sigv4"
 	"github.com/granary-dev/granary/gateway"
+	"github.com/granary-dev/granary/ops"
 	"github.com/granary-dev/granary/store"
 	"github.com/granary-dev/granary/store/catalog"
 	"github.com/granary-dev/granary/store/disk"
@@ -142,13 +143,18 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, 
 	} else {
 		wb.Start(eng.WriteBackObserver())
 	}
-	stop, err := startSchedules(cfg, eng, log.With().Str("component", "schedule").Logger())
+	jobs, err := ops.New(eng, ops.Options{Registerer: reg, Logger: log})
+	if err != nil {
+		return n, fmt.Errorf("ops: %w", err)
+	}
+	n.closers = append([]namedCloser{{"warm-ups", jobs}}, n.closers...)
+	stop, err := startSchedules(cfg, jobs, log.With().Str("component", "schedule").Logger())
 	if err != nil {
 		return n, usageError{err}
 	}
 	n.closers = append([]namedCloser{{"scheduler", closeFunc(stop)}}, n.closers...)
 	n.server, err = api.New(api.Options{
-		Engine: eng, Credentials: sigv4.StaticCredentials{creds.AccessKey: creds.SecretKey},
+		Engine: eng, Ops: jobs, Credentials: sigv4.StaticCredentials{creds.AccessKey: creds.SecretKey},
 		Region: cfg.Region, Domains: cfg.Domains, Registerer: reg, Gatherer: reg,
 		Logger: log.With().Str("component", "api").Logger(), Peer: cl.peerOptions(),
 		AnonymousRead: cfg.AnonymousReads(),

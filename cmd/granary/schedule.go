@@ -13,7 +13,7 @@ import (
 	"github.com/robfig/cron/v3"
 	"github.com/rs/zerolog"
 
-	"github.com/granary-dev/granary/gateway"
+	"github.com/granary-dev/granary/ops"
 )
 
 // WarmSchedule is one scheduled warm-up of a bucket (YAML, under
@@ -30,8 +30,8 @@ const scheduleCheck = time.Minute
 
 // warmStarter is the part of the engine the scheduler drives.
 type warmStarter interface {
-	StartWarm(context.Context, gateway.WarmSpec) (string, error)
-	WarmStatus(id string) (gateway.WarmStatus, bool)
+	StartWarm(context.Context, ops.WarmSpec) (string, error)
+	WarmStatus(id string) (ops.WarmStatus, bool)
 }
 
 // checkSchedules reports the first bad cron spec of c.
@@ -55,7 +55,7 @@ func startSchedules(c Config, e warmStarter, log zerolog.Logger) (stop func(), e
 	cr := cron.New()
 	for name, b := range c.Buckets {
 		for _, w := range b.Warm {
-			spec := gateway.WarmSpec{Bucket: name, Prefix: w.Prefix, MetadataOnly: w.MetadataOnly, Parallel: w.Parallel}
+			spec := ops.WarmSpec{Bucket: name, Prefix: w.Prefix, MetadataOnly: w.MetadataOnly, Parallel: w.Parallel}
 			if _, err := cr.AddJob(w.Schedule, &scheduledWarm{e: e, spec: spec, log: log}); err != nil {
 				return nil, fmt.Errorf("buckets.%s.warm schedule %q: %w", name, w.Schedule, err)
 			}
@@ -68,7 +68,7 @@ func startSchedules(c Config, e warmStarter, log zerolog.Logger) (stop func(), e
 // scheduledWarm starts its warm-up unless the previous one still runs.
 type scheduledWarm struct {
 	e    warmStarter
-	spec gateway.WarmSpec
+	spec ops.WarmSpec
 	log  zerolog.Logger
 
 	mu   sync.Mutex // guards last
@@ -79,7 +79,7 @@ func (s *scheduledWarm) Run() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	log := s.log.With().Str("bucket", s.spec.Bucket).Str("prefix", s.spec.Prefix).Logger()
-	if st, ok := s.e.WarmStatus(s.last); ok && st.State == gateway.WarmRunning {
+	if st, ok := s.e.WarmStatus(s.last); ok && st.State == ops.WarmRunning {
 		log.Warn().Str("job", s.last).Msg("scheduled warm-up skipped: the previous one is still running")
 		return
 	}

@@ -12,17 +12,17 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/granary-dev/granary/gateway"
+	"github.com/granary-dev/granary/ops"
 )
 
 // fakeStarter records starts; a job stays running until finish.
 type fakeStarter struct {
 	mu      sync.Mutex
-	started []gateway.WarmSpec
+	started []ops.WarmSpec
 	running map[string]bool
 }
 
-func (f *fakeStarter) StartWarm(_ context.Context, s gateway.WarmSpec) (string, error) {
+func (f *fakeStarter) StartWarm(_ context.Context, s ops.WarmSpec) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.started = append(f.started, s)
@@ -31,12 +31,12 @@ func (f *fakeStarter) StartWarm(_ context.Context, s gateway.WarmSpec) (string, 
 	return id, nil
 }
 
-func (f *fakeStarter) WarmStatus(id string) (gateway.WarmStatus, bool) {
+func (f *fakeStarter) WarmStatus(id string) (ops.WarmStatus, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	st := gateway.WarmStatus{ID: id, State: gateway.WarmDone}
+	st := ops.WarmStatus{ID: id, State: ops.WarmDone}
 	if f.running[id] {
-		st.State = gateway.WarmRunning
+		st.State = ops.WarmRunning
 	}
 	_, ok := f.running[id]
 	return st, ok
@@ -64,7 +64,7 @@ func TestScheduledWarmFiresAndSkipsRunning(t *testing.T) {
 	}
 	f.mu.Lock()
 	f.running["w1"] = false
-	want := gateway.WarmSpec{Bucket: "data", Prefix: "train/", Parallel: 4}
+	want := ops.WarmSpec{Bucket: "data", Prefix: "train/", Parallel: 4}
 	if f.started[0] != want {
 		t.Errorf("started %+v, want %+v", f.started[0], want)
 	}

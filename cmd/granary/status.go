@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/granary-dev/granary/gateway"
+	"github.com/granary-dev/granary/ops"
 )
 
 func newStatusCmd(getenv Getenv) *cobra.Command {
@@ -78,7 +78,7 @@ member holds (so a scheduler can place a job next to its data).
 }
 
 // printStatus renders st as three tables: tiers, buckets, warm-ups.
-func printStatus(w io.Writer, st gateway.Status) error {
+func printStatus(w io.Writer, st ops.Status) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "node up since %s\n\nTIER\tUSED\tCAPACITY\tCHUNKS\tEVICTED\tDECLINED\n", st.Started.Format(time.RFC3339))
 	for _, t := range st.Tiers {
@@ -115,7 +115,7 @@ func printStatus(w io.Writer, st gateway.Status) error {
 	return tw.Flush()
 }
 
-func hitRate(b gateway.BucketStatus) string {
+func hitRate(b ops.BucketStatus) string {
 	if b.Hits+b.Misses == 0 {
 		return "-"
 	}

@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/granary-dev/granary/api"
-	"github.com/granary-dev/granary/gateway"
+	"github.com/granary-dev/granary/ops"
 )
 
 // printAnswer renders a node's status answer: a single node's report, or
@@ -19,7 +19,7 @@ func printAnswer(w io.Writer, body []byte) error {
 	if err := json.Unmarshal(body, &cs); err == nil && cs.Self != "" {
 		return printCluster(w, cs)
 	}
-	var st gateway.Status
+	var st ops.Status
 	if err := json.Unmarshal(body, &st); err != nil {
 		return fmt.Errorf("status: bad answer from the node: %w", err)
 	}
@@ -29,9 +29,9 @@ func printAnswer(w io.Writer, body []byte) error {
 // printCluster renders the members table, the object's location if one
 // was asked for, then each member's own report.
 func printCluster(w io.Writer, cs api.ClusterStatus) error {
-	reports := make([]*gateway.Status, len(cs.Nodes))
+	reports := make([]*ops.Status, len(cs.Nodes))
 	for i, n := range cs.Nodes {
-		var st gateway.Status
+		var st ops.Status
 		if n.Healthy && json.Unmarshal(n.Status, &st) == nil {
 			reports[i] = &st
 		}
@@ -65,7 +65,7 @@ func printCluster(w io.Writer, cs api.ClusterStatus) error {
 
 // printLocation adds the table of which members hold the object asked
 // about, if any.
-func printLocation(tw io.Writer, cs api.ClusterStatus, reports []*gateway.Status) {
+func printLocation(tw io.Writer, cs api.ClusterStatus, reports []*ops.Status) {
 	header := false
 	for i, n := range cs.Nodes {
 		st := reports[i]
@@ -85,7 +85,7 @@ func printLocation(tw io.Writer, cs api.ClusterStatus, reports []*gateway.Status
 	}
 }
 
-func tierUsed(st *gateway.Status, name string) string {
+func tierUsed(st *ops.Status, name string) string {
 	for _, t := range st.Tiers {
 		if t.Name == name {
 			return fmt.Sprintf("%s of %s", Size(t.UsedBytes), Size(t.CapacityBytes))

@@ -17,7 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/granary-dev/granary/gateway"
+	"github.com/granary-dev/granary/ops"
 )
 
 // warmPoll is how often the command asks the node for progress.
@@ -66,7 +66,7 @@ Interrupting the command cancels the warm-up.`,
 				defer cancel()
 			}
 			w := &warmer{getenv: getenv, endpoint: endpoint, out: cmd.ErrOrStderr()}
-			return w.run(ctx, gateway.WarmSpec{Bucket: bucket, Prefix: prefix, MetadataOnly: f.metadataOnly, Parallel: f.parallel})
+			return w.run(ctx, ops.WarmSpec{Bucket: bucket, Prefix: prefix, MetadataOnly: f.metadataOnly, Parallel: f.parallel})
 		},
 	}
 	f.client.register(cmd.Flags())
@@ -84,7 +84,7 @@ type warmer struct {
 }
 
 // run starts the job, shows its progress, and returns its verdict.
-func (w *warmer) run(ctx context.Context, spec gateway.WarmSpec) error {
+func (w *warmer) run(ctx context.Context, spec ops.WarmSpec) error {
 	q := url.Values{"bucket": {spec.Bucket}, "prefix": {spec.Prefix},
 		"metadata-only": {strconv.FormatBool(spec.MetadataOnly)}, "parallel": {strconv.Itoa(spec.Parallel)}}
 	st, err := w.call(ctx, "POST", q)
@@ -94,7 +94,7 @@ func (w *warmer) run(ctx context.Context, spec gateway.WarmSpec) error {
 	show := newWarmProgress(w.out)
 	tick := time.NewTicker(warmPoll)
 	defer tick.Stop()
-	for st.State == gateway.WarmRunning {
+	for st.State == ops.WarmRunning {
 		show.update(st)
 		select {
 		case <-ctx.Done():
@@ -123,8 +123,8 @@ func (w *warmer) cancel(id string, why error) error {
 }
 
 // call makes one admin call and decodes the job status it answers.
-func (w *warmer) call(ctx context.Context, method string, q url.Values) (gateway.WarmStatus, error) {
-	var st gateway.WarmStatus
+func (w *warmer) call(ctx context.Context, method string, q url.Values) (ops.WarmStatus, error) {
+	var st ops.WarmStatus
 	resp, err := adminCall(ctx, w.getenv, w.endpoint, method, "/_granary/warm", q)
 	if err != nil {
 		return st, err
@@ -140,8 +140,8 @@ func (w *warmer) call(ctx context.Context, method string, q url.Values) (gateway
 }
 
 // warmVerdict is nil for a job done, else an error naming what failed.
-func warmVerdict(st gateway.WarmStatus) error {
-	if st.State == gateway.WarmDone {
+func warmVerdict(st ops.WarmStatus) error {
+	if st.State == ops.WarmDone {
 		return nil
 	}
 	msg := fmt.Sprintf("warm-up of s3://%s/%s %s: %s", st.Spec.Bucket, st.Spec.Prefix, st.State, st.Error)

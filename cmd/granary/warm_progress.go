@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/granary-dev/granary/gateway"
+	"github.com/granary-dev/granary/ops"
 )
 
 // warmLineEvery spaces the plain progress lines.
@@ -31,7 +31,7 @@ func newWarmProgress(w io.Writer) *warmProgress {
 }
 
 // update shows a running job's progress.
-func (p *warmProgress) update(st gateway.WarmStatus) {
+func (p *warmProgress) update(st ops.WarmStatus) {
 	msg := warmLine(st, time.Now())
 	if p.tty {
 		fmt.Fprintf(p.w, "\r\033[K%s", msg)
@@ -44,7 +44,7 @@ func (p *warmProgress) update(st gateway.WarmStatus) {
 }
 
 // done shows the job's final figures.
-func (p *warmProgress) done(st gateway.WarmStatus) {
+func (p *warmProgress) done(st ops.WarmStatus) {
 	if p.tty {
 		fmt.Fprint(p.w, "\r\033[K")
 	}
@@ -56,7 +56,7 @@ func (p *warmProgress) done(st gateway.WarmStatus) {
 
 // warmLine renders a running job: the listing count while it lists, then
 // a bar of the bytes fetched, the rate and the time left.
-func warmLine(st gateway.WarmStatus, now time.Time) string {
+func warmLine(st ops.WarmStatus, now time.Time) string {
 	head := fmt.Sprintf("warm s3://%s/%s: ", st.Spec.Bucket, st.Spec.Prefix)
 	listed := fmt.Sprintf("%d listed", st.Listed)
 	if st.Listing {

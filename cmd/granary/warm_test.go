@@ -16,9 +16,9 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
-	"github.com/granary-dev/granary/gateway"
 	"github.com/granary-dev/granary/internal/miniotest"
 	"github.com/granary-dev/granary/internal/slowproxy"
+	"github.com/granary-dev/granary/ops"
 )
 
 // warmNode starts MinIO, a proxy to it and a node in front of the proxy,
@@ -88,7 +88,7 @@ func TestWarmCommandThenOriginDown(t *testing.T) {
 	}
 	out.Reset()
 	code = execute(ctx, []string{"status", "--endpoint", endpoint, "--json", "s3://dset/train/"}, &out, &out, envMap(env))
-	var st gateway.Status
+	var st ops.Status
 	if code != exitOK || json.Unmarshal(out.Bytes(), &st) != nil || len(st.Buckets) != 1 {
 		t.Fatalf("status: exit %d\n%s", code, out.String())
 	}
@@ -144,9 +144,9 @@ func TestScheduledWarmRunsInServe(t *testing.T) {
 	for {
 		var out bytes.Buffer
 		code := execute(ctx, []string{"status", "--endpoint", "http://" + node.addr, "--json", "s3://dset/"}, &out, &out, envMap(env))
-		var st gateway.Status
+		var st ops.Status
 		if code == exitOK && json.Unmarshal(out.Bytes(), &st) == nil && len(st.Warm) > 0 &&
-			st.Warm[0].State == gateway.WarmDone && st.Buckets[0].Objects == 5 {
+			st.Warm[0].State == ops.WarmDone && st.Buckets[0].Objects == 5 {
 			return
 		}
 		if time.Now().After(deadline) {

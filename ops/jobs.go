@@ -1,6 +1,6 @@
 // Warm-up jobs: started, watched and cancelled by ID (the admin API and
 // the scheduler drive them); each keeps live progress and its outcome.
-package gateway
+package ops
 
 import (
 	"context"
@@ -81,7 +81,7 @@ func (s *warmState) listed(c catalog.Change) {
 		st.ListedBytes += c.Entry.Size
 	})
 	if c.Kind != catalog.Removed {
-		s.m.warmObjects.WithLabelValues("listed").Inc()
+		s.m.objects.WithLabelValues("listed").Inc()
 	}
 }
 
@@ -91,15 +91,15 @@ func (s *warmState) queued(o store.ObjectInfo) {
 
 func (s *warmState) skipped(o store.ObjectInfo) {
 	s.update(func(st *WarmStatus) { st.Cached++ })
-	s.m.warmObjects.WithLabelValues("cached").Inc()
+	s.m.objects.WithLabelValues("cached").Inc()
 }
 
 func (s *warmState) fetched(o store.ObjectInfo, err error) {
 	if err != nil {
-		s.m.warmObjects.WithLabelValues("failed").Inc()
+		s.m.objects.WithLabelValues("failed").Inc()
 	} else {
-		s.m.warmObjects.WithLabelValues("fetched").Inc()
-		s.m.warmBytes.Add(float64(o.Size))
+		s.m.objects.WithLabelValues("fetched").Inc()
+		s.m.bytes.Add(float64(o.Size))
 	}
 	s.update(func(st *WarmStatus) {
 		if err != nil {
@@ -132,13 +132,12 @@ func (s *warmState) status() WarmStatus {
 	return st
 }
 
-// warmJobs holds the jobs of an engine; mu guards m. Finished jobs stay
-// (their status is what a client polls for) until maxWarmJobs newer ones.
-type warmJobs struct {
+// jobs holds the warm-ups; mu guards m. Finished jobs stay (their
+// status is what a client polls for) until maxWarmJobs newer ones.
+type jobs struct {
 	mu  sync.Mutex
 	m   map[string]*warmState
 	seq atomic.Int64
-	wg  sync.WaitGroup // running jobs
 }
 
 const maxWarmJobs = 100
@@ -146,38 +145,35 @@ const maxWarmJobs = 100
 // StartWarm checks the bucket (under ctx), starts a warm-up and returns
 // its ID at once; the warm-up runs until it ends, is cancelled, or the
 // engine closes.
-func (e *Engine) StartWarm(ctx context.Context, spec WarmSpec) (string, error) {
-	if e.opts.Catalog == nil {
+func (o *Ops) StartWarm(ctx context.Context, spec WarmSpec) (string, error) {
+	if o.e.Catalog() == nil {
 		return "", ErrNoCatalog
 	}
-	if err := e.HeadBucket(ctx, spec.Bucket); err != nil {
+	if err := o.e.HeadBucket(ctx, spec.Bucket); err != nil {
 		return "", err
 	}
-	j := &e.warm
+	j := &o.jobs
 	id := fmt.Sprintf("w%d", j.seq.Add(1))
-	ctx, cancel := context.WithCancel(e.fillCtx)
-	s := &warmState{cancel: cancel, m: e.m, st: WarmStatus{ID: id, Spec: spec, State: WarmRunning, Listing: true, Started: time.Now()}}
+	ctx, cancel := context.WithCancel(o.ctx)
+	s := &warmState{cancel: cancel, m: o.m, st: WarmStatus{ID: id, Spec: spec, State: WarmRunning, Listing: true, Started: time.Now()}}
 	j.mu.Lock()
-	if j.m == nil {
-		j.m = map[string]*warmState{}
-	}
 	j.m[id] = s
 	j.pruneLocked()
 	j.mu.Unlock()
-	j.wg.Add(1)
-	e.m.warmRunning.Inc()
+	o.wg.Add(1)
+	o.m.running.Inc()
 	go func() {
-		defer j.wg.Done()
-		defer e.m.warmRunning.Dec()
+		defer o.wg.Done()
+		defer o.m.running.Dec()
 		defer cancel()
-		err := (&warmRun{e: e, spec: spec, st: s}).run(ctx)
-		e.finishWarm(s, err)
+		err := (&warmRun{e: o.e, spec: spec, st: s}).run(ctx)
+		o.finishWarm(s, err)
 	}()
 	return id, nil
 }
 
 // finishWarm records a job's outcome and its figures in the metrics.
-func (e *Engine) finishWarm(s *warmState, err error) {
+func (o *Ops) finishWarm(s *warmState, err error) {
 	s.update(func(st *WarmStatus) {
 		st.Ended, st.Listing = time.Now(), false
 		switch {
@@ -188,15 +184,15 @@ func (e *Engine) finishWarm(s *warmState, err error) {
 		default:
 			st.State, st.Error = WarmFailed, err.Error()
 		}
-		e.m.warmJobs.WithLabelValues(st.State).Inc()
+		o.m.jobs.WithLabelValues(st.State).Inc()
 	})
 	if err != nil {
-		e.log.Warn().Err(err).Str("bucket", s.st.Spec.Bucket).Str("prefix", s.st.Spec.Prefix).Msg("warm-up did not complete")
+		o.log.Warn().Err(err).Str("bucket", s.st.Spec.Bucket).Str("prefix", s.st.Spec.Prefix).Msg("warm-up did not complete")
 	}
 }
 
 // pruneLocked forgets the oldest finished jobs past maxWarmJobs.
-func (j *warmJobs) pruneLocked() {
+func (j *jobs) pruneLocked() {
 	if len(j.m) <= maxWarmJobs {
 		return
 	}
@@ -213,10 +209,10 @@ func (j *warmJobs) pruneLocked() {
 }
 
 // WarmStatus returns the status of job id.
-func (e *Engine) WarmStatus(id string) (WarmStatus, bool) {
-	e.warm.mu.Lock()
-	s := e.warm.m[id]
-	e.warm.mu.Unlock()
+func (o *Ops) WarmStatus(id string) (WarmStatus, bool) {
+	o.jobs.mu.Lock()
+	s := o.jobs.m[id]
+	o.jobs.mu.Unlock()
 	if s == nil {
 		return WarmStatus{}, false
 	}
@@ -224,22 +220,22 @@ func (e *Engine) WarmStatus(id string) (WarmStatus, bool) {
 }
 
 // WarmJobs returns every job's status, oldest first.
-func (e *Engine) WarmJobs() []WarmStatus {
-	e.warm.mu.Lock()
-	out := make([]WarmStatus, 0, len(e.warm.m))
-	for _, s := range e.warm.m {
+func (o *Ops) WarmJobs() []WarmStatus {
+	o.jobs.mu.Lock()
+	out := make([]WarmStatus, 0, len(o.jobs.m))
+	for _, s := range o.jobs.m {
 		out = append(out, s.status())
 	}
-	e.warm.mu.Unlock()
+	o.jobs.mu.Unlock()
 	sort.Slice(out, func(a, b int) bool { return out[a].Started.Before(out[b].Started) })
 	return out
 }
 
 // CancelWarm cancels job id; false if there is no such job.
-func (e *Engine) CancelWarm(id string) bool {
-	e.warm.mu.Lock()
-	s := e.warm.m[id]
-	e.warm.mu.Unlock()
+func (o *Ops) CancelWarm(id string) bool {
+	o.jobs.mu.Lock()
+	s := o.jobs.m[id]
+	o.jobs.mu.Unlock()
 	if s != nil {
 		s.cancel()
 	}

@@ -1,15 +1,14 @@
-// Status of a node for operators and schedulers: its tiers, and per
+// The status of a node for operators and schedulers: its tiers, and per
 // bucket what the catalog knows (objects, bytes), how much of it is
 // cached and in which tier, the hit rate, and the warm-up jobs.
-package gateway
+package ops
 
 import (
 	"context"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/granary-dev/granary/gateway"
 	"github.com/granary-dev/granary/store"
 )
 
@@ -76,54 +75,37 @@ type ObjectHeld struct {
 }
 
 // HeldObject reports what the tiers hold of bucket/key's current version.
-func (e *Engine) HeldObject(ctx context.Context, bucket, key string) (ObjectHeld, error) {
-	info, err := e.Head(ctx, bucket, key)
+func (o *Ops) HeldObject(ctx context.Context, bucket, key string) (ObjectHeld, error) {
+	info, err := o.e.Head(ctx, bucket, key)
 	if err != nil {
 		return ObjectHeld{}, err
 	}
 	oh := ObjectHeld{Bucket: bucket, Key: key, ETag: info.ETag, Size: info.Size, ByTier: map[string]int64{}}
-	for name, t := range map[string]store.Tier{"ram": e.opts.RAM, "hot": e.opts.Hot, "disk": e.opts.Disk} {
-		if h, ok := t.(store.Holder); ok {
+	for _, t := range o.e.Tiers() {
+		if h, ok := t.Tier.(store.Holder); ok {
 			n := h.Held(bucket, key, info.ETag)
-			oh.ByTier[name] = n
+			oh.ByTier[t.Name] = n
 			oh.Held = max(oh.Held, n)
 		}
 	}
 	return oh, nil
 }
 
-// bucketCounts are a bucket's chunk lookups.
-type bucketCounts struct{ hits, misses atomic.Int64 }
-
-// bucketStats maps bucket names to their counts.
-type bucketStats struct{ m sync.Map }
-
-func (b *bucketStats) of(bucket string) *bucketCounts {
-	if c, ok := b.m.Load(bucket); ok {
-		return c.(*bucketCounts)
-	}
-	c, _ := b.m.LoadOrStore(bucket, &bucketCounts{})
-	return c.(*bucketCounts)
-}
-
 // Status reports the node; with a bucket, that bucket (under prefix)
 // only, else every bucket the catalog covers or that had lookups. The
 // cached figures walk the catalog's entries: a second or so per million
 // objects.
-func (e *Engine) Status(ctx context.Context, bucket, prefix string) (Status, error) {
-	st := Status{Started: e.started, Warm: e.WarmJobs()}
-	for name, t := range map[string]store.Tier{"ram": e.opts.RAM, "hot": e.opts.Hot, "disk": e.opts.Disk} {
-		if t != nil {
-			st.Tiers = append(st.Tiers, TierStatus{Name: name, TierStats: t.Stats()})
-		}
+func (o *Ops) Status(ctx context.Context, bucket, prefix string) (Status, error) {
+	st := Status{Started: o.e.Started(), Warm: o.WarmJobs()}
+	for _, t := range o.e.Tiers() {
+		st.Tiers = append(st.Tiers, TierStatus{Name: t.Name, TierStats: t.Stats()})
 	}
-	slices.SortFunc(st.Tiers, func(a, b TierStatus) int { return cmpString(b.Name, a.Name) }) // ram first
-	names, err := e.statusBuckets(bucket)
+	names, err := o.statusBuckets(bucket)
 	if err != nil {
 		return st, err
 	}
 	for _, b := range names {
-		bs, err := e.bucketStatus(ctx, b, prefix)
+		bs, err := o.bucketStatus(ctx, b, prefix)
 		if err != nil {
 			return st, err
 		}
@@ -133,13 +115,13 @@ func (e *Engine) Status(ctx context.Context, bucket, prefix string) (Status, err
 }
 
 // statusBuckets lists the buckets a status reports.
-func (e *Engine) statusBuckets(bucket string) ([]string, error) {
+func (o *Ops) statusBuckets(bucket string) ([]string, error) {
 	if bucket != "" {
 		return []string{bucket}, nil
 	}
-	var names []string
-	if e.opts.Catalog != nil {
-		cov, err := e.opts.Catalog.Coverage("")
+	names := o.e.LookedUp()
+	if cat := o.e.Catalog(); cat != nil {
+		cov, err := cat.Coverage("")
 		if err != nil {
 			return nil, err
 		}
@@ -147,53 +129,44 @@ func (e *Engine) statusBuckets(bucket string) ([]string, error) {
 			names = append(names, c.Bucket)
 		}
 	}
-	e.buckets.m.Range(func(k, _ any) bool { names = append(names, k.(string)); return true })
 	slices.Sort(names)
 	return slices.Compact(names), nil
 }
 
 // bucketStatus walks the catalog under bucket/prefix and asks the tiers
 // how much of each object version they hold.
-func (e *Engine) bucketStatus(ctx context.Context, bucket, prefix string) (BucketStatus, error) {
-	bs := BucketStatus{Bucket: bucket, Prefix: prefix, CachedByTier: map[string]int64{}, TierBytes: map[string]int64{}}
-	for name, t := range map[string]store.Tier{"ram": e.opts.RAM, "disk": e.opts.Disk} {
-		if s, ok := t.(store.BucketSizer); ok {
-			bs.TierBytes[name] = s.BucketBytes(bucket)
+func (o *Ops) bucketStatus(ctx context.Context, bucket, prefix string) (BucketStatus, error) {
+	bs := BucketStatus{Bucket: bucket, Prefix: prefix, CachedByTier: map[string]int64{}, TierBytes: map[string]int64{},
+		Quota: o.e.Quota(bucket)}
+	for _, t := range dataTiers(o.e.Tiers()) {
+		if s, ok := t.Tier.(store.BucketSizer); ok {
+			bs.TierBytes[t.Name] = s.BucketBytes(bucket)
 		}
 	}
-	if e.opts.Quotas != nil {
-		bs.Quota = max(0, e.opts.Quotas.Quota(bucket))
-	}
-	c := e.buckets.of(bucket)
-	bs.Hits, bs.Misses = c.hits.Load(), c.misses.Load()
+	bs.Hits, bs.Misses = o.e.Lookups(bucket)
 	if n := bs.Hits + bs.Misses; n > 0 {
 		bs.HitRate = float64(bs.Hits) / float64(n)
 	}
-	if e.opts.Catalog == nil {
+	cat := o.e.Catalog()
+	if cat == nil {
 		return bs, nil
 	}
-	cov, err := e.opts.Catalog.Coverage(bucket)
+	cov, err := cat.Coverage(bucket)
 	if err != nil {
 		return bs, err
 	}
 	for _, cv := range cov {
 		bs.Covered = append(bs.Covered, CoveredPrefix{Prefix: cv.Prefix, At: cv.At})
 	}
-	if e.opts.Pins != nil {
-		for _, p := range e.opts.Pins.List() {
-			if p.Bucket == bucket {
-				bs.Pinned = append(bs.Pinned, p.Prefix)
-			}
-		}
-	}
+	pinned := o.pinned(bucket, &bs)
 	opts := store.ListOptions{Prefix: prefix, MaxKeys: 1000}
 	for ctx.Err() == nil {
-		page, err := e.opts.Catalog.List(bucket, opts)
+		page, err := cat.List(bucket, opts)
 		if err != nil {
 			return bs, err
 		}
-		for _, o := range page.Objects {
-			e.addHeld(&bs, bucket, o)
+		for _, obj := range page.Objects {
+			o.addHeld(&bs, obj, pinned)
 		}
 		if !page.IsTruncated {
 			break
@@ -206,30 +179,40 @@ func (e *Engine) bucketStatus(ctx context.Context, bucket, prefix string) (Bucke
 	return bs, ctx.Err()
 }
 
-// addHeld counts o and what the tiers hold of it.
-func (e *Engine) addHeld(bs *BucketStatus, bucket string, o store.ObjectInfo) {
+// pinned fills bs.Pinned and returns whether a key of bucket is pinned.
+func (o *Ops) pinned(bucket string, bs *BucketStatus) func(key string) bool {
+	set, err := o.e.Pins()
+	if err != nil {
+		return func(string) bool { return false }
+	}
+	for _, p := range set.List() {
+		if p.Bucket == bucket {
+			bs.Pinned = append(bs.Pinned, p.Prefix)
+		}
+	}
+	return func(key string) bool { return set.Pinned(bucket, key) }
+}
+
+// addHeld counts obj and what the tiers hold of it.
+func (o *Ops) addHeld(bs *BucketStatus, obj store.ObjectInfo, pinned func(string) bool) {
 	bs.Objects++
-	bs.Bytes += o.Size
+	bs.Bytes += obj.Size
 	var most int64
-	for name, t := range map[string]store.Tier{"ram": e.opts.RAM, "disk": e.opts.Disk} {
-		if h, ok := t.(store.Holder); ok {
-			n := h.Held(bucket, o.Key, o.ETag)
-			bs.CachedByTier[name] += n
+	for _, t := range dataTiers(o.e.Tiers()) {
+		if h, ok := t.Tier.(store.Holder); ok {
+			n := h.Held(bs.Bucket, obj.Key, obj.ETag)
+			bs.CachedByTier[t.Name] += n
 			most = max(most, n)
 		}
 	}
 	bs.Cached += most
-	if e.opts.Pins != nil && e.opts.Pins.Pinned(bucket, o.Key) {
+	if pinned(obj.Key) {
 		bs.PinnedCached += most
 	}
 }
 
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+// dataTiers drops the hot tier: it holds copies of chunks other nodes
+// own, so a bucket's figures would count what this node does not keep.
+func dataTiers(ts []gateway.NamedTier) []gateway.NamedTier {
+	return slices.DeleteFunc(ts, func(t gateway.NamedTier) bool { return t.Name == "hot" })
 }
