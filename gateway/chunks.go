@@ -126,29 +126,17 @@ func (e *Engine) lookupLen(id store.ChunkID, n int64, l look) ([]byte, bool) {
 	return b, ok && int64(len(b)) == n
 }
 
-// fetchKind says who wants a chunk.
-type fetchKind int
-
-const (
-	fetchNow   fetchKind = iota // a reader, now
-	fetchAhead                  // a reader's read-ahead
-	fetchKeep                   // a fill of data warmed: admitted whatever the tiers' policy
-	fetchWrite                  // a fill of data written here: as fetchKeep, on writeCopies owners
-	fetchPeer                   // a peer asking this node as the chunk's owner: never forwarded
-	fetchNone                   // nothing to fetch (a metadata lookup without the first chunk)
-)
-
 // chunk returns chunk idx of the object version info names, from a tier or
 // from a flight (joined or started). It never blocks on the origin. A
-// read-ahead (fetchAhead) starts no flight past the FlightBytes budget: it
+// read-ahead (wantAhead) starts no flight past the FlightBytes budget: it
 // returns a zero chunkRef, and the reader asks again when it gets there.
-func (e *Engine) chunk(info store.ObjectInfo, idx int64, kind fetchKind, l look) chunkRef {
+func (e *Engine) chunk(info store.ObjectInfo, idx int64, want intent, l look) chunkRef {
 	id := e.chunkID(info, idx)
 	n := e.chunkLen(info.Size, idx)
 	if b, ok := e.lookupLen(id, n, l); ok {
 		return chunkRef{data: b}
 	}
-	f, started := e.startFlight(id, n, kind)
+	f, started := e.startFlight(id, n, want)
 	if f == nil {
 		return chunkRef{}
 	}
@@ -160,28 +148,24 @@ func (e *Engine) chunk(info store.ObjectInfo, idx int64, kind fetchKind, l look)
 
 // startFlight registers a flight for id, or returns the one in the air.
 // Flight buffers are counted in flightBytes until the flight retires; a
-// read-ahead (ahead) that would pass FlightBytes gets no flight (nil), so
+// read-ahead that would pass FlightBytes gets no flight (nil), so
 // concurrent cold reads cannot hold unbounded memory. A flight a reader
 // needs now is always started.
-func (e *Engine) startFlight(id store.ChunkID, size int64, kind fetchKind) (f *flight, started bool) {
+func (e *Engine) startFlight(id store.ChunkID, size int64, want intent) (f *flight, started bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if f := e.flights[id]; f != nil {
 		e.m.joins.Inc()
-		f.keep = f.keep || kind == fetchKeep || kind == fetchWrite
-		f.written = f.written || kind == fetchWrite
+		f.want = f.want.joined(want)
 		return f, false
 	}
-	if kind == fetchAhead && e.flightBytes+size > e.opts.FlightBytes {
+	if want.has(wantAhead) && e.flightBytes+size > e.opts.FlightBytes {
 		return nil, false
 	}
 	e.m.misses.Inc()
 	e.buckets.of(id.Bucket).misses.Add(1)
 	e.flightBytes += size
-	f = newFlight(size)
-	f.keep = kind == fetchKeep || kind == fetchWrite
-	f.written = kind == fetchWrite
-	f.asked = kind == fetchPeer
+	f = newFlight(size, want)
 	e.flights[id] = f
 	return f, true
 }
@@ -197,9 +181,7 @@ func (e *Engine) startFlight(id store.ChunkID, size int64, kind fetchKind) (f *f
 func (e *Engine) runFlight(id store.ChunkID, f *flight, body io.ReadCloser) {
 	defer close(f.settled)
 	defer e.retire(id, f)
-	e.mu.Lock()
-	keep, written := f.keep, f.written
-	e.mu.Unlock()
+	want := f.intent(&e.mu)
 	local, staged := true, false
 	if body == nil {
 		if b, ok := e.lookupLen(id, int64(len(f.buf)), lookNone); ok {
@@ -210,7 +192,7 @@ func (e *Engine) runFlight(id store.ChunkID, f *flight, body io.ReadCloser) {
 		var err error
 		if body = e.teeReader(id, int64(len(f.buf))); body != nil {
 			staged, f.staged = true, true
-		} else if body, local, err = e.openSource(id, int64(len(f.buf)), f.asked, keep); err != nil {
+		} else if body, local, err = e.openSource(id, int64(len(f.buf)), want); err != nil {
 			e.flightFailed(id, f, err)
 			return
 		}
@@ -221,32 +203,31 @@ func (e *Engine) runFlight(id store.ChunkID, f *flight, body io.ReadCloser) {
 		e.flightFailed(id, f, err)
 		return
 	}
-	e.mu.Lock()
-	keep, written = f.keep, f.written
-	e.mu.Unlock()
+	want = f.intent(&e.mu) // joiners may have added to it
 	if !local {
 		e.storeHot(id, data)
 		return
 	}
-	if f.asked {
-		e.storeChunk(id, data, keep, true)
+	if want.has(wantAsked) {
+		e.storeChunk(id, data, want.has(wantKept), true)
 		return
 	}
 	// A chunk read from a tee is on this node's disk already: the fill
 	// that owns the tee writes it to the disk tier, after the readers.
-	e.placeChunk(id, data, keep, written, !staged)
+	e.placeChunk(id, data, want, !staged)
 }
 
 // openSource opens chunk id (n bytes) where it is read from: in a
 // cluster, its owners (unless this node
-// reads it itself: asked as the owner, or a fill, keep, of data it has),
+// reads it itself: asked as the owner, or wanted kept),
 // the member that wrote it if the origin may not have it yet, and, for a
 // chunk this node owns, its former owner's tiers; else the origin. local
 // reports that this node owns the chunk (it stores it as such; else it
 // keeps a hot copy).
-func (e *Engine) openSource(id store.ChunkID, n int64, asked, keep bool) (body io.ReadCloser, local bool, err error) {
+func (e *Engine) openSource(id store.ChunkID, n int64, want intent) (body io.ReadCloser, local bool, err error) {
 	mine, ask := true, []cluster.Member(nil)
-	if !asked && !keep {
+	keep := want.has(wantKept)
+	if !want.has(wantAsked) && !keep {
 		mine, ask = e.chunkOwners(id)
 	}
 	srcs := owners(ask)

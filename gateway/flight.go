@@ -23,17 +23,9 @@ type flight struct {
 	// retired is set once the engine stopped counting buf in its flight
 	// budget; guarded by Engine.mu, not mu.
 	retired bool
-	// keep says the chunk goes into the tiers past their admission
-	// policy (a fill of written or warmed data joined the flight);
-	// guarded by Engine.mu.
-	keep bool
-	// written says the chunk was written through this node (placed on
-	// writeCopies owners); guarded by Engine.mu.
-	written bool
-	// asked says a peer asked this node for the chunk as its owner: it
-	// is read here (tiers, origin), never asked of another node. Set at
-	// start, then read-only.
-	asked bool
+	// want is why the chunk is wanted: the union of the intents of the
+	// requests that joined the flight; guarded by Engine.mu.
+	want intent
 	// staged says the chunk was read from a tee, so its store skipped
 	// the disk tier (the tee's fill queues it). Set by the runner before
 	// settled is closed; read after.
@@ -43,8 +35,15 @@ type flight struct {
 	settled chan struct{}
 }
 
-func newFlight(size int64) *flight {
-	return &flight{buf: make([]byte, size), wake: make(chan struct{}), settled: make(chan struct{})}
+func newFlight(size int64, want intent) *flight {
+	return &flight{buf: make([]byte, size), want: want, wake: make(chan struct{}), settled: make(chan struct{})}
+}
+
+// intent reads f.want under engineMu, the Engine.mu that guards it.
+func (f *flight) intent(engineMu *sync.Mutex) intent {
+	engineMu.Lock()
+	defer engineMu.Unlock()
+	return f.want
 }
 
 // fill copies the chunk from r into the flight and marks it done. It

@@ -13,7 +13,7 @@ import (
 
 // Head returns an object's info, from the cache while it is fresh.
 func (e *Engine) Head(ctx context.Context, bucket, key string) (store.ObjectInfo, error) {
-	info, _, err := e.objectInfo(ctx, bucket, key, fetchNone)
+	info, _, err := e.objectInfo(ctx, bucket, key, wantNoChunk)
 	return info, err
 }
 
@@ -21,15 +21,15 @@ func (e *Engine) Head(ctx context.Context, bucket, key string) (store.ObjectInfo
 // the bucket's freshness rule, and refreshes the cache with it. It serves
 // conditions that must hold at the origin (those of a server-side copy).
 func (e *Engine) HeadFresh(ctx context.Context, bucket, key string) (store.ObjectInfo, error) {
-	l, err := e.loadInfo(ctx, bucket, key, fetchNone)
+	l, err := e.loadInfo(ctx, bucket, key, wantNoChunk)
 	return l.info, err
 }
 
 // Get opens an object (or the range of it opts ask for).
 func (e *Engine) Get(ctx context.Context, bucket, key string, opts GetOptions) (*Object, error) {
-	first := fetchNone
+	first := wantNoChunk
 	if wantsFirstChunk(opts.Range, e.opts.ChunkSize) {
-		first = fetchNow
+		first = wantNow
 	}
 	info, fl, err := e.objectInfo(ctx, bucket, key, first)
 	if err != nil {
@@ -89,10 +89,10 @@ type loaded struct {
 }
 
 // objectInfo returns the info of bucket/key: cached while fresh, else loaded
-// once for all concurrent callers. A load that is not fetchNone fetches the
-// first chunk in the same origin call (as that kind) when no tier holds the
+// once for all concurrent callers. A load that is not wantNoChunk fetches the
+// first chunk in the same origin call (with that intent) when no tier holds the
 // object, and returns its flight.
-func (e *Engine) objectInfo(ctx context.Context, bucket, key string, first fetchKind) (store.ObjectInfo, *flight, error) {
+func (e *Engine) objectInfo(ctx context.Context, bucket, key string, first intent) (store.ObjectInfo, *flight, error) {
 	k := metaKey(bucket, key)
 	if ent, ok := e.meta.get(k); ok && e.freshness(bucket).fresh(ent.checked, e.opts.Now()) {
 		e.m.metaHits.Inc()
@@ -118,18 +118,18 @@ func (e *Engine) objectInfo(ctx context.Context, bucket, key string, first fetch
 
 // loadInfo asks the origin for bucket/key's info: a revalidation when a
 // stale entry exists, else a first fetch.
-func (e *Engine) loadInfo(ctx context.Context, bucket, key string, first fetchKind) (loaded, error) {
+func (e *Engine) loadInfo(ctx context.Context, bucket, key string, first intent) (loaded, error) {
 	k := metaKey(bucket, key)
 	seq := e.meta.sequence()
 	stale, had := e.meta.get(k)
 	var info store.ObjectInfo
 	var fl *flight
 	var err error
-	owns := first == fetchPeer || e.ownsFirstChunk(bucket, key)
+	owns := first.has(wantAsked) || e.ownsFirstChunk(bucket, key)
 	switch {
 	case !had && owns && e.peer != nil && e.fromHeir(ctx, bucket, key, &info):
 		// The former owner of the first chunk knew it: no origin call.
-	case !had && first != fetchNone && !e.holdsVersions(bucket, key) && owns:
+	case !had && first != wantNoChunk && !e.holdsVersions(bucket, key) && owns:
 		info, fl, err = e.fetchWithFirstChunk(ctx, bucket, key, first)
 	case !had && !owns:
 		info, err = e.headFromOwners(ctx, bucket, key)
@@ -188,8 +188,8 @@ func (e *Engine) holdsVersions(bucket, key string) bool {
 // call (a cold small object costs one round trip, not two) and hands the
 // body to a flight. Origins that refuse the range (an empty object, say)
 // get a plain Stat instead. The flight returned (nil if none) is the first
-// chunk's, started as kind or joined.
-func (e *Engine) fetchWithFirstChunk(ctx context.Context, bucket, key string, kind fetchKind) (store.ObjectInfo, *flight, error) {
+// chunk's, started with want or joined.
+func (e *Engine) fetchWithFirstChunk(ctx context.Context, bucket, key string, want intent) (store.ObjectInfo, *flight, error) {
 	// The body outlives this call (a flight reads it), so it gets a context
 	// of its own, ended when the flight closes the body or the body stalls.
 	bodyCtx, watch, cancel := watchStalls(context.WithoutCancel(ctx), e.opts.FetchTimeout)
@@ -212,7 +212,7 @@ func (e *Engine) fetchWithFirstChunk(ctx context.Context, bucket, key string, ki
 		return info, nil, nil
 	}
 	id := e.chunkID(info, 0)
-	f, started := e.startFlight(id, e.chunkLen(info.Size, 0), kind)
+	f, started := e.startFlight(id, e.chunkLen(info.Size, 0), want)
 	if !started {
 		rc.Close()
 		return info, f, nil
@@ -252,7 +252,7 @@ func (e *Engine) Put(ctx context.Context, bucket, key string, body io.Reader, si
 	e.recordWrite(info)
 	e.rememberWrite(info, end())
 	if keep != nil && int64(keep.Len()) == size && info.ETag != "" {
-		e.placeChunk(store.ChunkID{Bucket: bucket, Key: key, ETag: info.ETag}, keep.Bytes(), true, true, true)
+		e.placeChunk(store.ChunkID{Bucket: bucket, Key: key, ETag: info.ETag}, keep.Bytes(), wantWrite, true)
 	}
 	e.fillWriteBack(info)
 	return info, nil

@@ -101,13 +101,14 @@ func (e *Engine) ownsFirstChunk(bucket, key string) bool {
 // the background, at most pushSlots at once (a full set makes the caller
 // wait: backpressure, not unbounded memory). toDisk false leaves this
 // node's disk tier to the fill that owns the chunk's local copy.
-func (e *Engine) placeChunk(id store.ChunkID, data []byte, keep, written, toDisk bool) {
+func (e *Engine) placeChunk(id store.ChunkID, data []byte, want intent, toDisk bool) {
+	keep := want.has(wantKept)
 	if e.peer == nil {
 		e.storeChunk(id, data, keep, toDisk)
 		return
 	}
 	r := e.readCopies()
-	if written {
+	if want.has(wantWritten) {
 		r = e.writeCopies()
 	}
 	self := e.peer.peers.Self().ID

@@ -35,7 +35,7 @@ func (b peerBackend) Head(ctx context.Context, bucket, key string, cachedOnly bo
 		}
 		return ent.info, nil
 	}
-	info, _, err := e.objectInfo(ctx, bucket, key, fetchPeer)
+	info, _, err := e.objectInfo(ctx, bucket, key, wantAsked)
 	if err == nil {
 		info.Bucket, info.Key = bucket, key
 	}
@@ -64,13 +64,13 @@ func (b peerBackend) Chunk(ctx context.Context, r peer.ChunkRequest) (io.Reader,
 		// The first chunk may be on its way with the object's metadata
 		// (fetchWithFirstChunk registers its flight only once the origin
 		// answered): join that load rather than read the chunk twice.
-		info, first, err := e.objectInfo(ctx, id.Bucket, id.Key, fetchPeer)
+		info, first, err := e.objectInfo(ctx, id.Bucket, id.Key, wantAsked)
 		if err == nil && info.ETag == id.ETag && first != nil {
 			return &refReader{ctx: ctx, ref: chunkRef{fl: first}, off: int(r.Off)}, nil
 		}
 	}
 	info := store.ObjectInfo{Bucket: id.Bucket, Key: id.Key, ETag: id.ETag, Size: id.Index*r.Chunk + r.Len}
-	ref := e.chunk(info, id.Index, fetchPeer, lookAll)
+	ref := e.chunk(info, id.Index, wantAsked, lookAll)
 	return &refReader{ctx: ctx, ref: ref, off: int(r.Off)}, nil
 }
 

@@ -76,13 +76,13 @@ func (r *objectReader) fill() {
 			close(f.ready)
 			continue
 		}
-		kind := fetchNow
+		want := wantNow
 		if len(r.window) > 1 { // the first future is the chunk read now
-			kind = fetchAhead
+			want = wantAhead
 		}
 		go func() {
 			if f.local = r.e.localSource(r.e.chunkID(r.info, f.idx)); f.local == nil {
-				f.ref = r.e.chunk(r.info, f.idx, kind, lookDisk)
+				f.ref = r.e.chunk(r.info, f.idx, want, lookDisk)
 			}
 			close(f.ready)
 		}()
@@ -126,12 +126,12 @@ func (r *objectReader) span() ([]byte, error) {
 		}
 		// The local copy went away (its fill ended, the write-back
 		// landed) or failed: the tiers or a flight have the chunk.
-		f.local, f.ref = nil, r.e.chunk(r.info, idx, fetchNow, lookNone)
+		f.local, f.ref = nil, r.e.chunk(r.info, idx, wantNow, lookNone)
 	}
 	if f.ref.data == nil && f.ref.fl == nil {
 		// A read-ahead found no room in the flight budget; this chunk is
 		// needed now, so it is fetched regardless.
-		f.ref = r.e.chunk(r.info, idx, fetchNow, lookNone)
+		f.ref = r.e.chunk(r.info, idx, wantNow, lookNone)
 	}
 	within := r.off - idx*cs
 	b, err := f.ref.bytesAt(r.ctx, int(within))
@@ -139,7 +139,7 @@ func (r *objectReader) span() ([]byte, error) {
 		// The fetch failed in a way that may pass (a dropped connection, a
 		// stalled origin): fetch the chunk once more before giving up.
 		f.retried = true
-		f.ref = r.e.chunk(r.info, idx, fetchNow, lookNone)
+		f.ref = r.e.chunk(r.info, idx, wantNow, lookNone)
 		b, err = f.ref.bytesAt(r.ctx, int(within))
 	}
 	if err == io.EOF {

@@ -17,7 +17,7 @@ import (
 // every chunk into the tiers, admitted whatever their policy. It fails if
 // the object is no longer o's version at the origin.
 func (e *Engine) WarmObject(ctx context.Context, o store.ObjectInfo) error {
-	info, first, err := e.objectInfo(ctx, o.Bucket, o.Key, fetchKeep)
+	info, first, err := e.objectInfo(ctx, o.Bucket, o.Key, wantKept)
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.Key, err)
 	}
@@ -38,7 +38,7 @@ func (e *Engine) WarmObject(ctx context.Context, o store.ObjectInfo) error {
 			continue
 		}
 		e.yieldToWrites(ctx)
-		ref := e.chunk(info, idx, fetchKeep, lookNone)
+		ref := e.chunk(info, idx, wantKept, lookNone)
 		if err := ref.stored(ctx, n); err != nil {
 			if errors.Is(err, store.ErrPreconditionFailed) {
 				return fmt.Errorf("%s changed at the origin during the warm-up: %w", o.Key, err)
