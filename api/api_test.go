@@ -89,10 +89,13 @@ func openFS(t testing.TB) (store.Origin, string) {
 	return o, root
 }
 
-func openS3(t testing.TB) (store.Origin, string) {
+func openS3(t testing.TB) (store.Origin, string) { return openS3Over(t, nil) }
+
+// openS3Over opens the S3 origin over tr (nil: its own transport).
+func openS3Over(t testing.TB, tr http.RoundTripper) (store.Origin, string) {
 	m := sharedMinIO(t)
 	o, err := s3origin.New(s3origin.Options{
-		Endpoint: m.Endpoint, Region: testRegion, AccessKey: m.AccessKey, SecretKey: m.SecretKey,
+		Endpoint: m.Endpoint, Region: testRegion, AccessKey: m.AccessKey, SecretKey: m.SecretKey, Transport: tr,
 	})
 	if err != nil {
 		t.Fatal(err)

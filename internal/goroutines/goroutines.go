@@ -23,9 +23,20 @@ var IdleServerWorkers = goleak.IgnoreTopFunction("github.com/valyala/fasthttp.(*
 // before (or that ignore names), or, if some still are when limit has
 // passed, an error listing them with their stacks.
 func Leaked(before goleak.Option, limit time.Duration, ignore ...goleak.Option) error {
+	return LeakedSettling(nil, before, limit, ignore...)
+}
+
+// LeakedSettling is Leaked calling settle, if not nil, before each look:
+// to drop state kept on purpose that holds goroutines (a client's idle
+// keep-alive connections, whose number depends on how many requests once
+// ran at the same time, which a loaded machine changes).
+func LeakedSettling(settle func(), before goleak.Option, limit time.Duration, ignore ...goleak.Option) error {
 	deadline := time.Now().Add(limit)
 	opts := append([]goleak.Option{before}, ignore...)
 	for {
+		if settle != nil {
+			settle()
+		}
 		err := goleak.Find(opts...) // retries for about a second itself
 		if err == nil || time.Now().After(deadline) {
 			return err
