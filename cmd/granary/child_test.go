@@ -49,6 +49,7 @@ func TestMain(m *testing.M) {
 type child struct {
 	cmd    *exec.Cmd
 	addr   string
+	gossip string // the gossip address its banner names, if it gossips
 	stderr *syncbuf.Buffer
 	exited chan struct{}
 }
@@ -93,6 +94,10 @@ func startChildOn(t *testing.T, ln *net.TCPListener, env map[string]string, args
 	for c.addr == "" {
 		if m := servingRE.FindStringSubmatch(c.stderr.String()); m != nil {
 			c.addr = m[1]
+			// The banner is one write: its gossip line is there too.
+			if g := gossipRE.FindStringSubmatch(c.stderr.String()); g != nil {
+				c.gossip = g[1]
+			}
 			break
 		}
 		select {

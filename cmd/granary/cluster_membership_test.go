@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,7 +87,6 @@ func TestClusterWriteBackSurvivesNodeLoss(t *testing.T) {
 
 func TestClusterJoinThroughGossip(t *testing.T) {
 	mio := miniotest.StartT(t)
-	gossip := reservePorts(t, 3)
 	env := map[string]string{
 		"GRANARY_ACCESS_KEY": "cluster-access", "GRANARY_SECRET_KEY": "cluster-secret-key",
 		"GRANARY_ORIGIN_ACCESS_KEY": mio.AccessKey, "GRANARY_ORIGIN_SECRET_KEY": mio.SecretKey,
@@ -98,14 +98,17 @@ func TestClusterJoinThroughGossip(t *testing.T) {
 			e[k] = v
 		}
 		args := []string{"--origin", "s3://" + mio.Endpoint + "?secure=false", "--node-id", fmt.Sprintf("g%d", i+1),
-			"--gossip-bind", gossip[i], "--chunk-size", "256KiB"}
+			"--gossip-bind", "127.0.0.1:0", "--chunk-size", "256KiB"}
 		if join != "" {
 			args = append(args, "--join", join)
 		}
 		return startChild(t, e, args...)
 	}
 	a := start(0, "")
-	b := start(1, gossip[0])
+	if a.gossip == "" || strings.HasSuffix(a.gossip, ":0") {
+		t.Fatalf("the banner names no gossip address to join:\n%s", a.stderr.String())
+	}
+	b := start(1, a.gossip)
 	waitMembers(t, a.addr, env, 2)
 	ctx := context.Background()
 	ca := nodeClient(t, env, a.addr)
@@ -139,7 +142,7 @@ func TestClusterJoinThroughGossip(t *testing.T) {
 	// A third node joins through the second, takes its share of the ring
 	// and serves at once: the chunks it now owns come from their former
 	// owners, not from the origin.
-	c := start(2, gossip[1])
+	c := start(2, b.gossip)
 	waitMembers(t, a.addr, env, 3)
 	waitMembers(t, b.addr, env, 3)
 	waitMembers(t, c.addr, env, 3)

@@ -45,26 +45,6 @@ func listenLoopback(t *testing.T, n int) []*net.TCPListener {
 	return out
 }
 
-// reservePorts returns n loopback addresses free a moment ago, for
-// listeners a child binds itself (gossip, which binds TCP and UDP).
-func reservePorts(t *testing.T, n int) []string {
-	t.Helper()
-	var out []string
-	var lns []net.Listener
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		out = append(out, ln.Addr().String())
-	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return out
-}
-
 // startCluster starts n static-peer nodes in front of origin (an
 // s3://host:port?secure=false URL of mio, or of a proxy in front of it).
 func startCluster(t *testing.T, mio *miniotest.Server, origin string, n int, args ...string) *clusterRig {

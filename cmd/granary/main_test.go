@@ -67,6 +67,9 @@ type server struct {
 
 var servingRE = regexp.MustCompile(`serving S3 at http://(\S+) `)
 
+// gossipRE finds the gossip address in the banner.
+var gossipRE = regexp.MustCompile(`\n  gossip: (\S+) `)
+
 // startServe runs `granary serve args` with env until the test ends, and
 // waits (bounded) for it to print its address.
 func startServe(t *testing.T, env map[string]string, args ...string) *server {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/granary-dev/granary/api"
 	"github.com/granary-dev/granary/api/sigv4"
+	"github.com/granary-dev/granary/cluster"
 	"github.com/granary-dev/granary/gateway"
 	"github.com/granary-dev/granary/ops"
 	"github.com/granary-dev/granary/store"
@@ -35,6 +36,9 @@ import (
 type node struct {
 	server  *api.Server
 	closers []namedCloser
+	// gossip is the address this node gossips at, what other nodes
+	// --join; "" without gossip.
+	gossip string
 }
 
 type namedCloser struct {
@@ -90,6 +94,9 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, 
 			return n, err
 		}
 		n.closers = append([]namedCloser{{"cluster", cl}}, n.closers...)
+		if g, ok := cl.member.(*cluster.Gossip); ok {
+			n.gossip = g.Addr()
+		}
 	}
 	ramTier, diskTier, hotTier, err := openTiers(cfg, pinSet, cl != nil, n, log)
 	if err != nil {

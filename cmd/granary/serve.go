@@ -105,7 +105,7 @@ func runServe(ctx context.Context, flags *pflag.FlagSet, getenv Getenv, stderr i
 		return fmt.Errorf("pprof listen: %w", err)
 	}
 	defer stopPprof()
-	printBanner(stderr, "http://"+ln.Addr().String(), cfg, creds)
+	printBanner(stderr, "http://"+ln.Addr().String(), n.gossip, cfg, creds)
 	log.Info().Str("addr", ln.Addr().String()).Str("origin", cfg.Origin).
 		Stringer("ram", cfg.RAM).Stringer("disk", cfg.Disk).Str("data_dir", cfg.DataDir).
 		Str("version", Version()).Msg("granary serving")
@@ -139,12 +139,16 @@ func serveUntilDone(ctx context.Context, srv *api.Server, ln net.Listener, log z
 	return nil
 }
 
-// printBanner tells a person where the node listens and how to use it.
+// printBanner tells a person where the node listens (and gossips, if
+// gossip is set) and how to use it.
 // A generated secret is printed (to stderr, never to the log) because
 // nobody else knows it; a secret from the environment is not repeated.
-func printBanner(w io.Writer, url string, cfg Config, c Credentials) {
+func printBanner(w io.Writer, url, gossip string, cfg Config, c Credentials) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nGranary is serving S3 at %s (region %s)\n", url, cfg.Region)
+	if gossip != "" {
+		fmt.Fprintf(&b, "  gossip: %s (other nodes join with --join %s)\n", gossip, gossip)
+	}
 	fmt.Fprintf(&b, "  origin: %s\n  cache:  %s RAM, %s disk in %s\n", cfg.Origin, cfg.RAM, cfg.Disk, filepath.Join(cfg.DataDir, "cache"))
 	switch c.Source {
 	case "environment":
