@@ -5,12 +5,14 @@ package peer
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	"github.com/granary-dev/granary/cluster"
@@ -27,6 +29,8 @@ type Client struct {
 	secret  []byte
 	timeout time.Duration
 	http    *http.Client
+	boot    int64         // the nonces' first half (see replay.go)
+	seq     atomic.Uint64 // the last nonce's second half
 }
 
 // NewClient returns a client for node self; timeout <= 0 means
@@ -42,7 +46,7 @@ func NewClient(self string, secret []byte, timeout time.Duration) *Client {
 		IdleConnTimeout:       90 * time.Second,
 		DisableCompression:    true,
 	}
-	return &Client{self: self, secret: secret, timeout: timeout, http: &http.Client{Transport: tr}}
+	return &Client{self: self, secret: secret, timeout: timeout, http: &http.Client{Transport: tr}, boot: time.Now().UnixNano()}
 }
 
 // Timeout is the client's per-call timeout.
@@ -52,20 +56,18 @@ func (c *Client) Timeout() time.Duration { return c.timeout }
 func (c *Client) Close() { c.http.CloseIdleConnections() }
 
 // do sends a signed request to member to and returns the answer if its
-// status is 2xx; otherwise an *Error.
+// status is 2xx; otherwise an *Error. A body streams (chunked), bound to
+// the signature by its trailer.
 func (c *Client) do(ctx context.Context, method string, to cluster.Member, route string, q url.Values, body io.Reader, hdr http.Header) (*http.Response, error) {
 	u := &url.URL{Scheme: "http", Host: to.Addr, Path: route, RawQuery: q.Encode()}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
 	if err != nil {
 		return nil, err
 	}
 	for k, v := range hdr {
 		req.Header[k] = v
 	}
-	s := signed{method: method, path: u.EscapedPath(), query: u.RawQuery, from: c.self, stamp: stamp(time.Now())}
-	req.Header.Set(HeaderFrom, s.from)
-	req.Header.Set(HeaderTime, s.stamp)
-	req.Header.Set(HeaderSig, s.signature(c.secret))
+	c.attach(req, c.sign(req, to.ID), body)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("peer %s: %w", to.ID, err)
@@ -76,6 +78,36 @@ func (c *Client) do(ctx context.Context, method string, to cluster.Member, route
 		return nil, decodeError(to.ID, resp.StatusCode, bytes.TrimSpace(msg))
 	}
 	return resp, nil
+}
+
+// sign sets the headers that sign req for member to, and returns the
+// signature.
+func (c *Client) sign(req *http.Request, to string) string {
+	req.Header.Set(HeaderFrom, c.self)
+	req.Header.Set(HeaderTo, to)
+	req.Header.Set(HeaderTime, stamp(time.Now()))
+	req.Header.Set(HeaderNonce, fmt.Sprintf("%d.%d", c.boot, c.seq.Add(1)))
+	s := signed{method: req.Method, path: req.URL.EscapedPath(), query: req.URL.RawQuery}
+	for k, vs := range req.Header {
+		for _, v := range vs {
+			s.add(k, v)
+		}
+	}
+	sig := s.signature(c.secret)
+	req.Header.Set(HeaderSig, sig)
+	return sig
+}
+
+// attach makes body (if not nil) req's body, streamed (chunked) and bound
+// to the signature sig by its trailer.
+func (c *Client) attach(req *http.Request, sig string, body io.Reader) {
+	if body == nil {
+		return
+	}
+	req.Trailer = http.Header{TrailerBody: nil}
+	req.ContentLength = -1 // chunked: trailers follow the body
+	req.Body = io.NopCloser(&bodySigner{r: body, h: sha256.New(), secret: c.secret, sig: sig,
+		trailer: func(v string) { req.Trailer.Set(TrailerBody, v) }})
 }
 
 // call is do for calls whose answer has no body worth reading, bounded by

@@ -6,12 +6,15 @@ package peer
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/rs/zerolog"
+	"github.com/valyala/fasthttp"
 
 	"github.com/granary-dev/granary/cluster"
 	"github.com/granary-dev/granary/store"
@@ -68,7 +71,8 @@ type HandlerOptions struct {
 
 // Handler answers the calls. Safe for concurrent use.
 type Handler struct {
-	o HandlerOptions
+	o      HandlerOptions
+	replay *replayGuard
 }
 
 // NewHandler returns a handler; nil CheckName accepts every name.
@@ -79,7 +83,7 @@ func NewHandler(o HandlerOptions) *Handler {
 	if o.Context == nil {
 		o.Context = context.Background()
 	}
-	return &Handler{o: o}
+	return &Handler{o: o, replay: newReplayGuard(time.Now())}
 }
 
 var prefix = []byte(Prefix)
@@ -109,8 +113,20 @@ func (h *Handler) Serve(c *fiber.Ctx, body io.Reader) {
 type call struct {
 	c           *fiber.Ctx
 	body        io.Reader
-	from        string
+	from, sig   string
 	bucket, key string
+	secret      []byte
+}
+
+// signedBody is the call's body, of size bytes, checked against its
+// signature as it is read (see bodyCheck); nil if it has none.
+func (k *call) signedBody(size int64) io.Reader {
+	if k.body == nil {
+		return nil
+	}
+	return newBodyCheck(k.body, size, k.secret, k.sig, func() string {
+		return string(k.c.Request().Header.Peek(TrailerBody)) // set once the body ended
+	})
 }
 
 func (k *call) get(name string) string { return string(k.c.Request().URI().QueryArgs().Peek(name)) }
@@ -118,14 +134,13 @@ func (k *call) get(name string) string { return string(k.c.Request().URI().Query
 func (h *Handler) serve(c *fiber.Ctx, body io.Reader) error {
 	req := c.Request()
 	method, path := string(req.Header.Method()), string(req.URI().PathOriginal())
-	s := signed{method: method, path: path, query: string(req.URI().QueryString()),
-		from: string(req.Header.Peek(HeaderFrom)), stamp: string(req.Header.Peek(HeaderTime))}
-	from, err := verify(h.o.Secret, s, string(req.Header.Peek(HeaderSig)), time.Now())
+	from, sig, err := h.authenticate(req)
 	if err != nil {
-		h.o.Logger.Warn().Str("peer", s.from).Str("remote", c.IP()).Msg("peer request refused: bad cluster secret")
+		h.o.Logger.Warn().Err(err).Str("peer", string(req.Header.Peek(HeaderFrom))).Str("remote", c.IP()).
+			Msg("peer request refused")
 		return err
 	}
-	k := &call{c: c, body: body, from: from}
+	k := &call{c: c, body: body, from: from, sig: sig, secret: h.o.Secret}
 	k.bucket, k.key = k.get("bucket"), k.get("key")
 	switch {
 	case path == RouteChunk && method == fiber.MethodGet:
@@ -144,6 +159,26 @@ func (h *Handler) serve(c *fiber.Ctx, body io.Reader) error {
 		return h.head(k)
 	}
 	return fmt.Errorf("%w: unknown call %s %s", ErrNotSupported, method, path)
+}
+
+// authenticate checks a request's signature and nonce; it returns the
+// sender and the signature.
+func (h *Handler) authenticate(req *fasthttp.Request) (from, sig string, err error) {
+	if len(req.Header.Peek(TrailerBody)) > 0 {
+		return "", "", fmt.Errorf("%w: %s is a trailer", ErrUnauthenticated, TrailerBody)
+	}
+	s := signed{method: string(req.Header.Method()), path: string(req.URI().PathOriginal()), query: string(req.URI().QueryString())}
+	req.Header.VisitAll(func(k, v []byte) { s.add(string(k), string(v)) })
+	sig = string(req.Header.Peek(HeaderSig))
+	now := time.Now()
+	if from, err = verify(h.o.Secret, h.o.Self.ID, s, sig, now); err != nil {
+		return "", "", err
+	}
+	ms, _ := strconv.ParseInt(s.header(HeaderTime), 10, 64) // checked by verify
+	if err := h.replay.accept(from, s.header(HeaderNonce), time.UnixMilli(ms)); err != nil {
+		return "", "", err
+	}
+	return from, sig, nil
 }
 
 // object checks the call's bucket and key.
@@ -196,8 +231,11 @@ func (h *Handler) putChunk(k *call) error {
 		return fmt.Errorf("%w: a chunk is placed whole", ErrBadRequest)
 	}
 	data := make([]byte, r.Len) // at most ChunkSize (checked)
-	if _, err := io.ReadFull(k.body, data); err != nil {
-		return fmt.Errorf("%w: chunk body: %v", ErrIncompleteBody, err)
+	if _, err := io.ReadFull(k.signedBody(r.Len), data); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			err = fmt.Errorf("%w: chunk body: %v", ErrIncompleteBody, err)
+		}
+		return err
 	}
 	return h.o.Backend.StoreChunk(r, data)
 }
@@ -242,7 +280,7 @@ func (h *Handler) replica(k *call) error {
 	if k.body == nil {
 		return fmt.Errorf("%w: a copy without a body", ErrBadRequest)
 	}
-	return h.o.Copies.Put(h.o.Context, k.from, info, k.body)
+	return h.o.Copies.Put(h.o.Context, k.from, info, k.signedBody(info.Size))
 }
 
 func (h *Handler) head(k *call) error {

@@ -1,22 +1,38 @@
-// Signing: every peer request carries the sender's node ID, a timestamp
-// and an HMAC-SHA256 over both and the request line, keyed with the
-// cluster secret. Bodies are not signed (they stream); the secret keeps
-// nodes outside the cluster out.
+// Signing: every peer request carries its sender, its recipient, a
+// timestamp, a nonce and an HMAC-SHA256 keyed with the cluster secret over
+// those, the request line and every X-Granary-* header. A body is bound
+// too, without being buffered: the sender hashes it as it streams and
+// sends, in a trailer, an HMAC over the request's signature and that hash;
+// the receiver hashes what it reads and checks the trailer before it
+// hands over the body's last bytes (see bodyCheck). A nonce is accepted
+// once (see replayGuard), so a captured request cannot be sent again.
 package peer
 
 import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"hash"
+	"io"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
-// Headers of a signed request.
+// Headers of a signed request. Every header starting with HeaderPrefix
+// but HeaderSig and TrailerBody is signed.
 const (
-	HeaderFrom = "X-Granary-Peer"
-	HeaderTime = "X-Granary-Peer-Time"
-	HeaderSig  = "X-Granary-Peer-Signature"
+	HeaderPrefix = "X-Granary-"
+	HeaderFrom   = "X-Granary-Peer"
+	HeaderTo     = "X-Granary-Peer-To"
+	HeaderTime   = "X-Granary-Peer-Time"  // Unix milliseconds
+	HeaderNonce  = "X-Granary-Peer-Nonce" // "boot.seq", see replayGuard
+	HeaderSig    = "X-Granary-Peer-Signature"
+	// TrailerBody, a trailer of a request with a body: the hex HMAC of
+	// the request's signature and the SHA-256 of its body.
+	TrailerBody = "X-Granary-Peer-Body"
 )
 
 // MaxSkew is how far a request's timestamp may be from the receiver's
@@ -26,36 +42,170 @@ const MaxSkew = 5 * time.Minute
 // signed is what a request's signature covers.
 type signed struct {
 	method, path, query string // the path and raw query as sent
-	from, stamp         string
+	// headers are the X-Granary-* headers (sender, recipient, time and
+	// nonce among them), each "lower-case-name:value", sorted.
+	headers []string
+}
+
+// signedHeader reports whether header name is signed.
+func signedHeader(name string) bool {
+	return len(name) >= len(HeaderPrefix) && strings.EqualFold(name[:len(HeaderPrefix)], HeaderPrefix) &&
+		!strings.EqualFold(name, HeaderSig) && !strings.EqualFold(name, TrailerBody)
+}
+
+// add records header name: value if it is signed.
+func (s *signed) add(name, value string) {
+	if signedHeader(name) {
+		s.headers = append(s.headers, strings.ToLower(name)+":"+value)
+	}
 }
 
 func (s signed) signature(secret []byte) string {
 	m := hmac.New(sha256.New, secret)
-	for _, v := range []string{s.method, s.path, s.query, s.from, s.stamp} {
+	hs := slices.Sorted(slices.Values(s.headers))
+	for _, v := range append([]string{s.method, s.path, s.query}, hs...) {
 		m.Write([]byte(v))
 		m.Write([]byte{'\n'})
 	}
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// stamp is the timestamp header's value for now.
-func stamp(now time.Time) string { return strconv.FormatInt(now.Unix(), 10) }
+// header returns the signed header name's value, "" if absent.
+func (s signed) header(name string) string {
+	p := strings.ToLower(name) + ":"
+	for _, h := range s.headers {
+		if strings.HasPrefix(h, p) {
+			return h[len(p):]
+		}
+	}
+	return ""
+}
 
-// verify checks a request's signature sig over s at now; it returns the
-// sending node's ID.
-func verify(secret []byte, s signed, sig string, now time.Time) (string, error) {
-	if len(secret) == 0 || s.from == "" || s.stamp == "" || sig == "" {
+// stamp is the timestamp header's value for now.
+func stamp(now time.Time) string { return strconv.FormatInt(now.UnixMilli(), 10) }
+
+// verify checks a request's signature sig over s at now, as received by
+// node self; it returns the sending node's ID. It does not consume the
+// nonce (see replayGuard).
+func verify(secret []byte, self string, s signed, sig string, now time.Time) (string, error) {
+	from, to, st := s.header(HeaderFrom), s.header(HeaderTo), s.header(HeaderTime)
+	if len(secret) == 0 || from == "" || to != self || st == "" || sig == "" {
 		return "", ErrUnauthenticated
 	}
-	sec, err := strconv.ParseInt(s.stamp, 10, 64)
+	ms, err := strconv.ParseInt(st, 10, 64)
 	if err != nil {
 		return "", ErrUnauthenticated
 	}
-	if d := now.Sub(time.Unix(sec, 0)); d > MaxSkew || d < -MaxSkew {
+	if d := now.Sub(time.UnixMilli(ms)); d > MaxSkew || d < -MaxSkew {
 		return "", ErrUnauthenticated
 	}
 	if !hmac.Equal([]byte(s.signature(secret)), []byte(sig)) {
 		return "", ErrUnauthenticated
 	}
-	return s.from, nil
+	return from, nil
+}
+
+// bodyMAC is the trailer's value for a body whose SHA-256 is sum, sent
+// with the request signature sig.
+func bodyMAC(secret []byte, sig string, sum []byte) string {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(sig))
+	m.Write([]byte{'\n'})
+	m.Write(sum)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// bodySigner is a request body that, at its end, sets the trailer that
+// binds it to the request's signature.
+type bodySigner struct {
+	r       io.Reader
+	h       hash.Hash
+	secret  []byte
+	sig     string
+	trailer func(value string)
+}
+
+func (b *bodySigner) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.h.Write(p[:n])
+	if err == io.EOF {
+		b.trailer(bodyMAC(b.secret, b.sig, b.h.Sum(nil)))
+	}
+	return n, err
+}
+
+// bodyCheck is a signed request's body of size bytes, as read by the
+// receiver: it yields the body's bytes but the last ones only after it
+// has seen the body end there and its trailer (read by trailer once the
+// body ended) match what it hashed. A body that ends early fails with
+// ErrIncompleteBody, one that runs long with ErrBadRequest, one whose
+// trailer does not match with ErrUnauthenticated; then every Read fails.
+type bodyCheck struct {
+	r       io.Reader
+	left    int64
+	h       hash.Hash
+	secret  []byte
+	sig     string
+	trailer func() string
+	done    bool
+	err     error
+}
+
+func newBodyCheck(r io.Reader, size int64, secret []byte, sig string, trailer func() string) *bodyCheck {
+	return &bodyCheck{r: r, left: size, h: sha256.New(), secret: secret, sig: sig, trailer: trailer}
+}
+
+func (b *bodyCheck) Read(p []byte) (int, error) {
+	switch {
+	case b.err != nil:
+		return 0, b.err
+	case b.done:
+		return 0, io.EOF
+	case b.left == 0: // an empty body
+		if b.err = b.finish(); b.err != nil {
+			return 0, b.err
+		}
+		return 0, io.EOF
+	}
+	n, err := b.r.Read(p[:min(int64(len(p)), b.left)])
+	b.h.Write(p[:n])
+	b.left -= int64(n)
+	switch {
+	case b.left == 0:
+		if b.err = b.finish(); b.err != nil {
+			return 0, b.err // the last bytes are withheld
+		}
+		return n, nil
+	case err == io.EOF:
+		b.err = fmt.Errorf("%w: %d bytes missing", ErrIncompleteBody, b.left)
+		return 0, b.err
+	case err != nil:
+		b.err = err
+		return n, err
+	}
+	return n, nil
+}
+
+// finish checks that the body ends after its size and that its trailer
+// matches.
+func (b *bodyCheck) finish() error {
+	var one [1]byte
+	for {
+		n, err := b.r.Read(one[:])
+		if n > 0 {
+			return fmt.Errorf("%w: the body is longer than declared", ErrBadRequest)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	want := bodyMAC(b.secret, b.sig, b.h.Sum(nil))
+	if !hmac.Equal([]byte(b.trailer()), []byte(want)) {
+		return fmt.Errorf("%w: the body is not the one signed", ErrUnauthenticated)
+	}
+	b.done = true
+	return nil
 }
