@@ -4,6 +4,7 @@ package api
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"math"
 	"net"
@@ -45,6 +46,8 @@ type Options struct {
 	// It is renewed as bytes move, so it never limits a large transfer
 	// that keeps moving. 0 means DefaultIOTimeout.
 	IOTimeout time.Duration
+	// TLS, if set, serves HTTPS on the listener Serve gets.
+	TLS *tls.Config
 	// Peer, if set, makes this node a cluster member: it answers the peer
 	// protocol under peer.Prefix.
 	Peer *PeerOptions
@@ -192,8 +195,12 @@ func (s *Server) fiberConfig() fiber.Config {
 	}
 }
 
-// Serve answers requests on ln until Shutdown.
+// Serve answers requests on ln (over TLS if Options.TLS is set) until
+// Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
+	if s.opts.TLS != nil {
+		ln = tls.NewListener(ln, s.opts.TLS)
+	}
 	tl := newTrackingListener(ln)
 	s.ln.Store(tl)
 	return s.app.Listener(tl)

@@ -5,6 +5,7 @@ package fuse
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -76,6 +77,7 @@ func newClient(o *Options) (*client, error) {
 		ExpectContinueTimeout: time.Second,
 		// Bodies are ranges of binary objects: compression only costs.
 		DisableCompression: true,
+		TLSClientConfig:    &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: o.RootCAs},
 	}
 	mc, err := minio.New(u.Host, &minio.Options{
 		Creds:        credentials.NewStaticV4(o.AccessKey, o.SecretKey, ""),

@@ -5,6 +5,7 @@
 package fuse
 
 import (
+	"crypto/x509"
 	"os"
 	"sync"
 	"time"
@@ -20,7 +21,10 @@ type Options struct {
 	AccessKey string
 	SecretKey string
 	Region    string // "" means us-east-1
-	Bucket    string
+	// RootCAs, if set, verify an https Endpoint (a private CA); nil
+	// means the system's.
+	RootCAs *x509.CertPool
+	Bucket  string
 	// Prefix, if set, is the key prefix shown as the mount's root
 	// (a trailing "/" is implied).
 	Prefix string

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -29,6 +30,7 @@ type Client struct {
 	secret  []byte
 	timeout time.Duration
 	http    *http.Client
+	scheme  string        // http, or https (see WithTLS)
 	boot    int64         // the nonces' first half (see replay.go)
 	seq     atomic.Uint64 // the last nonce's second half
 }
@@ -46,7 +48,17 @@ func NewClient(self string, secret []byte, timeout time.Duration) *Client {
 		IdleConnTimeout:       90 * time.Second,
 		DisableCompression:    true,
 	}
-	return &Client{self: self, secret: secret, timeout: timeout, http: &http.Client{Transport: tr}, boot: time.Now().UnixNano()}
+	return &Client{self: self, secret: secret, timeout: timeout, http: &http.Client{Transport: tr},
+		scheme: "http", boot: time.Now().UnixNano()}
+}
+
+// WithTLS makes c speak HTTPS, verifying members with cfg (their
+// certificates must name the address they are reached at). Call it
+// before the first call.
+func (c *Client) WithTLS(cfg *tls.Config) *Client {
+	c.http.Transport.(*http.Transport).TLSClientConfig = cfg
+	c.scheme = "https"
+	return c
 }
 
 // Timeout is the client's per-call timeout.
@@ -59,7 +71,7 @@ func (c *Client) Close() { c.http.CloseIdleConnections() }
 // status is 2xx; otherwise an *Error. A body streams (chunked), bound to
 // the signature by its trailer.
 func (c *Client) do(ctx context.Context, method string, to cluster.Member, route string, q url.Values, body io.Reader, hdr http.Header) (*http.Response, error) {
-	u := &url.URL{Scheme: "http", Host: to.Addr, Path: route, RawQuery: q.Encode()}
+	u := &url.URL{Scheme: c.scheme, Host: to.Addr, Path: route, RawQuery: q.Encode()}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
 	if err != nil {
 		return nil, err

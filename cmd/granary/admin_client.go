@@ -34,7 +34,11 @@ func adminCall(ctx context.Context, getenv Getenv, endpoint, method, path string
 	}
 	req.Header.Set("X-Amz-Content-Sha256", emptySHA256)
 	req = signer.SignV4(*req, creds.access, creds.secret, "", creds.region)
-	resp, err := http.DefaultClient.Do(req)
+	tr, err := clientTransport(getenv)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := (&http.Client{Transport: tr}).Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", method, endpoint, err)
 	}

@@ -87,10 +87,15 @@ func newS3Client(endpoint string, getenv Getenv) (*minio.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	tr, err := clientTransport(getenv)
+	if err != nil {
+		return nil, err
+	}
 	return minio.New(host, &minio.Options{
-		Creds:  credentials.NewStaticV4(c.access, c.secret, ""),
-		Secure: secure,
-		Region: c.region,
+		Creds:     credentials.NewStaticV4(c.access, c.secret, ""),
+		Secure:    secure,
+		Region:    c.region,
+		Transport: tr,
 	})
 }
 

@@ -239,6 +239,13 @@ func (p *clusterParts) Close() error {
 func openCluster(cfg Config, secret []byte, origin store.Origin, log zerolog.Logger) (*clusterParts, error) {
 	c := cfg.Cluster
 	p := &clusterParts{secret: secret, client: peer.NewClient(c.NodeID, secret, time.Duration(c.PeerTimeout))}
+	if cfg.TLSCert != "" { // the members serve HTTPS, as this node does
+		tc, err := clientTLS(cfg.PeerCAFile)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("peer-ca-file: %w", err)}
+		}
+		p.client.WithTLS(tc)
+	}
 	log = log.With().Str("component", "cluster").Str("node", c.NodeID).Logger()
 	self, err := p.openMembership(cfg, secret, log)
 	if err != nil {

@@ -163,8 +163,14 @@ func TestClusterJoinThroughGossip(t *testing.T) {
 // waitMembers waits until the node at addr reports n healthy members.
 func waitMembers(t *testing.T, addr string, env map[string]string, n int) {
 	t.Helper()
-	waitFor(t, 30*time.Second, fmt.Sprintf("%d members seen by %s", n, addr), func() bool {
-		resp, err := adminCall(context.Background(), envMap(env), "http://"+addr, "GET", "/_granary/status", nil)
+	waitMembersAt(t, "http://"+addr, env, n)
+}
+
+// waitMembersAt is waitMembers of the node at base (scheme://host:port).
+func waitMembersAt(t *testing.T, base string, env map[string]string, n int) {
+	t.Helper()
+	waitFor(t, 30*time.Second, fmt.Sprintf("%d members seen by %s", n, base), func() bool {
+		resp, err := adminCall(context.Background(), envMap(env), base, "GET", "/_granary/status", nil)
 		if err != nil {
 			return false
 		}

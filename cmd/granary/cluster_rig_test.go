@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/granary-dev/granary/internal/miniotest"
 )
@@ -49,6 +50,12 @@ func listenLoopback(t *testing.T, n int) []*net.TCPListener {
 // s3://host:port?secure=false URL of mio, or of a proxy in front of it).
 func startCluster(t *testing.T, mio *miniotest.Server, origin string, n int, args ...string) *clusterRig {
 	t.Helper()
+	return startClusterWith(t, mio, origin, n, nil, args...)
+}
+
+// startClusterWith is startCluster with env added to the nodes'.
+func startClusterWith(t *testing.T, mio *miniotest.Server, origin string, n int, env map[string]string, args ...string) *clusterRig {
+	t.Helper()
 	lns := listenLoopback(t, n)
 	r := &clusterRig{mio: mio, args: append([]string{"--origin", origin}, args...),
 		env: map[string]string{
@@ -56,6 +63,9 @@ func startCluster(t *testing.T, mio *miniotest.Server, origin string, n int, arg
 			"GRANARY_ORIGIN_ACCESS_KEY": mio.AccessKey, "GRANARY_ORIGIN_SECRET_KEY": mio.SecretKey,
 			"GRANARY_CLUSTER_SECRET": testClusterSecret, "GRANARY_LOG_LEVEL": "warn",
 		}}
+	for k, v := range env {
+		r.env[k] = v
+	}
 	var peers []string
 	for i, ln := range lns {
 		r.ids = append(r.ids, "n"+strconv.Itoa(i+1))
@@ -93,7 +103,13 @@ func (r *clusterRig) start(t *testing.T, i int, ln *net.TCPListener, peers strin
 // every string in labels, on node addr.
 func metric(t *testing.T, addr, name string, labels ...string) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
+	return metricOver(t, http.DefaultTransport, "http://"+addr, name, labels...)
+}
+
+// metricOver is metric of the node at base (scheme://host:port) over rt.
+func metricOver(t *testing.T, rt http.RoundTripper, base, name string, labels ...string) float64 {
+	t.Helper()
+	resp, err := (&http.Client{Transport: rt, Timeout: time.Minute}).Get(base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

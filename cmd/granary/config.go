@@ -34,6 +34,13 @@ type Config struct {
 	Region    string     `yaml:"region"`
 	Domains   StringList `yaml:"domain"`
 	LogLevel  string     `yaml:"log-level"`
+	// TLSCert and TLSKey, if set, serve HTTPS with that pair (tls.go);
+	// PeerCAFile is what members' certificates are verified against,
+	// OriginCAFile an https origin's.
+	TLSCert      string `yaml:"tls-cert"`
+	TLSKey       string `yaml:"tls-key"`
+	PeerCAFile   string `yaml:"peer-ca-file"`
+	OriginCAFile string `yaml:"origin-ca-file"`
 	// PprofListen, if set, serves Go's profiler there (pprof.go).
 	PprofListen string `yaml:"pprof-listen"`
 	WriteMode   string `yaml:"write-mode"`
@@ -148,6 +155,9 @@ const (
 func (c Config) Normalize() (Config, error) {
 	if err := checkListen(c.Listen); err != nil {
 		return c, err
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return c, errors.New("tls-cert, tls-key: give both or neither")
 	}
 	if strings.TrimSpace(c.DataDir) == "" {
 		return c, errors.New("data-dir: must not be empty")

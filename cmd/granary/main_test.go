@@ -65,7 +65,7 @@ type server struct {
 	done   chan int
 }
 
-var servingRE = regexp.MustCompile(`serving S3 at http://(\S+) `)
+var servingRE = regexp.MustCompile(`serving S3 at https?://(\S+) `)
 
 // gossipRE finds the gossip address in the banner.
 var gossipRE = regexp.MustCompile(`\n  gossip: (\S+) `)

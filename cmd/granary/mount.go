@@ -149,13 +149,17 @@ func (f *mountFlags) options(getenv Getenv, bucket, mountpoint string) (fuse.Opt
 	if err := f.checkNumbers(); err != nil {
 		return o, "", usageError{err}
 	}
+	cas, err := clientCAs(getenv)
+	if err != nil {
+		return o, "", usageError{err}
+	}
 	dir, err := checkMountpoint(mountpoint, f.supervise)
 	if err != nil {
 		return o, "", usageError{err}
 	}
 	o = fuse.Options{
 		Endpoint: endpoint, AccessKey: creds.access, SecretKey: creds.secret, Region: creds.region,
-		Bucket: bucket, Prefix: f.prefix, ReadOnly: f.readOnly, StageDir: f.stageDir,
+		RootCAs: cas, Bucket: bucket, Prefix: f.prefix, ReadOnly: f.readOnly, StageDir: f.stageDir,
 		UID: uint32(os.Getuid()), GID: uint32(os.Getgid()),
 		FileMode: os.FileMode(f.fileMode), DirMode: os.FileMode(f.dirMode),
 		MetadataTTL: f.metadataTTL, MaxMemory: int64(f.maxMemory), Debug: f.debug,

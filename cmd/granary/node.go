@@ -3,6 +3,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"fmt"
 	"io"
 	"os"
@@ -39,6 +40,8 @@ type node struct {
 	// gossip is the address this node gossips at, what other nodes
 	// --join; "" without gossip.
 	gossip string
+	// tls is what the node serves HTTPS with; nil: plain HTTP.
+	tls *tls.Config
 }
 
 type namedCloser struct {
@@ -76,6 +79,7 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, 
 			origin = o
 		}
 	} else {
+		spec.CAFile = cfg.OriginCAFile
 		origin, err = openOrigin(spec, oak, osk)
 	}
 	if err != nil {
@@ -160,8 +164,12 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, 
 		return n, usageError{err}
 	}
 	n.closers = append([]namedCloser{{"scheduler", closeFunc(stop)}}, n.closers...)
+	n.tls, err = nodeTLS(cfg, log)
+	if err != nil {
+		return n, usageError{err}
+	}
 	n.server, err = api.New(api.Options{
-		Engine: eng, Ops: jobs, Credentials: sigv4.StaticCredentials{creds.AccessKey: creds.SecretKey},
+		Engine: eng, Ops: jobs, TLS: n.tls, Credentials: sigv4.StaticCredentials{creds.AccessKey: creds.SecretKey},
 		Region: cfg.Region, Domains: cfg.Domains, Registerer: reg, Gatherer: reg,
 		Logger: log.With().Str("component", "api").Logger(), Peer: cl.peerOptions(),
 		AnonymousRead: cfg.AnonymousReads(),
@@ -207,9 +215,13 @@ func openOrigin(spec originSpec, access, secret string) (store.Origin, error) {
 		}
 		return o, nil
 	case "s3":
+		cas, err := caPool(spec.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("origin: %w", err)
+		}
 		o, err := s3.New(s3.Options{
 			Endpoint: spec.endpointHostPort(), Secure: spec.Secure, Region: spec.Region,
-			AccessKey: access, SecretKey: secret,
+			AccessKey: access, SecretKey: secret, RootCAs: cas,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("origin: %w", err)

@@ -21,6 +21,8 @@ type originSpec struct {
 	Endpoint string
 	Secure   bool
 	Region   string
+	// CAFile, if set, holds the CA an https s3 origin is verified against.
+	CAFile string
 	// Namenodes (host:port) and Base (absolute) address an hdfs origin;
 	// PartsDir is where it stages multipart parts.
 	Namenodes []string

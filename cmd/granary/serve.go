@@ -105,7 +105,11 @@ func runServe(ctx context.Context, flags *pflag.FlagSet, getenv Getenv, stderr i
 		return fmt.Errorf("pprof listen: %w", err)
 	}
 	defer stopPprof()
-	printBanner(stderr, "http://"+ln.Addr().String(), n.gossip, cfg, creds)
+	scheme := "http://"
+	if n.tls != nil {
+		scheme = "https://"
+	}
+	printBanner(stderr, scheme+ln.Addr().String(), n.gossip, cfg, creds)
 	log.Info().Str("addr", ln.Addr().String()).Str("origin", cfg.Origin).
 		Stringer("ram", cfg.RAM).Stringer("disk", cfg.Disk).Str("data_dir", cfg.DataDir).
 		Str("version", Version()).Msg("granary serving")

@@ -6,6 +6,8 @@ package s3
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -28,8 +30,11 @@ type Options struct {
 	Region    string // default "us-east-1" (set, so no bucket-location lookups)
 	AccessKey string
 	SecretKey string
-	// Transport replaces the tuned default transport (DialTimeout and
-	// ResponseHeaderTimeout then do not apply).
+	// RootCAs, if set, are what an HTTPS origin's certificate is verified
+	// against (a private CA); nil means the system's.
+	RootCAs *x509.CertPool
+	// Transport replaces the tuned default transport (DialTimeout,
+	// ResponseHeaderTimeout and RootCAs then do not apply).
 	Transport http.RoundTripper
 	// DialTimeout bounds connecting to the origin. Default 2 s.
 	DialTimeout time.Duration
@@ -141,6 +146,7 @@ func newTransport(opts Options) *http.Transport {
 		ExpectContinueTimeout: time.Second,
 		ResponseHeaderTimeout: opts.ResponseHeaderTimeout,
 		DisableCompression:    true,
+		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: opts.RootCAs},
 	}
 }
 

@@ -1,0 +1,163 @@
+// TLS: the node's certificate, loaded again when its files change
+// (cert-manager rotates them in place) without touching open connections,
+// and the CA pools clients, peers and the origin verify against.
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// certFiles serves the key pair in cert and key, read again at a
+// handshake when either file changed since the last read. A pair that
+// does not load (a rotation half written) leaves the last good one in
+// service.
+type certFiles struct {
+	cert, key string
+	log       zerolog.Logger
+	mu        sync.Mutex // guards pair and seen
+	pair      *tls.Certificate
+	seen      [2]fileStamp
+}
+
+// fileStamp is what says a file changed: a rotation renames a new file
+// over the old (a new inode) or rewrites it (a new time or size).
+type fileStamp struct {
+	mod  time.Time
+	size int64
+	ino  uint64
+}
+
+func stampOf(path string) (fileStamp, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}, err
+	}
+	st := fileStamp{mod: fi.ModTime(), size: fi.Size()}
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		st.ino = sys.Ino
+	}
+	return st, nil
+}
+
+// loadCertFiles reads the pair once, failing if it does not load.
+func loadCertFiles(cert, key string, log zerolog.Logger) (*certFiles, error) {
+	f := &certFiles{cert: cert, key: key, log: log}
+	if err := f.reload(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// reload reads the pair if its files changed; mu must not be held.
+func (f *certFiles) reload() error {
+	cs, err1 := stampOf(f.cert)
+	ks, err2 := stampOf(f.key)
+	if err := errors.Join(err1, err2); err != nil {
+		return fmt.Errorf("tls: %w", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.pair != nil && f.seen == [2]fileStamp{cs, ks} {
+		return nil
+	}
+	pair, err := tls.LoadX509KeyPair(f.cert, f.key)
+	if err != nil {
+		return fmt.Errorf("tls: %s and %s: %w", f.cert, f.key, err)
+	}
+	f.pair, f.seen = &pair, [2]fileStamp{cs, ks}
+	return nil
+}
+
+// GetCertificate is tls.Config's: the current pair.
+func (f *certFiles) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	if err := f.reload(); err != nil {
+		f.log.Warn().Err(err).Msg("TLS certificate not reloaded; serving the previous one")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.pair, nil
+}
+
+// serverTLS is the listener's TLS configuration over f: TLS 1.2 and up.
+func serverTLS(f *certFiles) *tls.Config {
+	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: f.GetCertificate}
+}
+
+// caPool is the system's pool with the PEM certificates of file added;
+// file "" means the system's pool alone.
+func caPool(file string) (*x509.CertPool, error) {
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if file == "" {
+		return pool, nil
+	}
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("CA file: %w", err)
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("CA file %s: no PEM certificate in it", file)
+	}
+	return pool, nil
+}
+
+// clientTLS verifies servers against the pool of caFile (see caPool).
+func clientTLS(caFile string) (*tls.Config, error) {
+	pool, err := caPool(caFile)
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}, nil
+}
+
+// nodeTLS is the node's serving TLS configuration, nil without
+// --tls-cert.
+func nodeTLS(cfg Config, log zerolog.Logger) (*tls.Config, error) {
+	if cfg.TLSCert == "" {
+		return nil, nil
+	}
+	f, err := loadCertFiles(cfg.TLSCert, cfg.TLSKey, log)
+	if err != nil {
+		return nil, err
+	}
+	return serverTLS(f), nil
+}
+
+// clientCAs is the pool client commands verify a node's HTTPS with:
+// the system's and GRANARY_CA_FILE's (see caPool) when it is set, nil
+// (the system's) when not.
+func clientCAs(getenv Getenv) (*x509.CertPool, error) {
+	file, _ := getenv("GRANARY_CA_FILE")
+	if file == "" {
+		return nil, nil
+	}
+	pool, err := caPool(file)
+	if err != nil {
+		return nil, fmt.Errorf("GRANARY_CA_FILE: %w", err)
+	}
+	return pool, nil
+}
+
+// clientTransport is the HTTP transport client commands reach a node
+// with: the default one, verifying HTTPS against clientCAs.
+func clientTransport(getenv Getenv) (*http.Transport, error) {
+	pool, err := clientCAs(getenv)
+	if err != nil {
+		return nil, err
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}
+	return tr, nil
+}
