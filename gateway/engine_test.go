@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -30,16 +29,7 @@ import (
 
 var minio *miniotest.Server
 
-func TestMain(m *testing.M) {
-	var err error
-	if minio, err = miniotest.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	minio.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { miniotest.Main(m, &minio) }
 
 // rig is an engine over MinIO with its own bucket and metrics registry.
 type rig struct {

@@ -8,7 +8,6 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -28,16 +27,7 @@ import (
 
 var minio *miniotest.Server
 
-func TestMain(m *testing.M) {
-	var err error
-	if minio, err = miniotest.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	minio.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { miniotest.Main(m, &minio) }
 
 // switchOrigin fails every read and listing, as an unreachable origin
 // would, while down is set, and counts the object reads that succeed.

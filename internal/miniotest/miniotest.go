@@ -148,6 +148,20 @@ func (s *Server) Stop() {
 	os.RemoveAll(s.dir)
 }
 
+// Main is a package's TestMain over one MinIO: it starts it, sets *srv,
+// runs the tests, stops it and exits with the tests' code.
+func Main(m *testing.M, srv **Server) {
+	s, err := Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*srv = s
+	code := m.Run()
+	s.Stop()
+	os.Exit(code)
+}
+
 // StartT starts a server for one test and stops it when the test ends.
 func StartT(t testing.TB) *Server {
 	t.Helper()
