@@ -86,7 +86,7 @@ func NewHandler(o HandlerOptions) *Handler {
 	return &Handler{o: o, replay: newReplayGuard(time.Now())}
 }
 
-var prefix = []byte(Prefix)
+var prefix, headerPrefix = []byte(Prefix), []byte(HeaderPrefix)
 
 // IsCall reports whether c is a peer call (its path is under Prefix).
 func IsCall(c *fiber.Ctx) bool {
@@ -168,7 +168,11 @@ func (h *Handler) authenticate(req *fasthttp.Request) (from, sig string, err err
 		return "", "", fmt.Errorf("%w: %s is a trailer", ErrUnauthenticated, TrailerBody)
 	}
 	s := signed{method: string(req.Header.Method()), path: string(req.URI().PathOriginal()), query: string(req.URI().QueryString())}
-	req.Header.VisitAll(func(k, v []byte) { s.add(string(k), string(v)) })
+	req.Header.VisitAll(func(k, v []byte) {
+		if len(k) >= len(HeaderPrefix) && bytes.EqualFold(k[:len(HeaderPrefix)], headerPrefix) {
+			s.add(string(k), string(v)) // only the few signed ones are copied
+		}
+	})
 	sig = string(req.Header.Peek(HeaderSig))
 	now := time.Now()
 	if from, err = verify(h.o.Secret, h.o.Self.ID, s, sig, now); err != nil {
