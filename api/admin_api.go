@@ -48,7 +48,10 @@ func (s *Server) serveAdminAPI(c *fiber.Ctx, r *request) error {
 	if err != nil {
 		return err
 	}
-	r.auth = auth
+	r.auth, r.policy = auth, s.access.Policy(auth.AccessKey)
+	if err := s.authorizeAdmin(c, r); err != nil {
+		return err
+	}
 	switch r.op {
 	case opFlush:
 		return s.flush(c, r)

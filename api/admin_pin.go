@@ -13,6 +13,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/granary-dev/granary/access"
 	"github.com/granary-dev/granary/api/s3err"
 	"github.com/granary-dev/granary/store/pins"
 )
@@ -54,9 +55,11 @@ func (s *Server) pin(c *fiber.Ctx, r *request) error {
 			return pinError(err, bucket, prefix)
 		}
 	}
-	list := set.List()
-	if list == nil {
-		list = []pins.Pin{}
+	list := []pins.Pin{}
+	for _, p := range set.List() {
+		if r.policy.Prefix(access.Admin, p.Bucket, p.Prefix) {
+			list = append(list, p)
+		}
 	}
 	return c.JSON(list)
 }

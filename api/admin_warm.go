@@ -16,6 +16,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/granary-dev/granary/access"
 	"github.com/granary-dev/granary/api/s3err"
 	"github.com/granary-dev/granary/ops"
 	"github.com/granary-dev/granary/store"
@@ -55,12 +56,18 @@ func (s *Server) warm(c *fiber.Ctx, r *request) error {
 			return err
 		}
 	case opWarmCancel:
+		if err := s.mayAdminWarm(r, id); err != nil {
+			return err
+		}
 		if !s.ops.CancelWarm(id) {
 			return noSuchWarm(id)
 		}
 	case opWarmStatus:
 		if id == "" {
-			return c.JSON(s.ops.WarmJobs())
+			return c.JSON(s.visibleWarms(r))
+		}
+		if err := s.mayAdminWarm(r, id); err != nil {
+			return err
 		}
 	}
 	st, ok := s.ops.WarmStatus(id)
@@ -117,6 +124,8 @@ func (s *Server) nodeStatus(c *fiber.Ctx, r *request) error {
 	if err != nil {
 		return err
 	}
+	st.Warm = s.visibleWarms(r)
+	st.Access = s.access.Digest()
 	if key := string(args.Peek("key")); bucket != "" && key != "" {
 		oh, err := s.ops.HeldObject(r.ctx, bucket, key)
 		if err != nil {
@@ -129,4 +138,26 @@ func (s *Server) nodeStatus(c *fiber.Ctx, r *request) error {
 
 func noSuchWarm(id string) error {
 	return s3err.New(s3err.NoSuchKey, "no warm-up job "+strconv.Quote(id))
+}
+
+// mayAdminWarm refuses a call on job id unless the caller may administer
+// its bucket and prefix. A job that does not exist is left to the call.
+func (s *Server) mayAdminWarm(r *request, id string) error {
+	st, ok := s.ops.WarmStatus(id)
+	if ok && !r.policy.Prefix(access.Admin, st.Spec.Bucket, st.Spec.Prefix) {
+		return errAccessDenied()
+	}
+	return nil
+}
+
+// visibleWarms returns the warm-up jobs the caller may administer.
+func (s *Server) visibleWarms(r *request) []ops.WarmStatus {
+	jobs := s.ops.WarmJobs()
+	out := jobs[:0]
+	for _, j := range jobs {
+		if r.policy.Prefix(access.Admin, j.Spec.Bucket, j.Spec.Prefix) {
+			out = append(out, j)
+		}
+	}
+	return out
 }

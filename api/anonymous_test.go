@@ -1,6 +1,6 @@
-// Anonymous reads of a public-read bucket: unsigned GET and HEAD of its
-// objects are served; every other unsigned request, and any request to
-// another bucket, still needs a valid signature.
+// Anonymous reads of public data: unsigned GET and HEAD of a public-read
+// bucket's objects, and GET, HEAD and LIST under a public prefix, are
+// served; every other unsigned request still needs a valid signature.
 package api
 
 import (
@@ -10,11 +10,22 @@ import (
 	"testing"
 
 	"github.com/minio/minio-go/v7"
+
+	"github.com/granary-dev/granary/access"
 )
 
 func TestAnonymousRead(t *testing.T) {
-	pub := uniqueBucket("pub")
-	e := newEnv(t, backends[0], func(o *Options) { o.AnonymousRead = map[string]bool{pub: true} })
+	pub, half := uniqueBucket("pub"), uniqueBucket("half")
+	anon := access.NewPolicy([]access.Grant{
+		{Bucket: pub, Actions: access.Read},
+		{Bucket: half, Prefix: "public/", Actions: access.Read | access.List},
+	})
+	e := newEnv(t, backends[0], func(o *Options) { o.Access = access.NewRegistry(testAccess, testSecret, anon) })
+	if err := e.client.MakeBucket(context.Background(), half, minio.MakeBucketOptions{Region: testRegion}); err != nil {
+		t.Fatal(err)
+	}
+	e.put(t, half, "public/a", []byte("open"), minio.PutObjectOptions{})
+	e.put(t, half, "private/a", []byte("closed"), minio.PutObjectOptions{})
 	if err := e.client.MakeBucket(context.Background(), pub, minio.MakeBucketOptions{Region: testRegion}); err != nil {
 		t.Fatal(err)
 	}
@@ -45,6 +56,11 @@ func TestAnonymousRead(t *testing.T) {
 		{"sub-resource", rawRequest{method: http.MethodGet, path: "/" + pub + "/k", query: "tagging", unsigned: true}, 403, "AccessDenied"},
 		{"get with a body", rawRequest{method: http.MethodGet, path: "/" + pub + "/k", unsigned: true, body: []byte("x")}, 403, "AccessDenied"},
 		{"another bucket", rawRequest{method: http.MethodGet, path: "/" + priv + "/k", unsigned: true}, 403, "AccessDenied"},
+		{"public prefix", rawRequest{method: http.MethodGet, path: "/" + half + "/public/a", unsigned: true}, 200, ""},
+		{"list the public prefix", rawRequest{method: http.MethodGet, path: "/" + half, query: "list-type=2&prefix=public/", unsigned: true}, 200, ""},
+		{"list the bucket", rawRequest{method: http.MethodGet, path: "/" + half, query: "list-type=2", unsigned: true}, 403, "AccessDenied"},
+		{"private prefix", rawRequest{method: http.MethodGet, path: "/" + half + "/private/a", unsigned: true}, 403, "AccessDenied"},
+		{"list buckets", rawRequest{method: http.MethodGet, path: "/", unsigned: true}, 403, "AccessDenied"},
 		// A signed request is verified even where anonymous reads pass.
 		{"wrong secret", rawRequest{method: http.MethodGet, path: "/" + pub + "/k", secret: "not-the-secret"}, 403, "SignatureDoesNotMatch"},
 		{"signed", rawRequest{method: http.MethodGet, path: "/" + pub + "/k"}, 200, ""},

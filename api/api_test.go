@@ -27,7 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
-	"github.com/granary-dev/granary/api/sigv4"
+	"github.com/granary-dev/granary/access"
 	"github.com/granary-dev/granary/gateway"
 	"github.com/granary-dev/granary/internal/miniotest"
 	"github.com/granary-dev/granary/store"
@@ -132,7 +132,7 @@ func newEnvOver(t testing.TB, gopts gateway.Options, root string, before func(*S
 	}
 	reg := prometheus.NewRegistry()
 	o := Options{
-		Engine: eng, Credentials: credentialsForTest(),
+		Engine: eng, Access: accessForTest(),
 		Registerer: reg, Gatherer: reg, Logger: zerolog.Nop(),
 	}
 	for _, f := range opts {
@@ -239,8 +239,10 @@ func (e *env) get(t testing.TB, bucket, key string, opts minio.GetObjectOptions)
 	return io.ReadAll(obj)
 }
 
-func credentialsForTest() sigv4.Credentials {
-	return sigv4.StaticCredentials{testAccess: testSecret}
+// accessForTest accepts the test key, unrestricted, and no anonymous
+// requests.
+func accessForTest() *access.Registry {
+	return access.NewRegistry(testAccess, testSecret, nil)
 }
 
 // signV4 signs req with the test credentials (header style).

@@ -57,14 +57,6 @@ func wireHeaders(h *fasthttp.RequestHeader) (http.Header, int64) {
 	return header, contentLength
 }
 
-// anonymousRead reports whether a request may go without a signature: an
-// unsigned GET or HEAD of an object in a bucket configured public-read. A
-// signed request is always verified, so bad credentials still fail.
-func (s *Server) anonymousRead(c *fiber.Ctx, o op, bucket string) bool {
-	return (o == opGetObject || o == opHeadObject) && s.opts.AnonymousRead[bucket] && !isSigned(c) &&
-		c.Request().Header.ContentLength() <= 0
-}
-
 // isSigned reports whether a request carries SigV4 credentials (header or
 // presigned query).
 func isSigned(c *fiber.Ctx) bool {

@@ -82,6 +82,9 @@ func (s *Server) uploadPartCopy(c *fiber.Ctx, r *request) error {
 	if err != nil {
 		return err
 	}
+	if err := mayReadSource(r, srcBucket, srcKey); err != nil {
+		return err
+	}
 	rng, hasRange, err := parseCopyRange(h.Peek("X-Amz-Copy-Source-Range"))
 	if err != nil {
 		return err

@@ -21,6 +21,9 @@ func (s *Server) copyObject(c *fiber.Ctx, r *request) error {
 	if err != nil {
 		return err
 	}
+	if err := mayReadSource(r, srcBucket, srcKey); err != nil {
+		return err
+	}
 	var meta *store.ObjectMeta
 	switch d := string(h.Peek("X-Amz-Metadata-Directive")); {
 	case d == "" || strings.EqualFold(d, "COPY"):

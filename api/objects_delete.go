@@ -11,6 +11,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/granary-dev/granary/access"
 	"github.com/granary-dev/granary/api/s3err"
 	"github.com/granary-dev/granary/store"
 )
@@ -37,7 +38,7 @@ func (s *Server) deleteObjects(c *fiber.Ctx, r *request) error {
 	for i, o := range req.Objects {
 		keys[i] = o.Key
 	}
-	errs := s.deleteKeys(r.ctx, r.bucket, keys)
+	errs := s.deleteKeys(r.ctx, r.bucket, keys, r.policy)
 	var out deleteResult
 	for i, key := range keys {
 		if errs[i] == nil {
@@ -59,13 +60,17 @@ func (s *Server) deleteObjects(c *fiber.Ctx, r *request) error {
 }
 
 // deleteKeys deletes keys, deleteParallelism at a time, and returns each
-// one's error (a missing key is deleted already; an invalid one is never
-// sent to the origin).
-func (s *Server) deleteKeys(ctx context.Context, bucket string, keys []string) []error {
+// one's error (a missing key is deleted already; an invalid one, or one
+// the caller may not delete, is never sent to the origin).
+func (s *Server) deleteKeys(ctx context.Context, bucket string, keys []string, p *access.Policy) []error {
 	errs := make([]error, len(keys))
 	sem := make(chan struct{}, deleteParallelism)
 	var wg sync.WaitGroup
 	for i, key := range keys {
+		if !p.Object(access.Delete, bucket, key) {
+			errs[i] = errAccessDenied()
+			continue
+		}
 		if err := checkKey(key); err != nil {
 			errs[i] = err
 			continue

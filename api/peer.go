@@ -8,6 +8,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/granary-dev/granary/access"
 	"github.com/granary-dev/granary/api/s3err"
 	"github.com/granary-dev/granary/cluster"
 	"github.com/granary-dev/granary/cluster/peer"
@@ -27,6 +28,14 @@ type PeerOptions struct {
 	Client *peer.Client
 }
 
+// peerStatus answers a verified member's status call: the caller it acts
+// for was authorized on that member, so this node shows everything.
+func (s *Server) peerStatus(c *fiber.Ctx) error {
+	r := requestOf(c)
+	r.policy = access.Unrestricted
+	return s.nodeStatus(c, r)
+}
+
 // newPeerHandler is the peer protocol's handler for s, nil if s is not in
 // a cluster.
 func (s *Server) newPeerHandler() *peer.Handler {
@@ -36,7 +45,7 @@ func (s *Server) newPeerHandler() *peer.Handler {
 	}
 	o := peer.HandlerOptions{
 		Self: p.Self, Secret: p.Secret, Backend: s.engine.PeerBackend(),
-		Status:    func(c *fiber.Ctx) error { return s.nodeStatus(c, requestOf(c)) },
+		Status:    s.peerStatus,
 		CheckName: checkName,
 		Context:   s.baseCtx,
 		Logger:    s.log,

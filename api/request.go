@@ -15,6 +15,7 @@ import (
 	"github.com/rs/xid"
 	"github.com/rs/zerolog"
 
+	"github.com/granary-dev/granary/access"
 	"github.com/granary-dev/granary/api/s3err"
 	"github.com/granary-dev/granary/api/sigv4"
 	"github.com/granary-dev/granary/cluster/peer"
@@ -34,7 +35,8 @@ type request struct {
 	bucket string
 	key    string
 	auth   *sigv4.Result
-	body   *bodyReader // the wire body; nil when the request has none
+	policy *access.Policy // what the caller may do; set once authenticated
+	body   *bodyReader    // the wire body; nil when the request has none
 
 	status    int
 	errCode   s3err.Code // the S3 error answered, if any
@@ -115,15 +117,20 @@ func (s *Server) serveS3(c *fiber.Ctx, r *request) error {
 		r.op = opUnknown
 	}
 
-	if targetErr != nil || !s.anonymousRead(c, r.op, bucket) {
+	if targetErr == nil && s.mayAnonymously(c, r.op, bucket, key) {
+		r.policy = s.access.Anonymous()
+	} else {
 		auth, err := s.authenticate(c, r)
 		if err != nil {
 			return err
 		}
-		r.auth = auth
+		r.auth, r.policy = auth, s.access.Policy(auth.AccessKey)
 	}
 	if targetErr != nil {
 		return targetErr
+	}
+	if err := s.authorize(c, r); err != nil {
+		return err
 	}
 	if res != resService {
 		if err := checkBucket(bucket); err != nil {

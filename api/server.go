@@ -17,20 +17,23 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/granary-dev/granary/access"
 	"github.com/granary-dev/granary/api/sigv4"
 	"github.com/granary-dev/granary/cluster/peer"
 	"github.com/granary-dev/granary/gateway"
 	"github.com/granary-dev/granary/ops"
 )
 
-// Options configure a Server. Engine and Credentials are required.
+// Options configure a Server. Engine and Access are required.
 type Options struct {
 	Engine *gateway.Engine
 	// Ops runs the warm-ups and status the admin API serves; nil means
 	// New builds one on Engine (registered with Registerer), which
 	// Shutdown closes.
-	Ops         *ops.Ops
-	Credentials sigv4.Credentials
+	Ops *ops.Ops
+	// Access holds the access keys, their policies and the anonymous
+	// policy; it may change its users while the server runs.
+	Access *access.Registry
 	// Region is reported by GetBucketLocation; "" means us-east-1.
 	Region string
 	// Domains enable virtual-host style: a Host of "BUCKET.DOMAIN[:port]"
@@ -54,10 +57,6 @@ type Options struct {
 	// IdleTimeout bounds how long a keep-alive connection may wait for its
 	// next request. 0 means DefaultIdleTimeout.
 	IdleTimeout time.Duration
-	// AnonymousRead names the buckets whose objects requests without
-	// credentials may GET and HEAD (public-read); every other request
-	// and bucket needs a signature. Nil: none.
-	AnonymousRead map[string]bool
 }
 
 // Defaults of the zero Options values.
@@ -81,8 +80,8 @@ const (
 )
 
 func (o Options) normalize() (Options, error) {
-	if o.Engine == nil || o.Credentials == nil {
-		return o, errors.New("api: Engine and Credentials are required")
+	if o.Engine == nil || o.Access == nil {
+		return o, errors.New("api: Engine and Access are required")
 	}
 	if o.Region == "" {
 		o.Region = DefaultRegion
@@ -110,6 +109,7 @@ type Server struct {
 	engine   *gateway.Engine
 	ops      *ops.Ops
 	ownOps   bool // ops was built by New: Shutdown closes it
+	access   *access.Registry
 	verifier *sigv4.Verifier
 	log      zerolog.Logger
 	metrics  *metrics
@@ -142,7 +142,8 @@ func New(opts Options) (*Server, error) {
 		opts:     opts,
 		engine:   opts.Engine,
 		ops:      opts.Ops,
-		verifier: &sigv4.Verifier{Creds: opts.Credentials},
+		access:   opts.Access,
+		verifier: &sigv4.Verifier{Creds: opts.Access},
 		log:      opts.Logger,
 		metrics:  m,
 		routes:   newRouteTable(),

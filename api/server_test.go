@@ -80,7 +80,7 @@ func serveUnmanaged(t *testing.T) (*env, <-chan error) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
-	srv, err := New(Options{Engine: eng, Credentials: credentialsForTest()})
+	srv, err := New(Options{Engine: eng, Access: accessForTest()})
 	if err != nil {
 		t.Fatal(err)
 	}

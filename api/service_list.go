@@ -1,4 +1,4 @@
-// ListBuckets (GET /).
+// ListBuckets (GET /): the buckets the caller's policy sees.
 package api
 
 import (
@@ -16,6 +16,9 @@ func (s *Server) listBuckets(c *fiber.Ctx, r *request) error {
 	}
 	out := listAllMyBucketsResult{Owner: ownerOf(r), Buckets: make([]bucketXML, 0, len(buckets))}
 	for _, b := range buckets {
+		if !r.policy.Sees(b.Name) {
+			continue
+		}
 		out.Buckets = append(out.Buckets, bucketXML{Name: b.Name, CreationDate: xmlTime(b.Created)})
 	}
 	return writeXML(c, http.StatusOK, out)

@@ -59,6 +59,9 @@ type Status struct {
 	Tiers   []TierStatus   `json:"tiers"`
 	Buckets []BucketStatus `json:"buckets"`
 	Warm    []WarmStatus   `json:"warmups"`
+	// Access names the node's users and policies (access.Registry.Digest);
+	// cluster members must show the same. Set by the api.
+	Access string `json:"access,omitempty"`
 	// Object is what the node holds of one object, when asked.
 	Object *ObjectHeld `json:"object,omitempty"`
 }

@@ -41,6 +41,15 @@ type Config struct {
 	TLSKey       string `yaml:"tls-key"`
 	PeerCAFile   string `yaml:"peer-ca-file"`
 	OriginCAFile string `yaml:"origin-ca-file"`
+	// UsersFile holds the users `granary user` manages, their secrets
+	// sealed with the key in UsersKeyFile (users.go); "" means users.json
+	// and users.key under DataDir.
+	UsersFile    string `yaml:"users-file"`
+	UsersKeyFile string `yaml:"users-key-file"`
+	// Users are users declared here, their secrets in files or the
+	// environment; Anonymous grants requests without credentials.
+	Users     []UserConfig `yaml:"users"`
+	Anonymous []string     `yaml:"anonymous"`
 	// PprofListen, if set, serves Go's profiler there (pprof.go).
 	PprofListen string `yaml:"pprof-listen"`
 	WriteMode   string `yaml:"write-mode"`
@@ -78,6 +87,16 @@ type BucketConfig struct {
 	AnonymousRead bool `yaml:"anonymous-read"`
 }
 
+// UserConfig declares a user in the configuration file. Its secret is
+// read from SecretFile or the environment variable SecretEnv, never from
+// the file itself.
+type UserConfig struct {
+	Name       string   `yaml:"name"` // the access key
+	SecretFile string   `yaml:"secret-file"`
+	SecretEnv  string   `yaml:"secret-env"`
+	Allow      []string `yaml:"allow"` // grants, as access.ParseGrant reads them
+}
+
 // quotaMap is the buckets' quotas, a store.Quotas.
 type quotaMap map[string]int64
 
@@ -95,17 +114,6 @@ func (c Config) Quotas() store.Quotas {
 		return nil
 	}
 	return q
-}
-
-// AnonymousReads returns the buckets whose objects anyone may read.
-func (c Config) AnonymousReads() map[string]bool {
-	m := map[string]bool{}
-	for name, b := range c.Buckets {
-		if b.AnonymousRead {
-			m[name] = true
-		}
-	}
-	return m
 }
 
 // ConfiguredPins returns the pinned prefixes of the configuration file,
@@ -193,6 +201,9 @@ func (c Config) Normalize() (Config, error) {
 		return c, err
 	}
 	if err := c.checkSchedules(); err != nil {
+		return c, err
+	}
+	if err := c.checkAccess(); err != nil {
 		return c, err
 	}
 	if err := c.Cluster.check(c.Listen); err != nil {

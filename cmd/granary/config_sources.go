@@ -119,6 +119,10 @@ var serveSettings = []setting{
 		func(c *Config) *string { return &c.PeerCAFile }),
 	stringSetting("origin-ca-file", "PEM CA `file` an https S3 origin's certificate is verified against (added to the system's pool)",
 		func(c *Config) *string { return &c.OriginCAFile }),
+	stringSetting("users-file", "`file` of the users managed with 'granary user' (default <data-dir>/users.json); read again when it changes",
+		func(c *Config) *string { return &c.UsersFile }),
+	stringSetting("users-key-file", "`file` holding the key that seals the users' secrets (default <data-dir>/users.key)",
+		func(c *Config) *string { return &c.UsersKeyFile }),
 	stringSetting("pprof-listen", "`host:port` to serve Go's profiler on (/debug/pprof/, unauthenticated: keep it on loopback); empty: off",
 		func(c *Config) *string { return &c.PprofListen }),
 }
@@ -222,6 +226,12 @@ func hasTopKey(root *yaml.Node, key string) bool {
 // and '_' and lower-casing.
 var secretWords = []string{"secret", "password", "accesskey", "credential", "token", "passphrase"}
 
+// whereSecretsAre are the keys that name where a secret is kept.
+var whereSecretsAre = map[string]bool{
+	"cluster-secret-file": true, "users-key-file": true, // settings
+	"secret-file": true, "secret-env": true, // of a declared user
+}
+
 // findSecretKey returns the dotted path of the first mapping key under n
 // that names a secret, or "". Keys are visited in sorted order so the
 // answer does not depend on the file's order.
@@ -253,8 +263,8 @@ func findSecretKey(n *yaml.Node, prefix string) string {
 }
 
 func isSecretKey(key string) bool {
-	if key == "cluster-secret-file" {
-		return false // a setting naming where the secret is, not a secret
+	if whereSecretsAre[key] {
+		return false // a setting naming where a secret is, not a secret
 	}
 	k := strings.ToLower(strings.NewReplacer("-", "", "_", "").Replace(key))
 	for _, w := range secretWords {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/granary-dev/granary/access"
 	"github.com/granary-dev/granary/gateway"
 )
 
@@ -192,8 +193,8 @@ buckets:
 	if c.DirtyBytes() != 25<<30 {
 		t.Fatalf("dirty limit %d, want a quarter of the disk", c.DirtyBytes())
 	}
-	if got := c.AnonymousReads(); !reflect.DeepEqual(got, map[string]bool{"datasets": true}) {
-		t.Fatalf("anonymous reads %v, want datasets only", got)
+	if p := c.AnonymousPolicy(); !p.Object(access.Read, "datasets", "x") || p.Object(access.Read, "logs", "x") || p.Object(access.List, "datasets", "") {
+		t.Fatalf("anonymous policy %+v, want reads of datasets only", p.Grants())
 	}
 }
 

@@ -98,7 +98,7 @@ func readCredentialsFile(path string) (Credentials, error) {
 func generateCredentials(path string) (Credentials, error) {
 	c := Credentials{
 		AccessKey: randomString(20, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"),
-		SecretKey: randomString(40, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"),
+		SecretKey: randomString(40, secretAlphabet),
 		Source:    "generated",
 		Path:      path,
 	}
@@ -131,6 +131,9 @@ func generateCredentials(path string) (Credentials, error) {
 	}
 	return c, nil
 }
+
+// secretAlphabet is what generated secrets are made of.
+const secretAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
 // randomString returns n characters drawn uniformly from alphabet with
 // crypto/rand (rand.Text-style rejection sampling avoids modulo bias).

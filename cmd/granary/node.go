@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/rs/zerolog"
 
+	"github.com/granary-dev/granary/access"
 	"github.com/granary-dev/granary/api"
-	"github.com/granary-dev/granary/api/sigv4"
 	"github.com/granary-dev/granary/cluster"
 	"github.com/granary-dev/granary/gateway"
 	"github.com/granary-dev/granary/ops"
@@ -64,7 +64,7 @@ func (n *node) close(log zerolog.Logger) {
 
 // buildNode creates the data directories, the origin, the tiers, the
 // engine and the API server. On error, whatever was opened is closed.
-func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, secret []byte, log zerolog.Logger) (n *node, err error) {
+func buildNode(cfg Config, spec originSpec, oak, osk string, keys *access.Registry, secret []byte, log zerolog.Logger) (n *node, err error) {
 	n = &node{}
 	defer func() {
 		if err != nil {
@@ -169,10 +169,9 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, 
 		return n, usageError{err}
 	}
 	n.server, err = api.New(api.Options{
-		Engine: eng, Ops: jobs, TLS: n.tls, Credentials: sigv4.StaticCredentials{creds.AccessKey: creds.SecretKey},
+		Engine: eng, Ops: jobs, TLS: n.tls, Access: keys,
 		Region: cfg.Region, Domains: cfg.Domains, Registerer: reg, Gatherer: reg,
 		Logger: log.With().Str("component", "api").Logger(), Peer: cl.peerOptions(),
-		AnonymousRead: cfg.AnonymousReads(),
 	})
 	return n, err
 }

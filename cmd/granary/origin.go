@@ -141,11 +141,21 @@ func secretFromEnv(getenv Getenv, name string) (string, error) {
 	case v != "" && file != "":
 		return "", fmt.Errorf("%s and %s_FILE are both set; set one", name, name)
 	case file != "":
-		data, err := os.ReadFile(file)
+		v, err := readSecretFile(file)
 		if err != nil {
 			return "", fmt.Errorf("%s_FILE: %w", name, err)
 		}
-		return strings.TrimRight(string(data), " \t\r\n"), nil
+		return v, nil
 	}
 	return v, nil
+}
+
+// readSecretFile returns the secret a file holds, without the line end
+// an editor or `echo` leaves.
+func readSecretFile(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimRight(string(data), " \t\r\n"), nil
 }

@@ -79,6 +79,11 @@ func runServe(ctx context.Context, flags *pflag.FlagSet, getenv Getenv, stderr i
 	if err != nil {
 		return fmt.Errorf("credentials: %w", err)
 	}
+	keys, users, err := openAccess(cfg, creds, getenv, log)
+	if err != nil {
+		return err
+	}
+	defer users.Close()
 	var secret []byte
 	if cfg.Cluster.enabled() {
 		if secret, err = clusterSecret(cfg.Cluster, getenv); err != nil {
@@ -92,7 +97,7 @@ func runServe(ctx context.Context, flags *pflag.FlagSet, getenv Getenv, stderr i
 		return fmt.Errorf("listen: %w", err)
 	}
 	cfg.Listen = ln.Addr().String()
-	n, err := buildNode(cfg, spec, oak, osk, creds, secret, log)
+	n, err := buildNode(cfg, spec, oak, osk, keys, secret, log)
 	if err != nil {
 		ln.Close()
 		return err

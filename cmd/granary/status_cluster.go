@@ -47,6 +47,7 @@ func printCluster(w io.Writer, cs api.ClusterStatus) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.ID, n.Addr, health, ram, dsk)
 	}
+	printAccessSplit(tw, reports)
 	printLocation(tw, cs, reports)
 	if err := tw.Flush(); err != nil {
 		return err
@@ -61,6 +62,20 @@ func printCluster(w io.Writer, cs api.ClusterStatus) error {
 		}
 	}
 	return nil
+}
+
+// printAccessSplit warns when members accept different users: a key
+// would then work on some nodes and not others.
+func printAccessSplit(w io.Writer, reports []*ops.Status) {
+	seen := map[string]bool{}
+	for _, st := range reports {
+		if st != nil && st.Access != "" {
+			seen[st.Access] = true
+		}
+	}
+	if len(seen) > 1 {
+		fmt.Fprintf(w, "\nWARNING: members hold %d different sets of users (compare the users file and key file on each node)\n", len(seen))
+	}
 }
 
 // printLocation adds the table of which members hold the object asked
