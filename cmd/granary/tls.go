@@ -8,7 +8,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"sync"
 	"syscall"
@@ -119,7 +118,13 @@ func clientTLS(caFile string) (*tls.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}, nil
+	return clientTLSConfig(pool), nil
+}
+
+// clientTLSConfig verifies servers against pool (nil: the system's), TLS
+// 1.2 and up.
+func clientTLSConfig(pool *x509.CertPool) *tls.Config {
+	return &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}
 }
 
 // nodeTLS is the node's serving TLS configuration, nil without
@@ -135,29 +140,21 @@ func nodeTLS(cfg Config, log zerolog.Logger) (*tls.Config, error) {
 	return serverTLS(f), nil
 }
 
-// clientCAs is the pool client commands verify a node's HTTPS with:
-// the system's and GRANARY_CA_FILE's (see caPool) when it is set, nil
-// (the system's) when not.
-func clientCAs(getenv Getenv) (*x509.CertPool, error) {
-	file, _ := getenv("GRANARY_CA_FILE")
+// CAs is the pool client commands verify a node's HTTPS with: the
+// system's and that of --ca-file, else of GRANARY_CA_FILE (see caPool);
+// nil (the system's) when neither is set.
+func (c *clientFlags) CAs(getenv Getenv) (*x509.CertPool, error) {
+	file, from := c.caFile, "--ca-file"
+	if file == "" {
+		file, _ = getenv("GRANARY_CA_FILE")
+		from = "GRANARY_CA_FILE"
+	}
 	if file == "" {
 		return nil, nil
 	}
 	pool, err := caPool(file)
 	if err != nil {
-		return nil, fmt.Errorf("GRANARY_CA_FILE: %w", err)
+		return nil, fmt.Errorf("%s: %w", from, err)
 	}
 	return pool, nil
-}
-
-// clientTransport is the HTTP transport client commands reach a node
-// with: the default one, verifying HTTPS against clientCAs.
-func clientTransport(getenv Getenv) (*http.Transport, error) {
-	pool, err := clientCAs(getenv)
-	if err != nil {
-		return nil, err
-	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}
-	return tr, nil
 }

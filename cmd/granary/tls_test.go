@@ -8,11 +8,15 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,6 +37,26 @@ func newTLSFiles(t *testing.T) tlsFiles {
 	f := tlsFiles{ca: testcerts.NewCA(t), cert: filepath.Join(dir, "tls.crt"), key: filepath.Join(dir, "tls.key")}
 	f.ca.Leaf(t, f.cert, f.key)
 	return f
+}
+
+// verifies reports whether pool verifies the certificate in the PEM
+// file certFile (for any use).
+func verifies(t *testing.T, pool *x509.CertPool, certFile string) bool {
+	t.Helper()
+	pemBytes, err := os.ReadFile(certFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(pemBytes)
+	if block == nil {
+		t.Fatalf("%s: no PEM block", certFile)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = cert.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
+	return err == nil
 }
 
 // httpsGet GETs url over its own connection (tr's), verified against
@@ -89,6 +113,7 @@ func TestServeTLS(t *testing.T) {
 	if _, err := untrusted.BucketExists(ctx, "secure"); !errors.As(err, &unknown) {
 		t.Fatalf("a client without the CA: %v, want an unknown authority", err)
 	}
+	clientCommandsTrustCAFile(t, "https://"+n.addr, f.ca.File, noCA)
 	if resp, err := http.Get("http://" + n.addr + "/healthz"); err == nil {
 		resp.Body.Close()
 		if resp.StatusCode == http.StatusOK {
@@ -116,6 +141,60 @@ func TestServeTLS(t *testing.T) {
 	if got := httpsGet(t, fresh, url); got != rotated {
 		t.Fatalf("after a mismatched key: certificate %s, want %s still", got, rotated)
 	}
+}
+
+// clientCommandsTrustCAFile runs client commands against the HTTPS node
+// at endpoint with env, which names no CA: with --ca-file caFile each
+// succeeds; without it each fails on the certificate.
+func clientCommandsTrustCAFile(t *testing.T, endpoint, caFile string, env map[string]string) {
+	t.Helper()
+	for _, args := range [][]string{{"version"}, {"status"}, {"pin", "--list"}} {
+		args = append(args, "--endpoint", endpoint)
+		var out bytes.Buffer
+		if code := execute(context.Background(), append(args, "--ca-file", caFile), &out, &out, envMap(env)); code != exitOK {
+			t.Errorf("%q --ca-file: exit %d:\n%s", args, code, out.String())
+		}
+		out.Reset()
+		code := execute(context.Background(), args, &out, &out, envMap(env))
+		if code != exitFailure || !strings.Contains(out.String(), "certificate signed by unknown authority") {
+			t.Errorf("%q without a CA: exit %d, want %d and an unknown authority:\n%s", args, code, exitFailure, out.String())
+		}
+	}
+}
+
+// TestMountOverTLS mounts a bucket of a node serving HTTPS, trusting its
+// CA with --ca-file alone (no GRANARY_CA_FILE), and reads it back.
+func TestMountOverTLS(t *testing.T) {
+	needFUSE(t)
+	mio := miniotest.StartT(t)
+	f := newTLSFiles(t)
+	env := map[string]string{
+		"GRANARY_ACCESS_KEY": "mount-tls-access", "GRANARY_SECRET_KEY": "mount-tls-secret",
+		"GRANARY_ORIGIN_ACCESS_KEY": mio.AccessKey, "GRANARY_ORIGIN_SECRET_KEY": mio.SecretKey,
+		"GRANARY_DATA_DIR": t.TempDir(),
+	}
+	node := startChild(t, env, "--origin", "s3://"+mio.Endpoint+"?secure=false", "--ram", "64MiB", "--disk", "0",
+		"--tls-cert", f.cert, "--tls-key", f.key)
+	endpoint := "https://" + node.addr
+	clientEnv := map[string]string{"GRANARY_ACCESS_KEY": env["GRANARY_ACCESS_KEY"], "GRANARY_SECRET_KEY": env["GRANARY_SECRET_KEY"]}
+	cl, err := (&clientFlags{endpoint: endpoint, caFile: f.ca.File}).Client(envMap(clientEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sums := seed(t, cl, "data", "", seedSizes)
+	// Without the CA the mount fails at once, on the certificate.
+	untrusted := t.TempDir()
+	m := spawnMount(t, clientEnv, untrusted, "--endpoint", endpoint, "data", untrusted)
+	m.awaitExit(t, exitFailure, 30*time.Second)
+	if !strings.Contains(m.stderr.String(), "certificate signed by unknown authority") {
+		t.Errorf("a mount without the CA: no certificate error:\n%s", m.stderr.String())
+	}
+	dir := t.TempDir()
+	m = spawnMount(t, clientEnv, dir, "--endpoint", endpoint, "--ca-file", f.ca.File, "--read-only", "data", dir)
+	m.awaitMounted(t, 1)
+	checkFiles(t, dir, sums)
+	m.cmd.Process.Signal(syscall.SIGTERM)
+	m.awaitExit(t, exitOK, 20*time.Second)
 }
 
 func TestClusterOverTLS(t *testing.T) {
@@ -155,10 +234,11 @@ func TestClusterOverTLS(t *testing.T) {
 			}
 		}
 	}
-	tr, err := clientTransport(env)
+	node, err := (&clientFlags{endpoint: "https://" + r.addrs[1]}).Remote(env)
 	if err != nil {
 		t.Fatal(err)
 	}
+	tr := node.transport()
 	reads := metricOver(t, tr, "https://"+r.addrs[1], "granary_peer_chunk_reads_total")
 	errs := metricOver(t, tr, "https://"+r.addrs[1], "granary_peer_errors_total")
 	if reads == 0 || errs != 0 {
