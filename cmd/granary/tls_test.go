@@ -102,6 +102,7 @@ func TestServeTLS(t *testing.T) {
 	if got := getAll(t, cl, "secure", "obj"); !bytes.Equal(got, data) {
 		t.Fatal("the object read over HTTPS differs")
 	}
+	checkLocationIsHTTPS(t, cl, "https://"+n.addr)
 	// Without the CA the node is not trusted; in plain HTTP it answers
 	// nothing a client could take for S3.
 	noCA := map[string]string{"GRANARY_ACCESS_KEY": "tls-access", "GRANARY_SECRET_KEY": "tls-secret-key"}
@@ -140,6 +141,27 @@ func TestServeTLS(t *testing.T) {
 	testcerts.NewCA(t).Leaf(t, filepath.Join(t.TempDir(), "other.crt"), f.key)
 	if got := httpsGet(t, fresh, url); got != rotated {
 		t.Fatalf("after a mismatched key: certificate %s, want %s still", got, rotated)
+	}
+}
+
+// checkLocationIsHTTPS completes a multipart upload through cl (a
+// client of the node at endpoint) and checks the Location answered names
+// the scheme the client used.
+func checkLocationIsHTTPS(t *testing.T, cl *minio.Client, endpoint string) {
+	t.Helper()
+	ctx := context.Background()
+	core := &minio.Core{Client: cl}
+	id, err := core.NewMultipartUpload(ctx, "secure", "parts", minio.PutObjectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	part, err := core.PutObjectPart(ctx, "secure", "parts", id, 1, bytes.NewReader([]byte("one part")), 8, minio.PutObjectPartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := core.CompleteMultipartUpload(ctx, "secure", "parts", id, []minio.CompletePart{{PartNumber: 1, ETag: part.ETag}}, minio.PutObjectOptions{})
+	if want := endpoint + "/secure/parts"; err != nil || info.Location != want {
+		t.Fatalf("completed upload: Location %q, %v; want %q", info.Location, err, want)
 	}
 }
 
