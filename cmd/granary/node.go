@@ -92,9 +92,13 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, 
 	if err != nil {
 		return n, err
 	}
+	certs, err := nodeCerts(cfg, log)
+	if err != nil {
+		return n, usageError{err}
+	}
 	var cl *clusterParts
 	if cfg.Cluster.enabled() {
-		if cl, err = openCluster(cfg, secret, origin, log); err != nil {
+		if cl, err = openCluster(cfg, secret, origin, certs, log); err != nil {
 			return n, err
 		}
 		n.closers = append([]namedCloser{{"cluster", cl}}, n.closers...)
@@ -164,7 +168,7 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, 
 		return n, usageError{err}
 	}
 	n.closers = append([]namedCloser{{"scheduler", closeFunc(stop)}}, n.closers...)
-	n.tls, err = nodeTLS(cfg, log)
+	n.tls, err = nodeTLS(cfg, certs)
 	if err != nil {
 		return n, usageError{err}
 	}

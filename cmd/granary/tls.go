@@ -77,14 +77,25 @@ func (f *certFiles) reload() error {
 	return nil
 }
 
-// GetCertificate is tls.Config's: the current pair.
-func (f *certFiles) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+// current is the pair in service, read again first if its files changed.
+func (f *certFiles) current() *tls.Certificate {
 	if err := f.reload(); err != nil {
 		f.log.Warn().Err(err).Msg("TLS certificate not reloaded; serving the previous one")
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.pair, nil
+	return f.pair
+}
+
+// GetCertificate is tls.Config's: the current pair, for a server.
+func (f *certFiles) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	return f.current(), nil
+}
+
+// GetClientCertificate is tls.Config's: the current pair, presented to
+// a member that asks for one (mutual TLS).
+func (f *certFiles) GetClientCertificate(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+	return f.current(), nil
 }
 
 // serverTLS is the listener's TLS configuration over f: TLS 1.2 and up.
@@ -102,6 +113,16 @@ func caPool(file string) (*x509.CertPool, error) {
 	if file == "" {
 		return pool, nil
 	}
+	return addPEM(pool, file)
+}
+
+// filePool is a pool of the PEM certificates of file alone.
+func filePool(file string) (*x509.CertPool, error) {
+	return addPEM(x509.NewCertPool(), file)
+}
+
+// addPEM adds the PEM certificates of file to pool, which must gain one.
+func addPEM(pool *x509.CertPool, file string) (*x509.CertPool, error) {
 	pem, err := os.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("CA file: %w", err)
@@ -127,17 +148,49 @@ func clientTLSConfig(pool *x509.CertPool) *tls.Config {
 	return &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}
 }
 
-// nodeTLS is the node's serving TLS configuration, nil without
-// --tls-cert.
-func nodeTLS(cfg Config, log zerolog.Logger) (*tls.Config, error) {
+// nodeCerts is the node's reloading pair, nil without --tls-cert: what
+// it serves with and, with --peer-mtls, presents to its members.
+func nodeCerts(cfg Config, log zerolog.Logger) (*certFiles, error) {
 	if cfg.TLSCert == "" {
 		return nil, nil
 	}
-	f, err := loadCertFiles(cfg.TLSCert, cfg.TLSKey, log)
-	if err != nil {
-		return nil, err
+	return loadCertFiles(cfg.TLSCert, cfg.TLSKey, log)
+}
+
+// nodeTLS is the node's serving TLS configuration over certs, nil
+// without them. With --peer-mtls it asks every client for a certificate
+// and verifies one given against the members' CA (the file alone, not
+// the system's pool: a certificate any public CA signed must not pass
+// for a member's); a client that gives none (an S3 client) is served
+// as before, and the peer routes refuse it (api.PeerOptions).
+func nodeTLS(cfg Config, certs *certFiles) (*tls.Config, error) {
+	if certs == nil {
+		return nil, nil
 	}
-	return serverTLS(f), nil
+	tc := serverTLS(certs)
+	if cfg.PeerMTLS {
+		members, err := filePool(cfg.PeerCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("peer-ca-file: %w", err)
+		}
+		tc.ClientAuth, tc.ClientCAs = tls.VerifyClientCertIfGiven, members
+	}
+	return tc, nil
+}
+
+// peerTLS is what the peer client speaks HTTPS to members with: their
+// certificates verified against --peer-ca-file (beside the system's
+// pool) and, with --peer-mtls, certs presented (as they are at the
+// handshake: a rotation applies to new connections).
+func peerTLS(cfg Config, certs *certFiles) (*tls.Config, error) {
+	tc, err := clientTLS(cfg.PeerCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("peer-ca-file: %w", err)
+	}
+	if cfg.PeerMTLS {
+		tc.GetClientCertificate = certs.GetClientCertificate
+	}
+	return tc, nil
 }
 
 // CAs is the pool client commands verify a node's HTTPS with: the
