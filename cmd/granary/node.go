@@ -80,7 +80,9 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, 
 		}
 	} else {
 		spec.CAFile = cfg.OriginCAFile
-		origin, err = openOrigin(spec, oak, osk)
+		if origin, err = openOrigin(spec, oak, osk); err == nil {
+			probeOriginTLS(spec, log)
+		}
 	}
 	if err != nil {
 		return n, err
