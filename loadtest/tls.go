@@ -71,14 +71,11 @@ func runTLSPlan(ctx context.Context, o options, p tlsPlan, logw io.Writer) (*tls
 	}
 	logf := func(format string, args ...any) { fmt.Fprintf(logw, "loadtest: tls: "+format+"\n", args...) }
 	d := newDataset(plan{count: p.count, sizes: p.sizes, concs: []int{p.conc}, largeSize: p.largeSize})
-	mio, err := miniotest.Start()
+	mio, err := seededMinio(ctx, d, logf)
 	if err != nil {
 		return nil, err
 	}
 	defer mio.Stop()
-	if err := seedMinio(ctx, d, mio, logf); err != nil {
-		return nil, err
-	}
 	nodes, stop, err := startTLSNodes(o.granary, mio, d.bucket, p.ram)
 	if err != nil {
 		return nil, err
