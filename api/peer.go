@@ -25,7 +25,7 @@ type PeerOptions struct {
 	// reports on and the client it asks the members with.
 	Node   *cluster.Node
 	Client *peer.Client
-	// RequireClientCert refuses (peer.CodeCertificateRequired) every
+	// RequireClientCert refuses (peer.CodeCertRequired) every
 	// peer call whose connection did not present a client certificate
 	// that Options.TLS verified: mutual TLS between members.
 	RequireClientCert bool
