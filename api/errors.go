@@ -95,6 +95,9 @@ func (s *Server) writeError(c *fiber.Ctx, err error) {
 		return
 	}
 	r.errCode = e.Code
+	if known && e.Status() >= 500 {
+		r.cause = err // the answer says only "unavailable"; the log says why
+	}
 	resp.SetStatusCode(e.Status())
 	if r.method == mHEAD || e.Code == s3err.NotModified {
 		return

@@ -6,6 +6,7 @@
 package api
 
 import (
+	"crypto/tls"
 	"io"
 	"net"
 	"sync"
@@ -83,6 +84,22 @@ func silenceIfUnused(conn net.Conn) bool {
 	}
 	tc.silent.Store(true)
 	return true
+}
+
+// connState is the TLS state of conn as fasthttp hands it to a handler
+// (one of ours, around a *tls.Conn when serving HTTPS; its handshake is
+// done once a request was read from it), nil for plain HTTP. fasthttp's
+// own IsTLS and TLSConnectionState do not see through our wrapper.
+func connState(conn net.Conn) *tls.ConnectionState {
+	if tc, ok := conn.(*trackedConn); ok {
+		conn = tc.Conn
+	}
+	tlsConn, ok := conn.(*tls.Conn)
+	if !ok {
+		return nil
+	}
+	st := tlsConn.ConnectionState()
+	return &st
 }
 
 // Lingering close: a connection closed with request bytes still unread

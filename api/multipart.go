@@ -65,7 +65,7 @@ func (s *Server) completeMultipartUpload(c *fiber.Ctx, r *request) error {
 // its scheme, Host and path as sent (path or virtual-host style alike).
 func locationOf(c *fiber.Ctx) string {
 	scheme := "http://"
-	if c.Context().IsTLS() {
+	if connState(c.Context().Conn()) != nil {
 		scheme = "https://"
 	}
 	req := c.Request()

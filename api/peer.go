@@ -26,6 +26,10 @@ type PeerOptions struct {
 	// reports on and the client it asks the members with.
 	Node   *cluster.Node
 	Client *peer.Client
+	// RequireClientCert refuses (peer.CodeCertRequired) every
+	// peer call whose connection did not present a client certificate
+	// that Options.TLS verified: mutual TLS between members.
+	RequireClientCert bool
 }
 
 // peerStatus answers a verified member's status call: the caller it acts
@@ -52,6 +56,12 @@ func (s *Server) newPeerHandler() *peer.Handler {
 	}
 	if p.Copies != nil {
 		o.Copies = p.Copies
+	}
+	if p.RequireClientCert {
+		o.VerifiedCert = func(c *fiber.Ctx) bool {
+			st := connState(c.Context().Conn())
+			return st != nil && len(st.VerifiedChains) > 0
+		}
 	}
 	return peer.NewHandler(o)
 }

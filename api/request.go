@@ -40,6 +40,7 @@ type request struct {
 
 	status    int
 	errCode   s3err.Code // the S3 error answered, if any
+	cause     error      // what a known server-side failure (5xx) came from, for the log
 	streaming bool       // the body is streamed: objectStream reports it
 	logger    *zerolog.Logger
 }
@@ -200,6 +201,9 @@ func (s *Server) report(r *request, bytes int64, streamErr error) {
 	}
 	if r.errCode != "" {
 		ev = ev.Str("error_code", string(r.errCode))
+	}
+	if r.cause != nil {
+		ev = ev.AnErr("cause", r.cause)
 	}
 	if streamErr != nil {
 		ev = ev.AnErr("stream_error", streamErr)

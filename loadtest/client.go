@@ -7,6 +7,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
@@ -42,6 +43,7 @@ func newClient(t target, bucket string, conns int) *client {
 		ReadBufferSize:      readBufSize,
 		WriteBufferSize:     16 << 10,
 		ForceAttemptHTTP2:   false,
+		TLSClientConfig:     &tls.Config{RootCAs: t.roots}, // HTTP/1.1 over TLS: no ALPN offered
 	}
 	return &client{t: t, bucket: bucket, http: &http.Client{Transport: tr, Timeout: 10 * time.Minute}}
 }

@@ -34,7 +34,8 @@ type dataset struct {
 	bucket string
 	sets   []objectSet
 	// large objects, one per large scenario so that each one's cold pass
-	// really is cold for granary.
+	// really is cold for granary: read whole, then (plan.ranges > 0) in
+	// ranges.
 	large []object
 }
 
@@ -44,7 +45,7 @@ type plan struct {
 	sizes     []int // small object sizes
 	concs     []int // concurrency levels
 	largeSize int64
-	ranges    int // parallel ranges for the large ranged read
+	ranges    int // parallel ranges for the large ranged read; 0: no ranged object
 }
 
 func fullPlan() plan {
@@ -99,7 +100,11 @@ func newDataset(p plan) *dataset {
 			d.sets = append(d.sets, s)
 		}
 	}
-	for i, name := range []string{"single", "ranged"} {
+	names := []string{"single", "ranged"}
+	if p.ranges == 0 {
+		names = names[:1]
+	}
+	for i, name := range names {
 		key := fmt.Sprintf("large/%s-%s", sizeName(p.largeSize), name)
 		d.large = append(d.large, object{key: key, data: randomBytes(p.largeSize, uint64(100+i))})
 	}

@@ -38,14 +38,11 @@ func run(ctx context.Context, o options, logw io.Writer) (*report, error) {
 	}
 	logf := func(format string, args ...any) { fmt.Fprintf(logw, "loadtest: "+format+"\n", args...) }
 	d := newDataset(p)
-	mio, err := miniotest.Start()
+	mio, err := seededMinio(ctx, d, logf)
 	if err != nil {
 		return nil, err
 	}
 	defer mio.Stop()
-	if err := seedMinio(ctx, d, mio, logf); err != nil {
-		return nil, err
-	}
 	if err := publicRead(ctx, mio, d.bucket); err != nil {
 		return nil, err
 	}

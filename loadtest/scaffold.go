@@ -1,4 +1,4 @@
-// Scaffolding the scenarios share: a seeded MinIO put behind the slow
+// Scaffolding the scenarios share: a seeded MinIO, alone or behind the slow
 // proxy, and a run's measurements taken between two readings of the load
 // average, with the report so far logged when they fail part way.
 package main
@@ -18,6 +18,19 @@ func seedSlowOrigin(ctx context.Context, d *dataset, mio *miniotest.Server, slow
 		return nil, err
 	}
 	return slowproxy.Start(mio.Endpoint, slow)
+}
+
+// seededMinio starts MinIO and seeds it with d; the caller stops it.
+func seededMinio(ctx context.Context, d *dataset, logf func(string, ...any)) (*miniotest.Server, error) {
+	mio, err := miniotest.Start()
+	if err != nil {
+		return nil, err
+	}
+	if err := seedMinio(ctx, d, mio, logf); err != nil {
+		mio.Stop()
+		return nil, err
+	}
+	return mio, nil
 }
 
 // measureLogged runs measure between two readings of the load average,

@@ -6,6 +6,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -23,10 +25,11 @@ import (
 // target is one server under measurement.
 type target struct {
 	name      string // "minio", "trivial", "nginx", "granary"
-	endpoint  string // http://host:port
+	endpoint  string // http://host:port, or https://
 	access    string
 	secret    string
-	anonymous bool // unsigned GETs (nginx: a public-read bucket)
+	anonymous bool           // unsigned GETs (nginx: a public-read bucket)
+	roots     *x509.CertPool // what an https endpoint is verified against
 }
 
 // trivialServer serves objects from memory by path (/bucket/key), whole or
@@ -100,6 +103,10 @@ type granaryProc struct {
 	addr   string
 	exited chan struct{}
 	log    *os.File
+	// roots, set for a node serving HTTPS, verify its certificate; http
+	// asks its own routes (/healthz, /metrics) over the right scheme.
+	roots *x509.CertPool
+	http  *http.Client
 }
 
 // Credentials the load test gives the granary node.
@@ -112,6 +119,13 @@ const (
 // with ram as its RAM budget, a disk tier in a temporary directory and the
 // extra serve flags, and waits until its /healthz answers.
 func startGranary(bin, minioEndpoint, minioAccess, minioSecret string, ram, disk int64, extra ...string) (*granaryProc, error) {
+	return startGranaryWith(nil, bin, minioEndpoint, minioAccess, minioSecret, ram, disk, extra...)
+}
+
+// startGranaryWith is startGranary for a node serving HTTPS when roots is
+// set: extra then names its pair (--tls-cert, --tls-key), which a CA in
+// roots signed.
+func startGranaryWith(roots *x509.CertPool, bin, minioEndpoint, minioAccess, minioSecret string, ram, disk int64, extra ...string) (*granaryProc, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -120,6 +134,10 @@ func startGranary(bin, minioEndpoint, minioAccess, minioSecret string, ram, disk
 	g, err := launchGranary(bin, "granary-loadtest-", fmt.Sprintf("127.0.0.1:%d", port), append(args, extra...), env)
 	if err != nil {
 		return nil, err
+	}
+	if roots != nil {
+		g.roots = roots
+		g.http = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
 	}
 	if err := g.awaitReady(60 * time.Second); err != nil {
 		g.stop()
@@ -147,7 +165,7 @@ func launchGranary(bin, dirPrefix, addr string, args, env []string) (*granaryPro
 	if err != nil {
 		return nil, err
 	}
-	g := &granaryProc{dir: dir, addr: addr, exited: make(chan struct{})}
+	g := &granaryProc{dir: dir, addr: addr, exited: make(chan struct{}), http: http.DefaultClient}
 	g.cmd = exec.Command(bin, append([]string{"serve", "--listen", addr, "--data-dir", filepath.Join(dir, "data")}, args...)...)
 	g.cmd.Env = append(append(os.Environ(), "GRANARY_ACCESS_KEY="+granaryAccess, "GRANARY_SECRET_KEY="+granarySecret), env...)
 	if g.log, err = os.Create(filepath.Join(dir, "granary.log")); err != nil {
@@ -164,7 +182,12 @@ func launchGranary(bin, dirPrefix, addr string, args, env []string) (*granaryPro
 	return g, nil
 }
 
-func (g *granaryProc) endpoint() string { return "http://" + g.addr }
+func (g *granaryProc) endpoint() string {
+	if g.roots != nil {
+		return "https://" + g.addr
+	}
+	return "http://" + g.addr
+}
 
 // awaitReady polls /healthz until it answers 200, the process exits, or
 // limit passes.
@@ -173,7 +196,7 @@ func (g *granaryProc) awaitReady(limit time.Duration) error {
 	defer cancel()
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, g.endpoint()+"/healthz", nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
+		if resp, err := g.http.Do(req); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil
@@ -224,6 +247,9 @@ func (g *granaryProc) stop() {
 		<-g.exited
 	}
 	g.log.Close()
+	if g.roots != nil { // its own client; the default one is shared
+		g.http.CloseIdleConnections()
+	}
 	os.RemoveAll(g.dir)
 }
 
@@ -244,7 +270,7 @@ func (g *granaryProc) awaitIdle(ctx context.Context, limit time.Duration) (time.
 	defer cancel()
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, g.endpoint()+"/metrics", nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
+		if resp, err := g.http.Do(req); err == nil {
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if strings.Contains(string(body), "\ngranary_cache_fills_running 0\n") {

@@ -2,8 +2,12 @@
 # End-to-end test of a granary binary through real clients: starts MinIO as
 # the origin and `granary serve` in front of it (loopback, temporary
 # directories), then runs the boto3 cases with every Python that has boto3
-# and the aws cli cases with every aws cli, and ends with one line
-# "e2e: N passed, N failed" (exit 1 if anything failed).
+# and the aws cli cases with every aws cli; then a second node serving
+# HTTPS (a CA and a certificate made here with openssl) in front of the
+# same origin, through which a few cases run with the CA given to the
+# clients (boto3 verify=, aws --ca-bundle) and one without it, which must
+# fail on the certificate. It ends with one line "e2e: N passed, N failed"
+# (exit 1 if anything failed).
 #
 # Usage: scripts/e2e.sh BIN
 #   MINIO_BIN       MinIO server binary (default $(go env GOPATH)/bin/minio)
@@ -48,12 +52,12 @@ free_port() {
 	/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# wait_http URL PID LOG: polls URL until it answers 200, for at most 30 s,
-# failing early if process PID exits.
+# wait_http URL PID LOG [CA]: polls URL until it answers 200, for at most
+# 30 s, failing early if process PID exits; CA verifies an https URL.
 wait_http() {
-	local url=$1 pid=$2 log=$3
+	local url=$1 pid=$2 log=$3 ca=(${4:+--cacert "$4"})
 	for _ in $(seq 1 300); do
-		if curl -fsS -o /dev/null --max-time 2 "$url" 2>/dev/null; then
+		if curl -fsS -o /dev/null --max-time 2 "${ca[@]}" "$url" 2>/dev/null; then
 			return 0
 		fi
 		kill -0 "$pid" 2>/dev/null || { tail -n 30 "$log" >&2; die "process for $url exited"; }
@@ -61,6 +65,36 @@ wait_http() {
 	done
 	tail -n 30 "$log" >&2
 	die "$url not ready after 30 s"
+}
+
+# make_certs DIR: a CA (DIR/ca.pem) and, signed by it, a certificate for
+# 127.0.0.1 and localhost (DIR/node.pem, key DIR/node.key), with openssl.
+make_certs() {
+	local d=$1
+	mkdir -p "$d"
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=granary e2e CA" \
+		-addext keyUsage=critical,keyCertSign,cRLSign -keyout "$d/ca.key" -out "$d/ca.pem" 2>"$d/openssl.log" &&
+		openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=granary e2e node" \
+			-keyout "$d/node.key" -out "$d/node.csr" 2>>"$d/openssl.log" &&
+		printf '%s\n' subjectAltName=IP:127.0.0.1,DNS:localhost extendedKeyUsage=serverAuth \
+			keyUsage=critical,digitalSignature basicConstraints=critical,CA:FALSE \
+			subjectKeyIdentifier=hash authorityKeyIdentifier=keyid,issuer >"$d/node.ext" &&
+		openssl x509 -req -in "$d/node.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial -days 2 \
+			-extfile "$d/node.ext" -out "$d/node.pem" 2>>"$d/openssl.log" ||
+		{ cat "$d/openssl.log" >&2; die "openssl could not make the test certificates"; }
+}
+
+# make_buckets ENDPOINT CA BUCKET...: creates the buckets through ENDPOINT
+# with boto3 (CA: the bundle an https ENDPOINT is verified with, or "").
+make_buckets() {
+	E2E_MB_ENDPOINT=$1 E2E_MB_CA=$2 /usr/bin/python3 - "${@:3}" <<'EOF' || die "could not create buckets ${*:3}"
+import os, sys, boto3
+s3 = boto3.client("s3", endpoint_url=os.environ["E2E_MB_ENDPOINT"], region_name=os.environ["E2E_REGION"],
+                  aws_access_key_id=os.environ["E2E_ACCESS_KEY"], aws_secret_access_key=os.environ["E2E_SECRET_KEY"],
+                  verify=os.environ["E2E_MB_CA"] or None)
+for b in sys.argv[1:]:
+    s3.create_bucket(Bucket=b)
+EOF
 }
 
 [ -x "$bin" ] || [ "${E2E_DIRECT:-}" = 1 ] || die "no executable granary binary at $bin"
@@ -91,7 +125,8 @@ else
 		--origin "s3://127.0.0.1:$minio_port?secure=false&region=us-east-1" \
 		--ram 256MiB --disk 1GiB --log-level info >"$work/granary.log" 2>&1 &
 	pids+=($!)
-	wait_http "$E2E_ENDPOINT/healthz" "${pids[-1]}" "$work/granary.log"
+	granary_pid=$!
+	wait_http "$E2E_ENDPOINT/healthz" "$granary_pid" "$work/granary.log"
 fi
 echo "e2e: testing $E2E_ENDPOINT (work dir $work)"
 
@@ -139,13 +174,7 @@ pythons=$(distinct /usr/bin/python3 "$(/usr/bin/env python3 -c 'import sys; prin
 clis=$(distinct /usr/bin/aws "$(command -v aws 2>/dev/null || true)")
 
 # A shared bucket for the boto3 runs (each run keeps to its own prefix).
-/usr/bin/python3 - <<'EOF' || die "could not create bucket e2e"
-import os, boto3
-s3 = boto3.client("s3", endpoint_url=os.environ["E2E_ENDPOINT"], region_name=os.environ["E2E_REGION"],
-                  aws_access_key_id=os.environ["E2E_ACCESS_KEY"], aws_secret_access_key=os.environ["E2E_SECRET_KEY"])
-s3.create_bucket(Bucket="e2e")
-s3.create_bucket(Bucket="e2e-wb")
-EOF
+make_buckets "$E2E_ENDPOINT" "" e2e e2e-wb
 
 i=0
 for py in $pythons; do
@@ -167,10 +196,53 @@ for cli in $clis; do
 	run "awscli-$i" timeout 900 "$here/e2e_awscli.sh" "$cli" "e2e-cli-$i"
 done
 
-if [ "${E2E_DIRECT:-}" != 1 ] && ! kill -0 "${pids[-1]}" 2>/dev/null; then
-	echo "FAIL granary exited during the run"
-	tail -n 30 "$work/granary.log"
-	failed=$((failed + 1))
+# tls_cases: the same clients through a second node serving HTTPS, with
+# its CA given (boto3 verify=, aws --ca-bundle), and without it.
+tls_cases() {
+	local ca=$work/tls/ca.pem port endpoint py cli i
+	make_certs "$work/tls"
+	port=$(free_port)
+	endpoint=https://127.0.0.1:$port
+	GRANARY_ACCESS_KEY=$E2E_ACCESS_KEY GRANARY_SECRET_KEY=$E2E_SECRET_KEY \
+		GRANARY_ORIGIN_ACCESS_KEY=$minio_user GRANARY_ORIGIN_SECRET_KEY=$minio_pass \
+		"$bin" serve --listen "127.0.0.1:$port" --data-dir "$work/granary-tls" \
+		--tls-cert "$work/tls/node.pem" --tls-key "$work/tls/node.key" \
+		--origin "s3://127.0.0.1:$minio_port?secure=false&region=us-east-1" \
+		--ram 256MiB --disk 1GiB --log-level info >"$work/granary-tls.log" 2>&1 &
+	pids+=($!)
+	tls_pid=$!
+	wait_http "$endpoint/healthz" "$tls_pid" "$work/granary-tls.log" "$ca"
+	echo "e2e: testing $endpoint over HTTPS"
+	make_buckets "$endpoint" "$ca" e2e-tls
+	i=0
+	for py in $pythons; do
+		i=$((i + 1))
+		E2E_ENDPOINT=$endpoint E2E_CA_BUNDLE=$ca E2E_BUCKET=e2e-tls E2E_PREFIX="tls$i" \
+			E2E_CASES="put_get_sizes list_delimiter transfer_multipart delete_object untrusted_ca" \
+			run "boto3-tls-$i" timeout 600 "$py" "$here/e2e_boto3.py"
+	done
+	i=0
+	for cli in $clis; do
+		i=$((i + 1))
+		E2E_ENDPOINT=$endpoint E2E_CA_BUNDLE=$ca E2E_LARGE_MIB=20 E2E_CASES="mb cp cp_large sync ls rm untrusted" \
+			run "awscli-tls-$i" timeout 900 "$here/e2e_awscli.sh" "$cli" "e2e-cli-tls-$i"
+	done
+}
+if [ "${E2E_DIRECT:-}" != 1 ]; then
+	tls_cases
+fi
+
+# alive PID LOG NAME: counts a failure if process PID is gone.
+alive() {
+	if ! kill -0 "$1" 2>/dev/null; then
+		echo "FAIL $3 exited during the run"
+		tail -n 30 "$2"
+		failed=$((failed + 1))
+	fi
+}
+if [ "${E2E_DIRECT:-}" != 1 ]; then
+	alive "$granary_pid" "$work/granary.log" granary
+	alive "$tls_pid" "$work/granary-tls.log" "granary (HTTPS)"
 fi
 echo "e2e: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -6,8 +6,11 @@
 # BUCKET (which must not exist) and removes it at the end. Prints one line
 # per case, "PASS awscli/<name>" or "FAIL awscli/<name>", with the case's
 # output after a failure, and exits 1 if any case failed. cp_large moves a
-# 200 MiB file both ways, which the cli does as multipart uploads and
-# ranged downloads (8 MiB parts, several at once).
+# file of E2E_LARGE_MIB MiB (default 200) both ways, which the cli does as
+# multipart uploads and ranged downloads (8 MiB parts, several at once).
+# E2E_CA_BUNDLE, for an https endpoint, is given to every call as
+# --ca-bundle; case untrusted checks that a call without it fails on the
+# certificate. E2E_CASES, if set, names the cases to run.
 set -euo pipefail
 
 aws_bin=${1:?usage: e2e_awscli.sh AWS_BIN BUCKET}
@@ -28,8 +31,11 @@ export AWS_CONFIG_FILE=$work/config AWS_SHARED_CREDENTIALS_FILE=$work/credential
 	AWS_DEFAULT_REGION=${E2E_REGION:-us-east-1} AWS_PAGER="" AWS_MAX_ATTEMPTS=1 \
 	AWS_RETRY_MODE=standard AWS_EC2_METADATA_DISABLED=true
 
-# aws runs the cli against the endpoint, bounded in time.
-aws() { timeout 120 "$aws_bin" --endpoint-url "$E2E_ENDPOINT" "$@"; }
+# aws runs the cli against the endpoint, bounded in time; aws_untrusted
+# without the CA bundle.
+ca_bundle=(${E2E_CA_BUNDLE:+--ca-bundle "$E2E_CA_BUNDLE"})
+aws() { timeout 120 "$aws_bin" --endpoint-url "$E2E_ENDPOINT" "${ca_bundle[@]}" "$@"; }
+aws_untrusted() { timeout 120 "$aws_bin" --endpoint-url "$E2E_ENDPOINT" "$@"; }
 
 sha() { sha256sum "$1" | cut -d' ' -f1; }
 
@@ -55,11 +61,12 @@ case_cp() {
 }
 
 case_cp_large() {
-	local etag
-	head -c $((200 << 20)) /dev/urandom >"$work/large.bin"
+	local etag mib=${E2E_LARGE_MIB:-200} parts
+	parts=$(((mib + 7) / 8)) # the cli's 8 MiB parts
+	head -c $((mib << 20)) /dev/urandom >"$work/large.bin"
 	aws s3 cp --only-show-errors "$work/large.bin" "s3://$bucket/large/large.bin"
 	etag=$(aws s3api head-object --bucket "$bucket" --key large/large.bin --query ETag --output text)
-	[[ "$etag" == *-25\" ]] || fail "cp_large: ETag $etag is not that of a 25-part upload"
+	[[ "$etag" == *-$parts\" ]] || fail "cp_large: ETag $etag is not that of a $parts-part upload"
 	aws s3 cp --only-show-errors "s3://$bucket/large/large.bin" "$work/large-down.bin"
 	[ "$(sha "$work/large.bin")" = "$(sha "$work/large-down.bin")" ] || fail "cp_large: downloaded bytes differ"
 	rm -f "$work/large.bin" "$work/large-down.bin"
@@ -127,10 +134,19 @@ case_rm() {
 	fi
 }
 
+case_untrusted() {
+	[ -n "${E2E_CA_BUNDLE:-}" ] || fail "untrusted: needs an https endpoint and E2E_CA_BUNDLE"
+	if aws_untrusted s3 ls >/dev/null 2>"$work/untrusted.err"; then
+		fail "untrusted: a call without the CA bundle trusted the node"
+	fi
+	grep -qiE 'certificate verify failed' "$work/untrusted.err" ||
+		fail "untrusted: not a certificate error: $(cat "$work/untrusted.err")"
+}
+
 version=$("$aws_bin" --version 2>&1)
 echo "# aws cli $aws_bin: $version against $E2E_ENDPOINT"
 failed=0
-for name in mb cp cp_large sync ls head_object rm; do
+for name in ${E2E_CASES:-mb cp cp_large sync ls head_object rm}; do
 	log="$work/case-$name.log"
 	start=$SECONDS
 	# A subshell as a plain statement, not under if/||: set -e applies

@@ -3,7 +3,10 @@
 
 Run by scripts/e2e.sh with each Python interpreter that has boto3. Reads
 E2E_ENDPOINT, E2E_ACCESS_KEY, E2E_SECRET_KEY, E2E_REGION and E2E_BUCKET (an
-existing bucket) and E2E_PREFIX (keys of this run live under it). Prints one
+existing bucket) and E2E_PREFIX (keys of this run live under it);
+E2E_CA_BUNDLE, for an https endpoint, is the CA file clients verify it
+with (verify=), and adds the case that a client without it fails;
+E2E_CASES, if set, names the cases to run (space-separated). Prints one
 line per case, "PASS <name>" or "FAIL <name>: <why>", and exits 1 if any
 case failed. Multipart uploads are covered twice: through boto3's transfer
 manager (upload_file/download_file of a 40 MiB file in 8 MiB parts) and
@@ -27,11 +30,18 @@ from boto3.s3.transfer import TransferConfig
 from botocore.exceptions import ClientError
 
 CASES = []
+TLS_CASES = []  # only against an https endpoint with E2E_CA_BUNDLE
 
 
 def case(fn):
     """Registers fn as a case, run in definition order."""
     CASES.append(fn)
+    return fn
+
+
+def tls_case(fn):
+    """Registers fn as a case of an https endpoint."""
+    TLS_CASES.append(fn)
     return fn
 
 
@@ -73,10 +83,13 @@ class Env:
         self.region = os.environ.get("E2E_REGION", "us-east-1")
         self.bucket = os.environ["E2E_BUCKET"]
         self.prefix = os.environ["E2E_PREFIX"].rstrip("/") + "/"
+        self.ca_bundle = os.environ.get("E2E_CA_BUNDLE") or None
         self.s3 = self.client(os.environ["E2E_ACCESS_KEY"], os.environ["E2E_SECRET_KEY"])
         self.bad = self.client(os.environ["E2E_ACCESS_KEY"], os.environ["E2E_SECRET_KEY"] + "-wrong")
 
-    def client(self, access, secret):
+    def client(self, access, secret, verify="bundle"):
+        """A client; verify is the CA bundle's path, "bundle" for
+        E2E_CA_BUNDLE (None: the default, botocore's own bundle)."""
         cfg = Config(
             signature_version="s3v4",
             s3={"addressing_style": "path"},
@@ -92,6 +105,7 @@ class Env:
             aws_secret_access_key=secret,
             region_name=self.region,
             config=cfg,
+            verify=self.ca_bundle if verify == "bundle" else verify,
         )
 
     def key(self, name):
@@ -365,12 +379,37 @@ def multipart_abort_and_refusals(env):
     expect_error("NoSuchKey", env.get, key)
 
 
+@tls_case
+def untrusted_ca(env):
+    """Without the CA bundle a client refuses the node's certificate."""
+    s3 = env.client(os.environ["E2E_ACCESS_KEY"], os.environ["E2E_SECRET_KEY"], verify=None)
+    try:
+        s3.list_objects_v2(Bucket=env.bucket, MaxKeys=1)
+    except botocore.exceptions.SSLError as e:
+        check("CERTIFICATE_VERIFY_FAILED" in str(e), f"an SSLError but not a failed verification: {e}")
+        return
+    raise AssertionError("a client without the CA trusted the node")
+
+
+def selected(env):
+    """The cases to run: E2E_CASES's, in its order, else every one."""
+    cases = CASES + (TLS_CASES if env.ca_bundle else [])
+    names = os.environ.get("E2E_CASES", "").split()
+    if not names:
+        return cases
+    by_name = {fn.__name__: fn for fn in cases}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        raise SystemExit(f"E2E_CASES: no such case {unknown} (untrusted_ca needs E2E_CA_BUNDLE)")
+    return [by_name[n] for n in names]
+
+
 def main():
     env = Env()
     tag = f"boto3 {boto3.__version__} (botocore {botocore.__version__}, {sys.executable})"
     print(f"# {tag} against {env.endpoint}", flush=True)
     failed = 0
-    for fn in CASES:
+    for fn in selected(env):
         start = time.monotonic()
         try:
             fn(env)

@@ -17,10 +17,11 @@ type Code string
 
 // The codes, with their statuses in codeStatus.
 const (
-	CodeUnauthenticated Code = "Unauthenticated"   // no valid signature with the cluster secret
-	CodeBadRequest      Code = "BadRequest"        // a malformed call, or one no chunk or object fits
-	CodeChunkSize       Code = "ChunkSizeMismatch" // the members cut objects into chunks of different sizes
-	CodeNotCached       Code = "NotCached"         // a cached-only call for what the member does not hold
+	CodeUnauthenticated Code = "Unauthenticated"     // no valid signature with the cluster secret
+	CodeCertRequired    Code = "CertificateRequired" // mutual TLS: the connection presented no verified client certificate
+	CodeBadRequest      Code = "BadRequest"          // a malformed call, or one no chunk or object fits
+	CodeChunkSize       Code = "ChunkSizeMismatch"   // the members cut objects into chunks of different sizes
+	CodeNotCached       Code = "NotCached"           // a cached-only call for what the member does not hold
 	CodeNoSuchKey       Code = "NoSuchKey"
 	CodeNoSuchBucket    Code = "NoSuchBucket"
 	CodeIncompleteBody  Code = "IncompleteBody" // the body ended before its length
@@ -31,6 +32,7 @@ const (
 
 var codeStatus = map[Code]int{
 	CodeUnauthenticated: http.StatusForbidden,
+	CodeCertRequired:    http.StatusForbidden,
 	CodeBadRequest:      http.StatusBadRequest,
 	CodeChunkSize:       http.StatusConflict,
 	CodeNotCached:       http.StatusNotFound,
@@ -46,6 +48,7 @@ var codeStatus = map[Code]int{
 // to codes, and an *Error matches the same sentinel on the client.
 var (
 	ErrUnauthenticated = errors.New("peer: request not signed with the cluster secret")
+	ErrCertRequired    = errors.New("peer: the connection presented no client certificate signed by the members' CA")
 	ErrBadRequest      = errors.New("peer: bad request")
 	ErrChunkSize       = errors.New("peer: members cut objects into chunks of different sizes")
 	ErrIncompleteBody  = errors.New("peer: body ended early")
@@ -59,6 +62,7 @@ var codeErrors = []struct {
 	err  error
 }{
 	{CodeUnauthenticated, ErrUnauthenticated},
+	{CodeCertRequired, ErrCertRequired},
 	{CodeBadRequest, ErrBadRequest},
 	{CodeBadRequest, store.ErrInvalidBucketName},
 	{CodeBadRequest, store.ErrInvalidKey},

@@ -61,6 +61,12 @@ type HandlerOptions struct {
 	// Status answers a status call as the admin route does; nil refuses
 	// it.
 	Status func(c *fiber.Ctx) error
+	// VerifiedCert, if set, is asked of every call before its
+	// signature is: whether the call's connection presented a client
+	// certificate the listener's TLS verified (mutual TLS between
+	// members). A call it denies is refused with CodeCertRequired,
+	// however well it is signed.
+	VerifiedCert func(c *fiber.Ctx) bool
 	// CheckName refuses a bucket name (key "") or object key no S3
 	// request could carry.
 	CheckName func(bucket, key string) error
@@ -134,7 +140,7 @@ func (k *call) get(name string) string { return string(k.c.Request().URI().Query
 func (h *Handler) serve(c *fiber.Ctx, body io.Reader) error {
 	req := c.Request()
 	method, path := string(req.Header.Method()), string(req.URI().PathOriginal())
-	from, sig, err := h.authenticate(req)
+	from, sig, err := h.admit(c)
 	if err != nil {
 		h.o.Logger.Warn().Err(err).Str("peer", string(req.Header.Peek(HeaderFrom))).Str("remote", c.IP()).
 			Msg("peer request refused")
@@ -159,6 +165,15 @@ func (h *Handler) serve(c *fiber.Ctx, body io.Reader) error {
 		return h.head(k)
 	}
 	return fmt.Errorf("%w: unknown call %s %s", ErrNotSupported, method, path)
+}
+
+// admit checks the call's connection (VerifiedCert), then its
+// signature; it returns the sender and the signature.
+func (h *Handler) admit(c *fiber.Ctx) (from, sig string, err error) {
+	if h.o.VerifiedCert != nil && !h.o.VerifiedCert(c) {
+		return "", "", ErrCertRequired
+	}
+	return h.authenticate(c.Request())
 }
 
 // authenticate checks a request's signature and nonce; it returns the

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -134,6 +135,13 @@ type rig struct {
 
 func startRig(t *testing.T, withReplicas bool) *rig {
 	t.Helper()
+	return startRigWith(t, withReplicas, nil)
+}
+
+// startRigWith is startRig with opt, if set, applied to the handler's
+// options.
+func startRigWith(t *testing.T, withReplicas bool, opt func(*HandlerOptions)) *rig {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -150,6 +158,9 @@ func startRig(t *testing.T, withReplicas bool) *rig {
 		}}
 	if withReplicas {
 		o.Copies = r.reps
+	}
+	if opt != nil {
+		opt(&o)
 	}
 	h := NewHandler(o)
 	app := fiber.New(fiber.Config{StreamRequestBody: true, DisableStartupMessage: true})
@@ -496,5 +507,36 @@ func TestForgetHeadAndReplicas(t *testing.T) {
 	// Ping checks who answers.
 	if err := r.client.Ping(ctx, cluster.Member{ID: "n9", Addr: r.to.Addr}); err == nil {
 		t.Fatal("a member answering under another ID passed its ping")
+	}
+}
+
+// TestCertRequiredBeforeTheSignature: with VerifiedCert denying the
+// connection, well-signed calls are refused with their own code and the
+// backend is never asked; allowing it, the same client is served.
+func TestCertRequiredBeforeTheSignature(t *testing.T) {
+	var verified atomic.Bool
+	r := startRigWith(t, true, func(o *HandlerOptions) {
+		o.VerifiedCert = func(*fiber.Ctx) bool { return verified.Load() }
+	})
+	ctx := context.Background()
+	id := store.ChunkID{Bucket: "b", Key: "k", ETag: "e"}
+	_, getErr := r.client.GetChunk(ctx, r.to, ChunkRequest{ID: id, Len: 10, Chunk: 1 << 10})
+	for name, err := range map[string]error{
+		"ping":      r.client.Ping(ctx, r.to),
+		"get chunk": getErr,
+		"put chunk": r.client.PutChunk(ctx, r.to, id, 1<<10, []byte("0123456789")),
+		"forget":    r.client.Forget(ctx, r.to, "b", "k", nil),
+	} {
+		var pe *Error
+		if !errors.Is(err, ErrCertRequired) || !errors.As(err, &pe) || pe.Status != http.StatusForbidden || pe.Code != CodeCertRequired {
+			t.Errorf("%s without a verified certificate: %v, want 403 %s", name, err, CodeCertRequired)
+		}
+	}
+	if r.be.asked != 0 || len(r.be.stored) != 0 || len(r.be.forgot) != 0 {
+		t.Fatalf("refused calls reached the backend: asked %d, stored %d, forgot %d", r.be.asked, len(r.be.stored), len(r.be.forgot))
+	}
+	verified.Store(true)
+	if err := r.client.Ping(ctx, r.to); err != nil {
+		t.Fatalf("with a verified certificate: %v", err)
 	}
 }

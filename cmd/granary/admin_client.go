@@ -16,15 +16,15 @@ import (
 // emptySHA256 is the hex SHA-256 of an empty body.
 const emptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
-// adminCall sends a signed bodiless request to endpoint's admin path (say
+// adminCall sends a signed bodiless request to node's admin path (say
 // "/_granary/flush") with query q, and returns the response if its status
 // is 200. Any other status is an error carrying the node's message.
-func adminCall(ctx context.Context, getenv Getenv, endpoint, method, path string, q url.Values) (*http.Response, error) {
+func adminCall(ctx context.Context, getenv Getenv, node remote, method, path string, q url.Values) (*http.Response, error) {
 	creds, err := clientCredentials(getenv)
 	if err != nil {
 		return nil, err
 	}
-	u := endpoint + path
+	u := node.url + path
 	if len(q) > 0 {
 		u += "?" + strings.ReplaceAll(q.Encode(), "+", "%20")
 	}
@@ -34,13 +34,9 @@ func adminCall(ctx context.Context, getenv Getenv, endpoint, method, path string
 	}
 	req.Header.Set("X-Amz-Content-Sha256", emptySHA256)
 	req = signer.SignV4(*req, creds.access, creds.secret, "", creds.region)
-	tr, err := clientTransport(getenv)
+	resp, err := (&http.Client{Transport: node.transport()}).Do(req)
 	if err != nil {
-		return nil, err
-	}
-	resp, err := (&http.Client{Transport: tr}).Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", method, endpoint, err)
+		return nil, fmt.Errorf("%s %s: %w", method, node.url, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()

@@ -1,11 +1,15 @@
-// The pattern every client subcommand (version, warm, status, flush, mount)
-// shares: --endpoint URL plus credentials from GRANARY_ACCESS_KEY and
-// GRANARY_SECRET_KEY, turned into a minio-go client.
+// The pattern every client subcommand (version, warm, status, flush, pin,
+// mount) shares: --endpoint URL and --ca-file (each over its environment
+// variable) plus credentials from GRANARY_ACCESS_KEY and
+// GRANARY_SECRET_KEY, turned into the node it reaches and a minio-go
+// client of it.
 package main
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 
@@ -17,16 +21,20 @@ import (
 // defaultEndpoint is where `granary serve` listens with no configuration.
 const defaultEndpoint = "http://127.0.0.1:9000"
 
-// clientFlags are the flags of a client subcommand.
+// clientFlags are the flags of a client subcommand; each one, when
+// given, beats its environment variable.
 type clientFlags struct {
 	endpoint string
+	caFile   string
 }
 
-// register adds --endpoint to fs.
+// register adds --endpoint and --ca-file to fs.
 func (c *clientFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.endpoint, "endpoint", "",
 		"`URL` of a Granary node, http://HOST:PORT or https://HOST:PORT (default "+defaultEndpoint+") [env GRANARY_ENDPOINT]; "+
 			"credentials come from GRANARY_ACCESS_KEY and GRANARY_SECRET_KEY (or their _FILE variants)")
+	fs.StringVar(&c.caFile, "ca-file", "",
+		"PEM CA `file` an https endpoint's certificate is verified against, beside the system's pool [env GRANARY_CA_FILE]")
 }
 
 // Endpoint returns the endpoint URL: the flag, else GRANARY_ENDPOINT, else
@@ -66,20 +74,49 @@ func parseEndpoint(raw string) (host string, secure bool, err error) {
 	return u.Host, secure, nil
 }
 
+// remote is the node a client command reaches: its base URL (checked, no
+// trailing slash) and the pool its HTTPS certificate is verified against
+// (nil: the system's).
+type remote struct {
+	url string
+	cas *x509.CertPool
+}
+
+// Remote resolves the endpoint (see Endpoint) and the CAs (see CAs).
+func (c *clientFlags) Remote(getenv Getenv) (remote, error) {
+	endpoint, err := c.Endpoint(getenv)
+	if err != nil {
+		return remote{}, err
+	}
+	cas, err := c.CAs(getenv)
+	if err != nil {
+		return remote{}, err
+	}
+	return remote{url: endpoint, cas: cas}, nil
+}
+
+// transport is a fresh HTTP transport to r: the default one, verifying
+// HTTPS against r's pool.
+func (r remote) transport() *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = clientTLSConfig(r.cas)
+	return tr
+}
+
 // Client returns a minio-go client for the endpoint, signed with the
 // credentials in the environment (region GRANARY_REGION, else us-east-1).
 func (c *clientFlags) Client(getenv Getenv) (*minio.Client, error) {
-	endpoint, err := c.Endpoint(getenv)
+	r, err := c.Remote(getenv)
 	if err != nil {
 		return nil, err
 	}
-	return newS3Client(endpoint, getenv)
+	return r.s3Client(getenv)
 }
 
-// newS3Client builds a minio-go client for endpoint from the environment's
+// s3Client builds a minio-go client of r from the environment's
 // GRANARY_ACCESS_KEY / GRANARY_SECRET_KEY.
-func newS3Client(endpoint string, getenv Getenv) (*minio.Client, error) {
-	host, secure, err := parseEndpoint(endpoint)
+func (r remote) s3Client(getenv Getenv) (*minio.Client, error) {
+	host, secure, err := parseEndpoint(r.url)
 	if err != nil {
 		return nil, err
 	}
@@ -87,15 +124,11 @@ func newS3Client(endpoint string, getenv Getenv) (*minio.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	tr, err := clientTransport(getenv)
-	if err != nil {
-		return nil, err
-	}
 	return minio.New(host, &minio.Options{
 		Creds:     credentials.NewStaticV4(c.access, c.secret, ""),
 		Secure:    secure,
 		Region:    c.region,
-		Transport: tr,
+		Transport: r.transport(),
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,6 +13,12 @@ import (
 
 	"github.com/granary-dev/granary/internal/miniotest"
 )
+
+// newS3Client is a minio-go client of endpoint, with the credentials
+// and CA file of getenv, as a client command makes it.
+func newS3Client(endpoint string, getenv Getenv) (*minio.Client, error) {
+	return (&clientFlags{endpoint: endpoint}).Client(getenv)
+}
 
 func TestParseEndpoint(t *testing.T) {
 	good := map[string]struct {
@@ -52,6 +59,31 @@ func TestClientFlagsEndpointPrecedence(t *testing.T) {
 	cf.endpoint = "node-2:9443"
 	if _, err := cf.Endpoint(env); err == nil {
 		t.Fatal("scheme-less endpoint accepted")
+	}
+}
+
+// TestClientFlagsCAPrecedence: --ca-file beats GRANARY_CA_FILE, and a
+// bad file is named with where it came from.
+func TestClientFlagsCAPrecedence(t *testing.T) {
+	f := newTLSFiles(t)
+	missing := filepath.Join(t.TempDir(), "missing.pem")
+	var cf clientFlags
+	if pool, err := cf.CAs(envMap(nil)); pool != nil || err != nil {
+		t.Fatalf("neither set: %v %v, want the system's pool (nil)", pool, err)
+	}
+	if pool, err := cf.CAs(envMap(map[string]string{"GRANARY_CA_FILE": f.ca.File})); err != nil || !verifies(t, pool, f.cert) {
+		t.Fatalf("GRANARY_CA_FILE: %v; the pool does not verify the node", err)
+	}
+	if _, err := cf.CAs(envMap(map[string]string{"GRANARY_CA_FILE": missing})); err == nil || !strings.Contains(err.Error(), "GRANARY_CA_FILE") {
+		t.Fatalf("a missing GRANARY_CA_FILE: %v", err)
+	}
+	cf.caFile = f.ca.File
+	if pool, err := cf.CAs(envMap(map[string]string{"GRANARY_CA_FILE": missing})); err != nil || !verifies(t, pool, f.cert) {
+		t.Fatalf("--ca-file over a missing GRANARY_CA_FILE: %v; the pool does not verify the node", err)
+	}
+	cf.caFile = missing
+	if _, err := cf.CAs(envMap(map[string]string{"GRANARY_CA_FILE": f.ca.File})); err == nil || !strings.Contains(err.Error(), "--ca-file") {
+		t.Fatalf("a missing --ca-file: %v", err)
 	}
 }
 

@@ -205,6 +205,7 @@ type clusterParts struct {
 	copies *copies.Store
 	client *peer.Client
 	secret []byte
+	mtls   bool // peer calls need a verified client certificate
 }
 
 // nodePeers is the cluster as the engine sees it: the node's view and
@@ -224,7 +225,8 @@ func (p *clusterParts) peerOptions() *api.PeerOptions {
 	if p == nil {
 		return nil
 	}
-	return &api.PeerOptions{Self: p.node.Self(), Secret: p.secret, Copies: p.copies, Node: p.node, Client: p.client}
+	return &api.PeerOptions{Self: p.node.Self(), Secret: p.secret, Copies: p.copies, Node: p.node, Client: p.client,
+		RequireClientCert: p.mtls}
 }
 
 func (p *clusterParts) Close() error {
@@ -235,14 +237,16 @@ func (p *clusterParts) Close() error {
 }
 
 // openCluster builds the cluster parts of a member node; origin is the
-// real origin (where copies of dead members' write-back objects go).
-func openCluster(cfg Config, secret []byte, origin store.Origin, log zerolog.Logger) (*clusterParts, error) {
+// real origin (where copies of dead members' write-back objects go);
+// certs, the node's pair if it serves HTTPS (so do its members).
+func openCluster(cfg Config, secret []byte, origin store.Origin, certs *certFiles, log zerolog.Logger) (*clusterParts, error) {
 	c := cfg.Cluster
-	p := &clusterParts{secret: secret, client: peer.NewClient(c.NodeID, secret, time.Duration(c.PeerTimeout))}
-	if cfg.TLSCert != "" { // the members serve HTTPS, as this node does
-		tc, err := clientTLS(cfg.PeerCAFile)
+	p := &clusterParts{secret: secret, mtls: cfg.PeerMTLS,
+		client: peer.NewClient(c.NodeID, secret, time.Duration(c.PeerTimeout))}
+	if certs != nil {
+		tc, err := peerTLS(cfg, certs)
 		if err != nil {
-			return nil, usageError{fmt.Errorf("peer-ca-file: %w", err)}
+			return nil, usageError{err}
 		}
 		p.client.WithTLS(tc)
 	}

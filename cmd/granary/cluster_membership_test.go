@@ -169,8 +169,12 @@ func waitMembers(t *testing.T, addr string, env map[string]string, n int) {
 // waitMembersAt is waitMembers of the node at base (scheme://host:port).
 func waitMembersAt(t *testing.T, base string, env map[string]string, n int) {
 	t.Helper()
+	node, err := (&clientFlags{endpoint: base}).Remote(envMap(env))
+	if err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, 30*time.Second, fmt.Sprintf("%d members seen by %s", n, base), func() bool {
-		resp, err := adminCall(context.Background(), envMap(env), base, "GET", "/_granary/status", nil)
+		resp, err := adminCall(context.Background(), envMap(env), node, "GET", "/_granary/status", nil)
 		if err != nil {
 			return false
 		}

@@ -36,10 +36,12 @@ type Config struct {
 	LogLevel  string     `yaml:"log-level"`
 	// TLSCert and TLSKey, if set, serve HTTPS with that pair (tls.go);
 	// PeerCAFile is what members' certificates are verified against,
-	// OriginCAFile an https origin's.
+	// OriginCAFile an https origin's. PeerMTLS makes members present
+	// their pair to each other and refuse peer calls without one.
 	TLSCert      string `yaml:"tls-cert"`
 	TLSKey       string `yaml:"tls-key"`
 	PeerCAFile   string `yaml:"peer-ca-file"`
+	PeerMTLS     bool   `yaml:"peer-mtls"`
 	OriginCAFile string `yaml:"origin-ca-file"`
 	// UsersFile holds the users `granary user` manages, their secrets
 	// sealed with the key in UsersKeyFile (users.go); "" means users.json
@@ -164,8 +166,8 @@ func (c Config) Normalize() (Config, error) {
 	if err := checkListen(c.Listen); err != nil {
 		return c, err
 	}
-	if (c.TLSCert == "") != (c.TLSKey == "") {
-		return c, errors.New("tls-cert, tls-key: give both or neither")
+	if err := c.checkTLS(); err != nil {
+		return c, err
 	}
 	if strings.TrimSpace(c.DataDir) == "" {
 		return c, errors.New("data-dir: must not be empty")
@@ -215,6 +217,19 @@ func (c Config) Normalize() (Config, error) {
 		return c, fmt.Errorf("eviction: unknown policy %q (want tinylfu or lru)", c.Eviction)
 	}
 	return c, nil
+}
+
+// checkTLS refuses a half-given pair, and mutual TLS without what it
+// needs.
+func (c Config) checkTLS() error {
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return errors.New("tls-cert, tls-key: give both or neither")
+	}
+	if c.PeerMTLS && (c.TLSCert == "" || c.PeerCAFile == "") {
+		return errors.New("peer-mtls: needs tls-cert and tls-key (the certificate this node presents to its members) " +
+			"and peer-ca-file (the CA their certificates are verified against)")
+	}
+	return nil
 }
 
 // WriteModes returns the node's write mode and the per-bucket ones.

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -25,11 +26,12 @@ type Getenv func(name string) (string, bool)
 // its environment variable is GRANARY_ followed by the name in upper case
 // with '-' turned into '_'.
 type setting struct {
-	name  string
-	usage string
-	list  bool // a repeatable flag; comma-separated in the environment
-	get   func(Config) string
-	set   func(*Config, string) error
+	name    string
+	usage   string
+	list    bool // a repeatable flag; comma-separated in the environment
+	boolean bool // a flag that takes no value (--name means true)
+	get     func(Config) string
+	set     func(*Config, string) error
 }
 
 func (s setting) env() string {
@@ -53,6 +55,21 @@ func stringSetting(name, usage string, field func(*Config) *string) setting {
 		name: name, usage: usage,
 		get: func(c Config) string { return *field(&c) },
 		set: func(c *Config, v string) error { *field(c) = v; return nil },
+	}
+}
+
+func boolSetting(name, usage string, field func(*Config) *bool) setting {
+	return setting{
+		name: name, usage: usage, boolean: true,
+		get: func(c Config) string { return strconv.FormatBool(*field(&c)) },
+		set: func(c *Config, v string) error {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return fmt.Errorf("%q is not true or false", v)
+			}
+			*field(c) = b
+			return nil
+		},
 	}
 }
 
@@ -117,6 +134,9 @@ var serveSettings = []setting{
 		func(c *Config) *string { return &c.TLSKey }),
 	stringSetting("peer-ca-file", "PEM CA `file` the members' certificates are verified against, with --tls-cert in a cluster (added to the system's pool)",
 		func(c *Config) *string { return &c.PeerCAFile }),
+	boolSetting("peer-mtls", "mutual TLS between members: each presents its --tls-cert to the others, and the peer routes refuse a call "+
+		"whose connection did not present a certificate signed by --peer-ca-file (S3 clients need none); needs --tls-cert and --peer-ca-file",
+		func(c *Config) *bool { return &c.PeerMTLS }),
 	stringSetting("origin-ca-file", "PEM CA `file` an https S3 origin's certificate is verified against (added to the system's pool)",
 		func(c *Config) *string { return &c.OriginCAFile }),
 	stringSetting("users-file", "`file` of the users managed with 'granary user' (default <data-dir>/users.json); read again when it changes",
@@ -132,11 +152,14 @@ var serveSettings = []setting{
 func registerFlags(fs *pflag.FlagSet, settings []setting, def Config) {
 	for _, s := range settings {
 		usage := fmt.Sprintf("%s [env %s]", s.usage, s.env())
-		if s.list {
+		switch {
+		case s.list:
 			fs.StringArray(s.name, strings.Split(s.get(def), ","), usage)
-			continue
+		case s.boolean:
+			fs.Bool(s.name, s.get(def) == "true", usage)
+		default:
+			fs.String(s.name, s.get(def), usage)
 		}
-		fs.String(s.name, s.get(def), usage)
 	}
 }
 

@@ -280,6 +280,10 @@ func TestConfigErrors(t *testing.T) {
 		{args: []string{"--replicas", "0"}, want: "owners"},
 		{args: []string{"--peer-timeout", "0s"}, want: "peer-timeout"},
 		{args: []string{"--node-id", "a", "--listen", "0.0.0.0:9000"}, want: "advertise"},
+		{args: []string{"--peer-mtls"}, want: "peer-mtls: needs tls-cert"},
+		{args: []string{"--peer-mtls", "--tls-cert", "c.pem", "--tls-key", "k.pem"}, want: "and peer-ca-file"},
+		{env: map[string]string{"GRANARY_PEER_MTLS": "maybe"}, want: `GRANARY_PEER_MTLS: "maybe" is not true or false`},
+		{file: "peer-mtls: sometimes\n", want: "config"},
 	}
 	for _, tc := range cases {
 		dir := t.TempDir()
@@ -293,6 +297,34 @@ func TestConfigErrors(t *testing.T) {
 		_, err := loadWith(t, tc.args, env)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("args %v env %v file %q: error %v, want one containing %q", tc.args, tc.env, tc.file, err, tc.want)
+		}
+	}
+}
+
+// TestPeerMTLSSources: peer-mtls, a flag without a value, from each
+// source in order of precedence.
+func TestPeerMTLSSources(t *testing.T) {
+	needs := []string{"--tls-cert", "c.pem", "--tls-key", "k.pem", "--peer-ca-file", "ca.pem"}
+	for _, tc := range []struct {
+		file, env string
+		flags     []string
+		want      bool
+	}{
+		{want: false},
+		{file: "peer-mtls: true\n", want: true},
+		{file: "peer-mtls: true\n", env: "false", want: false},
+		{env: "true", want: true},
+		{env: "true", flags: []string{"--peer-mtls=false"}, want: false},
+		{flags: []string{"--peer-mtls"}, want: true},
+	} {
+		dir := t.TempDir()
+		env := map[string]string{"GRANARY_DATA_DIR": dir, "GRANARY_PEER_MTLS": tc.env}
+		if tc.file != "" {
+			env["GRANARY_CONFIG"] = writeFile(t, dir, "c.yaml", tc.file)
+		}
+		c, err := loadWith(t, append(append([]string{}, needs...), tc.flags...), env)
+		if err != nil || c.PeerMTLS != tc.want {
+			t.Errorf("file %q env %q flags %q: peer-mtls %v, %v; want %v", tc.file, tc.env, tc.flags, c.PeerMTLS, err, tc.want)
 		}
 	}
 }

@@ -37,7 +37,7 @@ and is retried) or the timeout passes.`,
 			if err != nil {
 				return usageError{err}
 			}
-			endpoint, err := cf.Endpoint(getenv)
+			node, err := cf.Remote(getenv)
 			if err != nil {
 				return usageError{err}
 			}
@@ -47,7 +47,7 @@ and is retried) or the timeout passes.`,
 				ctx, cancel = context.WithTimeout(ctx, timeout)
 				defer cancel()
 			}
-			return flush(ctx, getenv, endpoint, bucket, prefix, cmd.ErrOrStderr())
+			return flush(ctx, getenv, node, bucket, prefix, cmd.ErrOrStderr())
 		},
 	}
 	cf.register(cmd.Flags())
@@ -68,10 +68,10 @@ func parseS3URL(raw string) (bucket, prefix string, err error) {
 	return bucket, prefix, nil
 }
 
-// flush runs the node's flush and prints its progress to w.
-func flush(ctx context.Context, getenv Getenv, endpoint, bucket, prefix string, w io.Writer) error {
+// flush runs node's flush and prints its progress to w.
+func flush(ctx context.Context, getenv Getenv, node remote, bucket, prefix string, w io.Writer) error {
 	q := url.Values{"bucket": {bucket}, "prefix": {prefix}}
-	resp, err := adminCall(ctx, getenv, endpoint, "POST", "/_granary/flush", q)
+	resp, err := adminCall(ctx, getenv, node, "POST", "/_granary/flush", q)
 	if err != nil {
 		return err
 	}

@@ -138,7 +138,7 @@ func (f *mountFlags) options(getenv Getenv, bucket, mountpoint string) (fuse.Opt
 	if bucket == "" {
 		return o, "", usageError{errors.New("mount: empty BUCKET")}
 	}
-	endpoint, err := f.client.Endpoint(getenv)
+	node, err := f.client.Remote(getenv)
 	if err != nil {
 		return o, "", usageError{err}
 	}
@@ -149,17 +149,13 @@ func (f *mountFlags) options(getenv Getenv, bucket, mountpoint string) (fuse.Opt
 	if err := f.checkNumbers(); err != nil {
 		return o, "", usageError{err}
 	}
-	cas, err := clientCAs(getenv)
-	if err != nil {
-		return o, "", usageError{err}
-	}
 	dir, err := checkMountpoint(mountpoint, f.supervise)
 	if err != nil {
 		return o, "", usageError{err}
 	}
 	o = fuse.Options{
-		Endpoint: endpoint, AccessKey: creds.access, SecretKey: creds.secret, Region: creds.region,
-		RootCAs: cas, Bucket: bucket, Prefix: f.prefix, ReadOnly: f.readOnly, StageDir: f.stageDir,
+		Endpoint: node.url, AccessKey: creds.access, SecretKey: creds.secret, Region: creds.region,
+		RootCAs: node.cas, Bucket: bucket, Prefix: f.prefix, ReadOnly: f.readOnly, StageDir: f.stageDir,
 		UID: uint32(os.Getuid()), GID: uint32(os.Getgid()),
 		FileMode: os.FileMode(f.fileMode), DirMode: os.FileMode(f.dirMode),
 		MetadataTTL: f.metadataTTL, MaxMemory: int64(f.maxMemory), Debug: f.debug,

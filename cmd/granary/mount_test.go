@@ -92,7 +92,7 @@ func TestMountHelpExplainsEveryFlag(t *testing.T) {
 	}
 	for _, want := range []string{"--endpoint", "--prefix", "--read-only", "--uid", "--gid", "--file-mode", "--dir-mode",
 		"--metadata-ttl", "--max-memory", "--debug", "--supervise", "GRANARY_ACCESS_KEY", "GRANARY_SECRET_KEY",
-		"GRANARY_REGION", "--stage-dir", "uploaded when it is closed", "SIGTERM"} {
+		"GRANARY_REGION", "--stage-dir", "uploaded when it is closed", "SIGTERM", "--ca-file", "GRANARY_CA_FILE"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("mount --help lacks %q", want)
 		}
@@ -106,11 +106,12 @@ func TestMountHelpExplainsEveryFlag(t *testing.T) {
 // and that a supervisor hands its worker the same options.
 func TestMountOptions(t *testing.T) {
 	dir := t.TempDir()
+	certs := newTLSFiles(t)
 	env := envMap(map[string]string{"GRANARY_ACCESS_KEY": "AK", "GRANARY_SECRET_KEY": "SK", "GRANARY_REGION": "eu-west-1"})
 	f := defaultMountFlags()
 	fs := pflag.NewFlagSet("mount", pflag.ContinueOnError)
 	f.register(fs)
-	err := fs.Parse([]string{"--endpoint", "http://10.1.2.3:9000/", "--prefix", "a b/c", "--read-only", "--stage-dir", "/var/tmp", "--uid", "1000",
+	err := fs.Parse([]string{"--endpoint", "http://10.1.2.3:9000/", "--ca-file", certs.ca.File, "--prefix", "a b/c", "--read-only", "--stage-dir", "/var/tmp", "--uid", "1000",
 		"--gid", "0", "--file-mode", "0440", "--dir-mode", "750", "--metadata-ttl", "1m", "--max-memory", "1.5GiB",
 		"--debug", "--supervise", "bucket", dir})
 	if err != nil {
@@ -123,6 +124,10 @@ func TestMountOptions(t *testing.T) {
 	want := fuse.Options{Endpoint: "http://10.1.2.3:9000", AccessKey: "AK", SecretKey: "SK", Region: "eu-west-1",
 		Bucket: "bucket", Prefix: "a b/c", ReadOnly: true, StageDir: "/var/tmp", UID: 1000, GID: 0, FileMode: 0o440, DirMode: 0o750,
 		MetadataTTL: time.Minute, MaxMemory: 3 << 29, Debug: true}
+	if !verifies(t, opts.RootCAs, certs.cert) {
+		t.Fatal("options: RootCAs does not hold the --ca-file's CA")
+	}
+	opts.RootCAs = nil // checked: DeepEqual cannot compare pools
 	if !reflect.DeepEqual(opts, want) || gotDir != dir {
 		t.Fatalf("options:\n got %+v %s\nwant %+v %s", opts, gotDir, want, dir)
 	}
@@ -141,6 +146,10 @@ func TestMountOptions(t *testing.T) {
 	if err != nil || wf.supervise || wf.readyFD != workerReadyFD || wfs.NArg() != 2 {
 		t.Fatalf("worker args %q: supervise %v, ready fd %d, %v", wargs, wf.supervise, wf.readyFD, err)
 	}
+	if !verifies(t, wopts.RootCAs, certs.cert) {
+		t.Fatal("worker options: RootCAs does not hold the --ca-file's CA")
+	}
+	wopts.RootCAs = nil
 	if !reflect.DeepEqual(wopts, want) || wdir != dir {
 		t.Fatalf("worker options:\n got %+v\nwant %+v", wopts, want)
 	}

@@ -80,7 +80,9 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, keys *access.Regist
 		}
 	} else {
 		spec.CAFile = cfg.OriginCAFile
-		origin, err = openOrigin(spec, oak, osk)
+		if origin, err = openOrigin(spec, oak, osk); err == nil {
+			probeOriginTLS(spec, log)
+		}
 	}
 	if err != nil {
 		return n, err
@@ -92,9 +94,13 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, keys *access.Regist
 	if err != nil {
 		return n, err
 	}
+	certs, err := nodeCerts(cfg, log)
+	if err != nil {
+		return n, usageError{err}
+	}
 	var cl *clusterParts
 	if cfg.Cluster.enabled() {
-		if cl, err = openCluster(cfg, secret, origin, log); err != nil {
+		if cl, err = openCluster(cfg, secret, origin, certs, log); err != nil {
 			return n, err
 		}
 		n.closers = append([]namedCloser{{"cluster", cl}}, n.closers...)
@@ -164,7 +170,7 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, keys *access.Regist
 		return n, usageError{err}
 	}
 	n.closers = append([]namedCloser{{"scheduler", closeFunc(stop)}}, n.closers...)
-	n.tls, err = nodeTLS(cfg, log)
+	n.tls, err = nodeTLS(cfg, certs)
 	if err != nil {
 		return n, usageError{err}
 	}

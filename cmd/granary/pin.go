@@ -34,7 +34,7 @@ Prints the node's pins.`,
 			if list != (len(args) == 0) || (list && remove) {
 				return usageError{fmt.Errorf("give one s3://BUCKET[/PREFIX], or --list alone")}
 			}
-			endpoint, err := cf.Endpoint(getenv)
+			node, err := cf.Remote(getenv)
 			if err != nil {
 				return usageError{err}
 			}
@@ -49,7 +49,7 @@ Prints the node's pins.`,
 					method = "DELETE"
 				}
 			}
-			resp, err := adminCall(cmd.Context(), getenv, endpoint, method, "/_granary/pin", q)
+			resp, err := adminCall(cmd.Context(), getenv, node, method, "/_granary/pin", q)
 			if err != nil {
 				return err
 			}

@@ -51,11 +51,11 @@ member holds (so a scheduler can place a job next to its data).
 			} else if object {
 				return usageError{fmt.Errorf("--object: give the object as s3://BUCKET/KEY")}
 			}
-			endpoint, err := cf.Endpoint(getenv)
+			node, err := cf.Remote(getenv)
 			if err != nil {
 				return usageError{err}
 			}
-			resp, err := adminCall(cmd.Context(), getenv, endpoint, "GET", "/_granary/status", q)
+			resp, err := adminCall(cmd.Context(), getenv, node, "GET", "/_granary/status", q)
 			if err != nil {
 				return err
 			}

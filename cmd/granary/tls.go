@@ -4,11 +4,11 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"sync"
 	"syscall"
@@ -78,14 +78,25 @@ func (f *certFiles) reload() error {
 	return nil
 }
 
-// GetCertificate is tls.Config's: the current pair.
-func (f *certFiles) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+// current is the pair in service, read again first if its files changed.
+func (f *certFiles) current() *tls.Certificate {
 	if err := f.reload(); err != nil {
 		f.log.Warn().Err(err).Msg("TLS certificate not reloaded; serving the previous one")
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.pair, nil
+	return f.pair
+}
+
+// GetCertificate is tls.Config's: the current pair, for a server.
+func (f *certFiles) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	return f.current(), nil
+}
+
+// GetClientCertificate is tls.Config's: the current pair, presented to
+// a member that asks for one (mutual TLS).
+func (f *certFiles) GetClientCertificate(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+	return f.current(), nil
 }
 
 // serverTLS is the listener's TLS configuration over f: TLS 1.2 and up.
@@ -103,6 +114,16 @@ func caPool(file string) (*x509.CertPool, error) {
 	if file == "" {
 		return pool, nil
 	}
+	return addPEM(pool, file)
+}
+
+// filePool is a pool of the PEM certificates of file alone.
+func filePool(file string) (*x509.CertPool, error) {
+	return addPEM(x509.NewCertPool(), file)
+}
+
+// addPEM adds the PEM certificates of file to pool, which must gain one.
+func addPEM(pool *x509.CertPool, file string) (*x509.CertPool, error) {
 	pem, err := os.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("CA file: %w", err)
@@ -119,45 +140,108 @@ func clientTLS(caFile string) (*tls.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}, nil
+	return clientTLSConfig(pool), nil
 }
 
-// nodeTLS is the node's serving TLS configuration, nil without
-// --tls-cert.
-func nodeTLS(cfg Config, log zerolog.Logger) (*tls.Config, error) {
+// clientTLSConfig verifies servers against pool (nil: the system's), TLS
+// 1.2 and up.
+func clientTLSConfig(pool *x509.CertPool) *tls.Config {
+	return &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}
+}
+
+// nodeCerts is the node's reloading pair, nil without --tls-cert: what
+// it serves with and, with --peer-mtls, presents to its members.
+func nodeCerts(cfg Config, log zerolog.Logger) (*certFiles, error) {
 	if cfg.TLSCert == "" {
 		return nil, nil
 	}
-	f, err := loadCertFiles(cfg.TLSCert, cfg.TLSKey, log)
-	if err != nil {
-		return nil, err
-	}
-	return serverTLS(f), nil
+	return loadCertFiles(cfg.TLSCert, cfg.TLSKey, log)
 }
 
-// clientCAs is the pool client commands verify a node's HTTPS with:
-// the system's and GRANARY_CA_FILE's (see caPool) when it is set, nil
-// (the system's) when not.
-func clientCAs(getenv Getenv) (*x509.CertPool, error) {
-	file, _ := getenv("GRANARY_CA_FILE")
+// nodeTLS is the node's serving TLS configuration over certs, nil
+// without them. With --peer-mtls it asks every client for a certificate
+// and verifies one given against the members' CA (the file alone, not
+// the system's pool: a certificate any public CA signed must not pass
+// for a member's); a client that gives none (an S3 client) is served
+// as before, and the peer routes refuse it (api.PeerOptions).
+func nodeTLS(cfg Config, certs *certFiles) (*tls.Config, error) {
+	if certs == nil {
+		return nil, nil
+	}
+	tc := serverTLS(certs)
+	if cfg.PeerMTLS {
+		members, err := filePool(cfg.PeerCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("peer-ca-file: %w", err)
+		}
+		tc.ClientAuth, tc.ClientCAs = tls.VerifyClientCertIfGiven, members
+	}
+	return tc, nil
+}
+
+// peerTLS is what the peer client speaks HTTPS to members with: their
+// certificates verified against --peer-ca-file (beside the system's
+// pool) and, with --peer-mtls, certs presented (as they are at the
+// handshake: a rotation applies to new connections).
+func peerTLS(cfg Config, certs *certFiles) (*tls.Config, error) {
+	tc, err := clientTLS(cfg.PeerCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("peer-ca-file: %w", err)
+	}
+	if cfg.PeerMTLS {
+		tc.GetClientCertificate = certs.GetClientCertificate
+	}
+	return tc, nil
+}
+
+// originProbeTimeout bounds the start-up check of an https origin.
+const originProbeTimeout = 10 * time.Second
+
+// probeOriginTLS checks once, in the background, that an https s3
+// origin presents a certificate this node trusts, and logs an error
+// naming the fix if it does not: otherwise the first sign would be 503
+// answers. An origin that cannot be reached is left to the requests (it
+// may come up later); the check never holds up the start.
+func probeOriginTLS(spec originSpec, log zerolog.Logger) {
+	if spec.Scheme != "s3" || !spec.Secure {
+		return
+	}
+	tc, err := clientTLS(spec.CAFile)
+	if err != nil {
+		return // openOrigin refused it already
+	}
+	addr := spec.endpointHostPort()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), originProbeTimeout)
+		defer cancel()
+		conn, err := (&tls.Dialer{Config: tc}).DialContext(ctx, "tcp", addr)
+		if err == nil {
+			conn.Close()
+			return
+		}
+		var bad *tls.CertificateVerificationError
+		if errors.As(err, &bad) {
+			log.Error().Err(err).Str("origin", addr).
+				Msg("the origin's TLS certificate is not trusted: give its CA with --origin-ca-file; every origin request fails (503) until then")
+		}
+	}()
+}
+
+// CAs is the pool client commands verify a node's HTTPS with: the
+// system's and that of --ca-file, else of GRANARY_CA_FILE (see caPool);
+// nil (the system's) when neither is set.
+func (c *clientFlags) CAs(getenv Getenv) (*x509.CertPool, error) {
+	file, from := c.caFile, "--ca-file"
+	if file == "" {
+		file, _ = getenv("GRANARY_CA_FILE")
+		from = "GRANARY_CA_FILE"
+	}
 	if file == "" {
 		return nil, nil
 	}
 	pool, err := caPool(file)
 	if err != nil {
-		return nil, fmt.Errorf("GRANARY_CA_FILE: %w", err)
+		return nil, fmt.Errorf("%s: %w", from, err)
 	}
 	return pool, nil
-}
-
-// clientTransport is the HTTP transport client commands reach a node
-// with: the default one, verifying HTTPS against clientCAs.
-func clientTransport(getenv Getenv) (*http.Transport, error) {
-	pool, err := clientCAs(getenv)
-	if err != nil {
-		return nil, err
-	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}
-	return tr, nil
 }

@@ -65,15 +65,15 @@ func newVersionCmd(getenv Getenv) *cobra.Command {
 			if env, _ := getenv("GRANARY_ENDPOINT"); !cmd.Flags().Changed("endpoint") && env == "" {
 				return nil // no node named: the binary's version only
 			}
-			endpoint, err := cf.Endpoint(getenv)
+			node, err := cf.Remote(getenv)
 			if err != nil {
 				return usageError{err}
 			}
-			status, err := health(cmd.Context(), endpoint)
+			status, err := health(cmd.Context(), node)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(out, "server %s: %s\n", endpoint, status)
+			fmt.Fprintf(out, "server %s: %s\n", node.url, status)
 			return nil
 		},
 	}
@@ -81,15 +81,17 @@ func newVersionCmd(getenv Getenv) *cobra.Command {
 	return cmd
 }
 
-// health asks a node's /healthz and returns its answer.
-func health(ctx context.Context, endpoint string) (string, error) {
+// health asks node's /healthz and returns its answer.
+func health(ctx context.Context, node remote) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+"/healthz", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, node.url+"/healthz", nil)
 	if err != nil {
 		return "", err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	tr := node.transport()
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Do(req)
 	if err != nil {
 		return "", fmt.Errorf("health check: %w", err)
 	}

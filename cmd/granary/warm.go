@@ -52,7 +52,7 @@ Interrupting the command cancels the warm-up.`,
 			if err != nil {
 				return usageError{err}
 			}
-			endpoint, err := f.client.Endpoint(getenv)
+			node, err := f.client.Remote(getenv)
 			if err != nil {
 				return usageError{err}
 			}
@@ -65,7 +65,7 @@ Interrupting the command cancels the warm-up.`,
 				ctx, cancel = context.WithTimeout(ctx, f.timeout)
 				defer cancel()
 			}
-			w := &warmer{getenv: getenv, endpoint: endpoint, out: cmd.ErrOrStderr()}
+			w := &warmer{getenv: getenv, node: node, out: cmd.ErrOrStderr()}
 			return w.run(ctx, ops.WarmSpec{Bucket: bucket, Prefix: prefix, MetadataOnly: f.metadataOnly, Parallel: f.parallel})
 		},
 	}
@@ -78,9 +78,9 @@ Interrupting the command cancels the warm-up.`,
 
 // warmer runs one warm-up from the command line.
 type warmer struct {
-	getenv   Getenv
-	endpoint string
-	out      io.Writer
+	getenv Getenv
+	node   remote
+	out    io.Writer
 }
 
 // run starts the job, shows its progress, and returns its verdict.
@@ -125,7 +125,7 @@ func (w *warmer) cancel(id string, why error) error {
 // call makes one admin call and decodes the job status it answers.
 func (w *warmer) call(ctx context.Context, method string, q url.Values) (ops.WarmStatus, error) {
 	var st ops.WarmStatus
-	resp, err := adminCall(ctx, w.getenv, w.endpoint, method, "/_granary/warm", q)
+	resp, err := adminCall(ctx, w.getenv, w.node, method, "/_granary/warm", q)
 	if err != nil {
 		return st, err
 	}

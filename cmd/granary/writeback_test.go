@@ -157,7 +157,7 @@ func getAll(t *testing.T, cl *minio.Client, bucket, key string) []byte {
 // persisted returns the node's x-granary-persisted header for an object.
 func persisted(t *testing.T, addr string, env map[string]string, bucket, key string) string {
 	t.Helper()
-	resp, err := adminCall(context.Background(), envMap(env), "http://"+addr, http.MethodHead, "/"+bucket+"/"+key, nil)
+	resp, err := adminCall(context.Background(), envMap(env), remote{url: "http://" + addr}, http.MethodHead, "/"+bucket+"/"+key, nil)
 	if err != nil {
 		t.Fatalf("head %s: %v", key, err)
 	}

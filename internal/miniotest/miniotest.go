@@ -1,10 +1,12 @@
 // Package miniotest starts a real MinIO server on a free loopback port for
-// tests. The binary comes from $MINIO_BIN, else $GOPATH/bin/minio (the
-// Makefile installs it there with `go install`).
+// tests, over HTTP or HTTPS. The binary comes from $MINIO_BIN, else
+// $GOPATH/bin/minio (the Makefile installs it there with `go install`).
 package miniotest
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -17,18 +19,34 @@ import (
 	"time"
 )
 
+// Options change how a server starts; the zero value serves plain HTTP.
+type Options struct {
+	// CertsDir, if set, makes the server speak HTTPS with the pair in it
+	// (MinIO's --certs-dir: public.crt and private.key, the certificate
+	// naming 127.0.0.1); RootCAs is what the readiness check verifies it
+	// against.
+	CertsDir string
+	RootCAs  *x509.CertPool
+}
+
 // Server is a running MinIO server.
 type Server struct {
 	Endpoint  string // host:port
 	AccessKey string
 	SecretKey string
+	opts      Options
 	cmd       *exec.Cmd
 	dir       string
 	exited    chan struct{}
 }
 
-// URL is the server's base URL.
-func (s *Server) URL() string { return "http://" + s.Endpoint }
+// URL is the server's base URL: https:// with a CertsDir.
+func (s *Server) URL() string {
+	if s.opts.CertsDir != "" {
+		return "https://" + s.Endpoint
+	}
+	return "http://" + s.Endpoint
+}
 
 // Binary returns the path of the MinIO server binary.
 func Binary() (string, error) {
@@ -51,7 +69,10 @@ func Binary() (string, error) {
 }
 
 // Start starts a server with a fresh data directory. Stop it with Stop.
-func Start() (*Server, error) {
+func Start() (*Server, error) { return StartWith(Options{}) }
+
+// StartWith is Start with o.
+func StartWith(o Options) (*Server, error) {
 	bin, err := Binary()
 	if err != nil {
 		return nil, err
@@ -63,7 +84,7 @@ func Start() (*Server, error) {
 	// A port picked by the kernel may be taken again before MinIO binds it;
 	// retry a few times on a new one.
 	for attempt := 0; attempt < 5; attempt++ {
-		s, err := startOnce(bin, dir)
+		s, err := startOnce(bin, dir, o)
 		if err == nil {
 			return s, nil
 		}
@@ -75,7 +96,7 @@ func Start() (*Server, error) {
 	return nil, errors.New("unreachable")
 }
 
-func startOnce(bin, dir string) (*Server, error) {
+func startOnce(bin, dir string, o Options) (*Server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -84,11 +105,15 @@ func startOnce(bin, dir string) (*Server, error) {
 		Endpoint:  fmt.Sprintf("127.0.0.1:%d", port),
 		AccessKey: "minioadmin-test",
 		SecretKey: "minioadmin-test-secret",
+		opts:      o,
 		dir:       dir,
 		exited:    make(chan struct{}),
 	}
-	s.cmd = exec.Command(bin, "server", "--quiet", "--address", s.Endpoint,
-		"--console-address", "127.0.0.1:0", filepath.Join(dir, "data"))
+	args := []string{"server", "--quiet", "--address", s.Endpoint, "--console-address", "127.0.0.1:0"}
+	if o.CertsDir != "" {
+		args = append(args, "--certs-dir", o.CertsDir)
+	}
+	s.cmd = exec.Command(bin, append(args, filepath.Join(dir, "data"))...)
 	s.cmd.Env = append(os.Environ(),
 		"MINIO_ROOT_USER="+s.AccessKey, "MINIO_ROOT_PASSWORD="+s.SecretKey,
 		"MINIO_BROWSER=off", "MINIO_UPDATE=off", "MINIO_API_REQUESTS_MAX=4096")
@@ -116,9 +141,11 @@ func (s *Server) awaitReady(limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	url := s.URL() + "/minio/health/ready"
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: s.opts.RootCAs}}
+	defer tr.CloseIdleConnections()
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := (&http.Client{Transport: tr}).Do(req)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -165,7 +192,13 @@ func Main(m *testing.M, srv **Server) {
 // StartT starts a server for one test and stops it when the test ends.
 func StartT(t testing.TB) *Server {
 	t.Helper()
-	s, err := Start()
+	return StartTWith(t, Options{})
+}
+
+// StartTWith is StartT with o.
+func StartTWith(t testing.TB, o Options) *Server {
+	t.Helper()
+	s, err := StartWith(o)
 	if err != nil {
 		t.Fatal(err)
 	}

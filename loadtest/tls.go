@@ -1,0 +1,255 @@
+// The tls scenario: what HTTPS costs. Two `granary serve` nodes in front
+// of the same MinIO, one serving HTTP and one HTTPS (a CA and certificate
+// made for the run), both warmed with the same data, are read by the
+// same client: warm GETs of small objects at 64 concurrent keep-alive
+// connections, signed and unsigned, and one large object as a single
+// stream, every byte checked. The passes alternate between the two
+// nodes, several rounds each, and the report gives HTTPS / HTTP.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/granary-dev/granary/internal/miniotest"
+	"github.com/granary-dev/granary/internal/testcerts"
+)
+
+// tlsPlan is the shape of a tls run.
+type tlsPlan struct {
+	count     int   // objects per small set
+	sizes     []int // small object sizes
+	conc      int   // concurrent clients (and keep-alive connections)
+	largeSize int64
+	rounds    int   // measured passes of each row on each node
+	ram       int64 // --ram of each node: holds every object
+}
+
+func fullTLSPlan() tlsPlan {
+	return tlsPlan{count: 10_000, sizes: []int{4 << 10, 100 << 10}, conc: 64, largeSize: 1 << 30, rounds: 3, ram: 3 << 30}
+}
+
+func quickTLSPlan() tlsPlan {
+	return tlsPlan{count: 300, sizes: []int{4 << 10, 100 << 10}, conc: 64, largeSize: 64 << 20, rounds: 1, ram: 512 << 20}
+}
+
+// Protocols and clients of the rows.
+const (
+	protoHTTP      = "HTTP"
+	protoHTTPS     = "HTTPS"
+	clientSigned   = "signed"
+	clientUnsigned = "unsigned"
+)
+
+// tlsNodes are the two nodes measured, and how the HTTPS one was reached.
+type tlsNodes struct {
+	plain, secure *granaryProc
+	negotiated    string // TLS version and cipher suite of a connection to secure
+}
+
+// runTLS measures the scenario at its full or -quick size.
+func runTLS(ctx context.Context, o options, logw io.Writer) (*tlsReport, error) {
+	p := fullTLSPlan()
+	if o.quick {
+		p = quickTLSPlan()
+	}
+	return runTLSPlan(ctx, o, p, logw)
+}
+
+// runTLSPlan measures the scenario shaped by p. A failure after some rows
+// were measured logs the partial report.
+func runTLSPlan(ctx context.Context, o options, p tlsPlan, logw io.Writer) (*tlsReport, error) {
+	if o.granary == "" {
+		return nil, errors.New("the tls scenario needs a granary binary (-granary)")
+	}
+	logf := func(format string, args ...any) { fmt.Fprintf(logw, "loadtest: tls: "+format+"\n", args...) }
+	d := newDataset(plan{count: p.count, sizes: p.sizes, concs: []int{p.conc}, largeSize: p.largeSize})
+	mio, err := seededMinio(ctx, d, logf)
+	if err != nil {
+		return nil, err
+	}
+	defer mio.Stop()
+	nodes, stop, err := startTLSNodes(o.granary, mio, d.bucket, p.ram)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	rep := &tlsReport{plan: p, quick: o.quick, started: time.Now(), negotiated: nodes.negotiated}
+	err = measureLogged(&rep.loadStart, &rep.loadEnd, func() error { return measureTLS(ctx, d, nodes, rep, logf) },
+		func() bool { return len(rep.rows) > 0 }, rep.markdown, logf)
+	if err != nil {
+		return nil, fmt.Errorf("%w\nHTTP node log tail:\n%s\nHTTPS node log tail:\n%s", err, nodes.plain.tail(), nodes.secure.tail())
+	}
+	return rep, nil
+}
+
+// startTLSNodes starts the HTTP and the HTTPS node in front of mio, each
+// with ram and no disk tier, immutable metadata (a warm pass never asks
+// the origin) and bucket anonymous-read (for the unsigned rows); stop
+// stops both and removes what they used.
+func startTLSNodes(bin string, mio *miniotest.Server, bucket string, ram int64) (n tlsNodes, stop func(), err error) {
+	dir, err := os.MkdirTemp("", "granary-loadtest-tls-")
+	if err != nil {
+		return n, nil, err
+	}
+	var cleanup []func()
+	stop = func() {
+		for i := len(cleanup) - 1; i >= 0; i-- {
+			cleanup[i]()
+		}
+		os.RemoveAll(dir)
+	}
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
+	ca, err := testcerts.New(dir)
+	if err != nil {
+		return n, nil, err
+	}
+	cert, key := filepath.Join(dir, "node.crt"), filepath.Join(dir, "node.key")
+	if _, err = ca.WriteLeaf(cert, key); err != nil {
+		return n, nil, err
+	}
+	cfg, err := anonymousConfig(bucket)
+	if err != nil {
+		return n, nil, err
+	}
+	cleanup = append(cleanup, func() { os.Remove(cfg) })
+	flags := []string{"--config", cfg, "--freshness", "immutable"}
+	if n.plain, err = startGranary(bin, mio.Endpoint, mio.AccessKey, mio.SecretKey, ram, 0, flags...); err != nil {
+		return n, nil, err
+	}
+	cleanup = append(cleanup, n.plain.stop)
+	n.secure, err = startGranaryWith(ca.Pool(), bin, mio.Endpoint, mio.AccessKey, mio.SecretKey, ram, 0,
+		append(flags, "--tls-cert", cert, "--tls-key", key)...)
+	if err != nil {
+		return n, nil, err
+	}
+	cleanup = append(cleanup, n.secure.stop)
+	n.negotiated, err = negotiated(n.secure)
+	return n, stop, err
+}
+
+// negotiated names the TLS version and cipher suite a client of g (HTTPS)
+// gets.
+func negotiated(g *granaryProc) (string, error) {
+	resp, err := (&http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: g.roots}}}).Get(g.endpoint() + "/healthz")
+	if err != nil {
+		return "", err
+	}
+	resp.Body.Close()
+	if resp.TLS == nil {
+		return "", errors.New("the HTTPS node answered without TLS")
+	}
+	return tls.VersionName(resp.TLS.Version) + ", " + tls.CipherSuiteName(resp.TLS.CipherSuite), nil
+}
+
+// tlsTargets are the rows' targets: each node read signed and unsigned.
+func tlsTargets(n tlsNodes) map[[2]string]target {
+	t := map[[2]string]target{}
+	for proto, g := range map[string]*granaryProc{protoHTTP: n.plain, protoHTTPS: n.secure} {
+		t[[2]string{proto, clientSigned}] = target{name: proto + " " + clientSigned, endpoint: g.endpoint(),
+			access: granaryAccess, secret: granarySecret, roots: g.roots}
+		t[[2]string{proto, clientUnsigned}] = target{name: proto + " " + clientUnsigned, endpoint: g.endpoint(),
+			anonymous: true, roots: g.roots}
+	}
+	return t
+}
+
+// measureTLS warms both nodes (every object read once through each,
+// then their cache fills settled) and every client's connections (so no
+// measured pass pays for a handshake), and measures every row, rounds
+// times on each node, alternating which node goes first.
+func measureTLS(ctx context.Context, d *dataset, n tlsNodes, rep *tlsReport, logf func(string, ...any)) error {
+	targets := tlsTargets(n)
+	clients := map[[2]string]*client{}
+	for k, t := range targets {
+		clients[k] = newClient(t, d.bucket, rep.plan.conc)
+		defer clients[k].close()
+	}
+	for _, proto := range []string{protoHTTP, protoHTTPS} {
+		if err := readAll(ctx, d, clients[[2]string{proto, clientSigned}], proto+" warm-up"); err != nil {
+			return err
+		}
+		// The unsigned client's pool: conc connections, opened by a pass.
+		if _, err := runSmall(ctx, clients[[2]string{proto, clientUnsigned}], d.sets[0], proto+" connections"); err != nil {
+			return err
+		}
+	}
+	for _, g := range []*granaryProc{n.plain, n.secure} {
+		if _, err := g.awaitIdle(ctx, 5*time.Minute); err != nil {
+			return err
+		}
+	}
+	for round := range rep.plan.rounds {
+		order := []string{protoHTTP, protoHTTPS}
+		if round%2 == 1 {
+			order = []string{protoHTTPS, protoHTTP}
+		}
+		if err := measureRound(ctx, d, clients, order, round, rep, logf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readAll reads every object of d once through cl, unmeasured.
+func readAll(ctx context.Context, d *dataset, cl *client, label string) error {
+	for _, set := range d.sets {
+		if _, err := runSmall(ctx, cl, set, label); err != nil {
+			return err
+		}
+	}
+	for _, obj := range d.large {
+		if _, err := runLarge(ctx, cl, obj, 1, label); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// measureRound measures each row once on each node, in order.
+func measureRound(ctx context.Context, d *dataset, clients map[[2]string]*client, order []string, round int, rep *tlsReport, logf func(string, ...any)) error {
+	for _, set := range d.sets {
+		for _, mode := range []string{clientSigned, clientUnsigned} {
+			for _, proto := range order {
+				r, err := runSmall(ctx, clients[[2]string{proto, mode}], set, proto+" "+mode)
+				if err != nil {
+					return err
+				}
+				row := tlsRow{read: smallRead(set), client: mode, proto: proto, round: round,
+					rate: r.opsPerSec(), p50: r.p50, p99: r.p99, bytes: int64(r.n * set.size)}
+				logf("round %d: %s, %s over %s: %.0f GET/s, p50 %v", round+1, row.read, mode, proto, row.rate, r.p50.Round(time.Microsecond))
+				rep.rows = append(rep.rows, row)
+			}
+		}
+	}
+	for _, obj := range d.large {
+		for _, proto := range order {
+			r, err := runLarge(ctx, clients[[2]string{proto, clientSigned}], obj, 1, proto)
+			if err != nil {
+				return err
+			}
+			row := tlsRow{read: largeRead(obj), client: clientSigned, proto: proto, round: round, large: true,
+				rate: r.mbPerSec(), bytes: r.bytes}
+			logf("round %d: %s over %s: %.0f MB/s", round+1, row.read, proto, row.rate)
+			rep.rows = append(rep.rows, row)
+		}
+	}
+	return nil
+}
+
+func smallRead(set objectSet) string {
+	return fmt.Sprintf("%d x %s, c=%d", len(set.objects), set.name, set.conc)
+}
+
+func largeRead(obj object) string { return sizeName(int64(len(obj.data))) + ", one stream" }

@@ -1,0 +1,123 @@
+// The tls scenario's markdown report: per read and client, the median of
+// each node's rounds, HTTPS / HTTP against its target, and every round.
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Targets of HTTPS / HTTP.
+const (
+	tlsSmallTarget = 0.8 // warm small GETs
+	tlsLargeTarget = 0.9 // the large stream
+)
+
+// tlsRow is one measured pass: GETs per second (small) or MB/s (large).
+type tlsRow struct {
+	read, client, proto string
+	round               int
+	large               bool
+	rate                float64
+	p50, p99            time.Duration // small reads only
+	bytes               int64         // read and checked
+}
+
+// tlsReport collects a tls run's results.
+type tlsReport struct {
+	plan               tlsPlan
+	quick              bool
+	started            time.Time
+	negotiated         string
+	rows               []tlsRow
+	loadStart, loadEnd string // as in report
+}
+
+// tlsKey names a row of the summary: a read by a client.
+type tlsKey struct{ read, client string }
+
+// keys are the summary's rows, in the order they were measured.
+func (r *tlsReport) keys() []tlsKey {
+	var out []tlsKey
+	for _, row := range r.rows {
+		if k := (tlsKey{row.read, row.client}); !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// median is the median row of k's rounds over proto (the lower middle of
+// an even count), by rate; ok is false when none was measured.
+func (r *tlsReport) median(k tlsKey, proto string) (row tlsRow, ok bool) {
+	var rows []tlsRow
+	for _, row := range r.rows {
+		if row.read == k.read && row.client == k.client && row.proto == proto {
+			rows = append(rows, row)
+		}
+	}
+	if len(rows) == 0 {
+		return tlsRow{}, false
+	}
+	slices.SortFunc(rows, func(a, b tlsRow) int { return cmp.Compare(a.rate, b.rate) })
+	return rows[(len(rows)-1)/2], true
+}
+
+func (r *tlsReport) markdown() string {
+	var b strings.Builder
+	r.header(&b)
+	r.summary(&b)
+	r.rounds(&b)
+	return b.String()
+}
+
+func (r *tlsReport) header(b *strings.Builder) {
+	p := r.plan
+	fmt.Fprintf(b, "# Granary over HTTPS against HTTP\n\n")
+	b.WriteString(runStamp(r.started, r.quick))
+	fmt.Fprintf(b, ". Two `granary serve` nodes on loopback in front of the same MinIO, --ram %s each and no disk tier, "+
+		"--freshness immutable, the bucket anonymous-read: one serves HTTP, one HTTPS (--tls-cert with an ECDSA P-256 "+
+		"certificate made for the run; negotiated: %s). Both read every object once before the measurements (their caches "+
+		"warm, their fills settled). The same client reads both: Go net/http, HTTP/1.1, keep-alive, %d connections for %d "+
+		"concurrent small GETs, SigV4 headers (signed) or none (unsigned); every byte is checked against the object's. "+
+		"Each row runs %d round(s) on each node, alternating which goes first; the table gives the median round. "+
+		"Load average (1 min) %s before, %s after.\n\n",
+		mib(p.ram), r.negotiated, p.conc, p.conc, p.rounds, r.loadStart, r.loadEnd)
+}
+
+func (r *tlsReport) summary(b *strings.Builder) {
+	b.WriteString("| read | client | HTTP | HTTPS | HTTPS / HTTP | target | p50 HTTP / HTTPS |\n|---|---|---:|---:|---:|---|---:|\n")
+	for _, k := range r.keys() {
+		h, okH := r.median(k, protoHTTP)
+		s, okS := r.median(k, protoHTTPS)
+		if !okH || !okS {
+			continue
+		}
+		unit, target, p50 := "GET/s", tlsSmallTarget, fmt.Sprintf("%s / %s", ms(h.p50), ms(s.p50))
+		if h.large {
+			unit, target, p50 = "MB/s", tlsLargeTarget, ""
+		}
+		met := "met"
+		if s.rate < target*h.rate {
+			met = "**missed**"
+		}
+		fmt.Fprintf(b, "| %s | %s | %.0f %s | %.0f %s | %s | >= %.1fx: %s | %s |\n",
+			k.read, k.client, h.rate, unit, s.rate, unit, ratio(s.rate, h.rate), target, met, p50)
+	}
+	b.WriteString("\n")
+}
+
+func (r *tlsReport) rounds(b *strings.Builder) {
+	b.WriteString("Every round:\n\n| read | client | node | round | rate | p50 | p99 |\n|---|---|---|---:|---:|---:|---:|\n")
+	for _, row := range r.rows {
+		rate, p50, p99 := fmt.Sprintf("%.0f GET/s", row.rate), ms(row.p50), ms(row.p99)
+		if row.large {
+			rate, p50, p99 = fmt.Sprintf("%.0f MB/s", row.rate), "", ""
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %d | %s | %s | %s |\n", row.read, row.client, row.proto, row.round+1, rate, p50, p99)
+	}
+	b.WriteString("\n")
+}
