@@ -119,6 +119,12 @@ else
 	# write-back log, then a flush must bring it all to MinIO.
 	printf 'buckets:\n  e2e-wb: {write-mode: write-back}\n' >"$work/granary.yaml"
 	export E2E_ENDPOINT=http://127.0.0.1:$granary_port E2E_ACCESS_KEY=e2e-access-key E2E_SECRET_KEY=e2e-secret-key-0123456789
+	# A scoped key for e2e_policy.py, added as an operator would.
+	export E2E_SCOPED_ACCESS_KEY=e2e-scoped E2E_SCOPED_SECRET_KEY=e2e-scoped-secret-0123
+	printf '%s\n' "$E2E_SCOPED_SECRET_KEY" >"$work/scoped-secret"
+	"$bin" user add "$E2E_SCOPED_ACCESS_KEY" --data-dir "$work/granary" --secret-file "$work/scoped-secret" \
+		--allow read,list:e2e-policy/pub/ --allow write,delete:e2e-policy/in/ >"$work/user-add.out" 2>&1 ||
+		{ cat "$work/user-add.out" >&2; die "granary user add failed"; }
 	GRANARY_ACCESS_KEY=$E2E_ACCESS_KEY GRANARY_SECRET_KEY=$E2E_SECRET_KEY \
 		GRANARY_ORIGIN_ACCESS_KEY=$minio_user GRANARY_ORIGIN_SECRET_KEY=$minio_pass \
 		"$bin" serve --listen "127.0.0.1:$granary_port" --data-dir "$work/granary" --config "$work/granary.yaml" \
@@ -186,6 +192,9 @@ for py in $pythons; do
 	fi
 	E2E_BUCKET=e2e E2E_PREFIX="py$i" run "boto3-$i" timeout 600 "$py" "$here/e2e_boto3.py"
 	E2E_BUCKET=e2e-wb E2E_PREFIX="wb$i" E2E_WRITE_BACK=1 run "boto3-writeback-$i" timeout 600 "$py" "$here/e2e_boto3.py"
+	if [ "${E2E_DIRECT:-}" != 1 ]; then
+		E2E_BUCKET=e2e-policy run "policy-$i" timeout 300 "$py" "$here/e2e_policy.py"
+	fi
 done
 if [ "${E2E_DIRECT:-}" != 1 ]; then
 	run "flush" "$here/e2e_flush.sh" "$bin" "$minio_port" "$minio_user" "$minio_pass"
