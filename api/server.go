@@ -16,6 +16,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+	"github.com/valyala/fasthttp"
 
 	"github.com/granary-dev/granary/api/sigv4"
 	"github.com/granary-dev/granary/cluster/peer"
@@ -42,10 +43,17 @@ type Options struct {
 	Gatherer   prometheus.Gatherer
 	Logger     zerolog.Logger
 	// IOTimeout bounds how long a request may make no progress: reading
-	// its headers, reading its body, or the client taking the response.
-	// It is renewed as bytes move, so it never limits a large transfer
-	// that keeps moving. 0 means DefaultIOTimeout.
+	// its body, or the client taking the response. It is renewed as bytes
+	// move, so it never limits a large transfer that keeps moving. 0 means
+	// DefaultIOTimeout.
 	IOTimeout time.Duration
+	// ReadHeaderTimeout bounds, as a whole, how long a connection may take
+	// to send a request line and headers: from its accept for the first
+	// request, from the first byte after an idle wait for the next ones.
+	// It is not renewed by progress, so headers trickled a byte at a time
+	// cannot hold a connection (MinIO's http.Server uses the same bound).
+	// 0 means DefaultReadHeaderTimeout.
+	ReadHeaderTimeout time.Duration
 	// TLS, if set, serves HTTPS on the listener Serve gets.
 	TLS *tls.Config
 	// Peer, if set, makes this node a cluster member: it answers the peer
@@ -62,9 +70,10 @@ type Options struct {
 
 // Defaults of the zero Options values.
 const (
-	DefaultRegion      = "us-east-1"
-	DefaultIOTimeout   = 2 * time.Minute
-	DefaultIdleTimeout = 2 * time.Minute
+	DefaultRegion            = "us-east-1"
+	DefaultIOTimeout         = 2 * time.Minute
+	DefaultIdleTimeout       = 2 * time.Minute
+	DefaultReadHeaderTimeout = 30 * time.Second
 )
 
 const (
@@ -92,6 +101,9 @@ func (o Options) normalize() (Options, error) {
 	}
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.ReadHeaderTimeout <= 0 {
+		o.ReadHeaderTimeout = DefaultReadHeaderTimeout
 	}
 	domains := make([]string, 0, len(o.Domains))
 	for _, d := range o.Domains {
@@ -159,6 +171,7 @@ func New(opts Options) (*Server, error) {
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	s.peer = s.newPeerHandler()
 	s.app = fiber.New(s.fiberConfig())
+	s.app.Server().HeaderReceived = s.headerReceived
 	s.app.Use(s.entry)
 	return s, nil
 }
@@ -184,15 +197,26 @@ func (s *Server) fiberConfig() fiber.Config {
 		WriteBufferSize:              responseBufferSize,
 		DisableStartupMessage:        true,
 		DisableDefaultContentType:    true,
-		// ReadTimeout covers a request's headers (and fasthttp's first body
-		// bytes); body reads renew the deadline as they go (see bodyReader).
-		// WriteTimeout is set before each response is written, and
-		// streamed bodies renew it per chunk (see objectStream).
-		ReadTimeout:  s.opts.IOTimeout,
+		// fasthttp sets ReadTimeout as the read deadline before a request's
+		// line and headers (after the idle wait of a keep-alive
+		// connection), so it bounds the header phase; once the headers are
+		// in, headerReceived moves the deadline to IOTimeout for the body,
+		// whose reads renew it as they go (see bodyReader). WriteTimeout is
+		// set before each response is written, and streamed bodies renew it
+		// per chunk (see objectStream).
+		ReadTimeout:  s.opts.ReadHeaderTimeout,
 		WriteTimeout: s.opts.IOTimeout,
 		IdleTimeout:  s.opts.IdleTimeout,
 		ErrorHandler: s.protocolError,
 	}
+}
+
+// headerReceived runs once a request's headers are read, before fasthttp
+// reads the first body bytes: the body gets IOTimeout from here on, not
+// what is left of the header phase's ReadHeaderTimeout. The zero fields
+// keep the server's body limit and write timeout.
+func (s *Server) headerReceived(*fasthttp.RequestHeader) fasthttp.RequestConfig {
+	return fasthttp.RequestConfig{ReadTimeout: s.opts.IOTimeout}
 }
 
 // Serve answers requests on ln (over TLS if Options.TLS is set) until
