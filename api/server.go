@@ -62,6 +62,11 @@ type Options struct {
 	// IdleTimeout bounds how long a keep-alive connection may wait for its
 	// next request. 0 means DefaultIdleTimeout.
 	IdleTimeout time.Duration
+	// MaxConnsPerIP bounds the connections one client address may hold
+	// open at once; a connection over it is closed as soon as it is
+	// accepted (see trackingListener.Accept). 0 means
+	// DefaultMaxConnsPerIP; a negative value means no limit.
+	MaxConnsPerIP int
 	// AnonymousRead names the buckets whose objects requests without
 	// credentials may GET and HEAD (public-read); every other request
 	// and bucket needs a signature. Nil: none.
@@ -74,6 +79,12 @@ const (
 	DefaultIOTimeout         = 2 * time.Minute
 	DefaultIdleTimeout       = 2 * time.Minute
 	DefaultReadHeaderTimeout = 30 * time.Second
+	// DefaultMaxConnsPerIP is generous because one address is often many
+	// clients: a training host's data-loader processes, each with a
+	// connection pool, pods behind one node's NAT, a cluster member's
+	// peer traffic. It is there to keep one address from taking every
+	// file descriptor, not to ration fair users.
+	DefaultMaxConnsPerIP = 1024
 )
 
 const (
@@ -104,6 +115,12 @@ func (o Options) normalize() (Options, error) {
 	}
 	if o.ReadHeaderTimeout <= 0 {
 		o.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	switch {
+	case o.MaxConnsPerIP == 0:
+		o.MaxConnsPerIP = DefaultMaxConnsPerIP
+	case o.MaxConnsPerIP < 0:
+		o.MaxConnsPerIP = 0 // trackingListener's "no limit"
 	}
 	domains := make([]string, 0, len(o.Domains))
 	for _, d := range o.Domains {
@@ -225,7 +242,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	if s.opts.TLS != nil {
 		ln = tls.NewListener(ln, s.opts.TLS)
 	}
-	tl := newTrackingListener(ln)
+	tl := newTrackingListener(ln, s.opts.MaxConnsPerIP, s.metrics.refused.Inc)
 	s.ln.Store(tl)
 	return s.app.Listener(tl)
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -119,6 +120,11 @@ var serveSettings = []setting{
 		func(c *Config) *string { return &c.PeerCAFile }),
 	stringSetting("origin-ca-file", "PEM CA `file` an https S3 origin's certificate is verified against (added to the system's pool)",
 		func(c *Config) *string { return &c.OriginCAFile }),
+	{
+		name: "max-conns-per-ip", usage: "open connections one client address may hold (a `number`); one over it is closed as soon as it is accepted; 0: no limit",
+		get: func(c Config) string { return strconv.Itoa(c.MaxConnsPerIP) },
+		set: func(c *Config, v string) error { n, err := strconv.Atoi(v); c.MaxConnsPerIP = n; return err },
+	},
 	stringSetting("pprof-listen", "`host:port` to serve Go's profiler on (/debug/pprof/, unauthenticated: keep it on loopback); empty: off",
 		func(c *Config) *string { return &c.PprofListen }),
 }

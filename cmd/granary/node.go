@@ -172,7 +172,7 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, 
 		Engine: eng, Ops: jobs, TLS: n.tls, Credentials: sigv4.StaticCredentials{creds.AccessKey: creds.SecretKey},
 		Region: cfg.Region, Domains: cfg.Domains, Registerer: reg, Gatherer: reg,
 		Logger: log.With().Str("component", "api").Logger(), Peer: cl.peerOptions(),
-		AnonymousRead: cfg.AnonymousReads(),
+		AnonymousRead: cfg.AnonymousReads(), MaxConnsPerIP: cfg.ConnsPerIP(),
 	})
 	return n, err
 }
