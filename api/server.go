@@ -32,7 +32,9 @@ type Options struct {
 	// Shutdown closes.
 	Ops         *ops.Ops
 	Credentials sigv4.Credentials
-	// Region is reported by GetBucketLocation; "" means us-east-1.
+	// Region is reported by GetBucketLocation, and a request's credential
+	// scope must name it (a signature for another region is refused with
+	// AWS's error, which names this one); "" means us-east-1.
 	Region string
 	// Domains enable virtual-host style: a Host of "BUCKET.DOMAIN[:port]"
 	// addresses BUCKET. Path style always works.
@@ -171,7 +173,7 @@ func New(opts Options) (*Server, error) {
 		opts:     opts,
 		engine:   opts.Engine,
 		ops:      opts.Ops,
-		verifier: &sigv4.Verifier{Creds: opts.Credentials},
+		verifier: &sigv4.Verifier{Creds: opts.Credentials, Region: opts.Region},
 		log:      opts.Logger,
 		metrics:  m,
 		routes:   newRouteTable(),
