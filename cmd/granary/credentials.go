@@ -25,7 +25,66 @@ type Credentials struct {
 	// Source says where they came from, for the start-up banner:
 	// "environment", "generated" or "file".
 	Source string
-	Path   string // the credentials file, unless Source is "environment"
+	// Path is the file the secret is kept in: the credentials file, or
+	// GRANARY_SECRET_KEY_FILE's; "" when the secret is in the environment
+	// itself.
+	Path string
+}
+
+// Bounds on a key pair. The minimums are MinIO's (a shorter secret is no
+// secret; MinIO refuses both at start). MinIO sets no maximum for its root
+// keys; these bounds are AWS's for an access key ID (128), which travels in
+// every Authorization header, and, for the secret, one that refuses only
+// what is plainly not a key (a file named by mistake).
+const (
+	minAccessKeyLen = 3
+	maxAccessKeyLen = 128
+	minSecretKeyLen = 8
+	maxSecretKeyLen = 1024
+)
+
+// keyError is validateKeyPair's refusal: of which half of the pair, and why.
+type keyError struct {
+	secret bool // the secret key, else the access key
+	msg    string
+}
+
+func (e *keyError) Error() string { return e.msg }
+
+// validateKeyPair checks an access key and its secret: each within its
+// length bounds (in bytes), and the access key printable ASCII without
+// space, ',' or '=' (MinIO's reserved characters: they would split the
+// Authorization header's fields). Its error is a *keyError; keyVar names
+// the setting it is about. Every key pair a node accepts passes through it.
+func validateKeyPair(access, secret string) error {
+	switch {
+	case len(access) < minAccessKeyLen || len(access) > maxAccessKeyLen:
+		return &keyError{msg: fmt.Sprintf("the access key must be %d to %d characters long (it is %d)", minAccessKeyLen, maxAccessKeyLen, len(access))}
+	case strings.IndexFunc(access, func(r rune) bool { return r <= ' ' || r > '~' || r == ',' || r == '=' }) >= 0:
+		return &keyError{msg: "the access key may hold only printable ASCII other than space, ',' and '='"}
+	case len(secret) < minSecretKeyLen || len(secret) > maxSecretKeyLen:
+		return &keyError{secret: true, msg: fmt.Sprintf("the secret key must be %d to %d characters long (it is %d)", minSecretKeyLen, maxSecretKeyLen, len(secret))}
+	}
+	return nil
+}
+
+// keyVar returns, of the names of a pair's access and secret settings,
+// the one a validateKeyPair error is about.
+func keyVar(err error, access, secret string) string {
+	var ke *keyError
+	if errors.As(err, &ke) && ke.secret {
+		return secret
+	}
+	return access
+}
+
+// envVarOf is the variable a secretFromEnv value came from: name, or
+// name_FILE when that is set.
+func envVarOf(getenv Getenv, name string) string {
+	if v, _ := getenv(name + "_FILE"); v != "" {
+		return name + "_FILE"
+	}
+	return name
 }
 
 // LoadCredentials returns the credentials of a node whose data directory
@@ -45,7 +104,11 @@ func LoadCredentials(getenv Getenv, dataDir string) (Credentials, error) {
 		if ak == "" || sk == "" {
 			return Credentials{}, errors.New("set both GRANARY_ACCESS_KEY and GRANARY_SECRET_KEY, or neither to use generated ones")
 		}
-		return Credentials{AccessKey: ak, SecretKey: sk, Source: "environment"}, nil
+		if err := validateKeyPair(ak, sk); err != nil {
+			return Credentials{}, fmt.Errorf("%s: %w", keyVar(err, envVarOf(getenv, "GRANARY_ACCESS_KEY"), envVarOf(getenv, "GRANARY_SECRET_KEY")), err)
+		}
+		secretFile, _ := getenv("GRANARY_SECRET_KEY_FILE")
+		return Credentials{AccessKey: ak, SecretKey: sk, Source: "environment", Path: secretFile}, nil
 	}
 	path := filepath.Join(dataDir, credentialsFile)
 	c, err := readCredentialsFile(path)
@@ -86,6 +149,9 @@ func readCredentialsFile(path string) (Credentials, error) {
 	}
 	if c.AccessKey == "" || c.SecretKey == "" {
 		return Credentials{}, fmt.Errorf("credentials file %s lacks GRANARY_ACCESS_KEY or GRANARY_SECRET_KEY; fix it or delete it to generate new ones", path)
+	}
+	if err := validateKeyPair(c.AccessKey, c.SecretKey); err != nil {
+		return Credentials{}, fmt.Errorf("credentials file %s: %s: %w; fix it or delete it to generate new ones", path, keyVar(err, "GRANARY_ACCESS_KEY", "GRANARY_SECRET_KEY"), err)
 	}
 	return c, nil
 }
