@@ -43,7 +43,13 @@ type Options struct {
 	// Either may be nil.
 	Registerer prometheus.Registerer
 	Gatherer   prometheus.Gatherer
-	Logger     zerolog.Logger
+	// MetricsToken, if set, puts /metrics behind a bearer token: a scrape
+	// must send "Authorization: Bearer T" with T what MetricsToken returns
+	// then (so the token can change while the node runs). It is called
+	// once per scrape that carries a token; an empty result refuses them
+	// all. Nil: /metrics is open. /healthz is always open.
+	MetricsToken func() []byte
+	Logger       zerolog.Logger
 	// IOTimeout bounds how long a request may make no progress: reading
 	// its body, or the client taking the response. It is renewed as bytes
 	// move, so it never limits a large transfer that keeps moving. 0 means

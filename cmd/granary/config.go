@@ -46,8 +46,10 @@ type Config struct {
 	PprofListen string `yaml:"pprof-listen"`
 	// MaxConnsPerIP bounds the open connections of one client address;
 	// 0 means no limit (api.Options says it with a negative value).
-	MaxConnsPerIP int    `yaml:"max-conns-per-ip"`
-	WriteMode     string `yaml:"write-mode"`
+	MaxConnsPerIP int `yaml:"max-conns-per-ip"`
+	// MetricsAuth is "open" or "bearer:FILE" (metrics_auth.go).
+	MetricsAuth string `yaml:"metrics-auth"`
+	WriteMode   string `yaml:"write-mode"`
 	// Eviction is the tiers' policy: tinylfu or lru.
 	Eviction string `yaml:"eviction"`
 	// HDFS origin settings (hdfs:// origins only).
@@ -144,6 +146,7 @@ func Defaults() Config {
 		Cluster:   ClusterConfig{Owners: 1, PeerTimeout: Duration(peer.DefaultTimeout)},
 
 		MaxConnsPerIP: api.DefaultMaxConnsPerIP,
+		MetricsAuth:   metricsAuthOpen,
 		// DirtyLimit 0: a quarter of the disk budget (see DirtyBytes).
 	}
 }
@@ -202,6 +205,9 @@ func (c Config) Normalize() (Config, error) {
 		return c, err
 	}
 	if err := c.Cluster.check(c.Listen); err != nil {
+		return c, err
+	}
+	if _, err := metricsTokenFile(c.MetricsAuth); err != nil {
 		return c, err
 	}
 	if c.MaxConnsPerIP < 0 {

@@ -125,6 +125,8 @@ var serveSettings = []setting{
 		get: func(c Config) string { return strconv.Itoa(c.MaxConnsPerIP) },
 		set: func(c *Config, v string) error { n, err := strconv.Atoi(v); c.MaxConnsPerIP = n; return err },
 	},
+	stringSetting("metrics-auth", "who may read /metrics: open (anyone), or bearer:FILE (a scrape must send 'Authorization: Bearer TOKEN' with the token in FILE, read again when the file changes); /healthz stays open",
+		func(c *Config) *string { return &c.MetricsAuth }),
 	stringSetting("pprof-listen", "`host:port` to serve Go's profiler on (/debug/pprof/, unauthenticated: keep it on loopback); empty: off",
 		func(c *Config) *string { return &c.PprofListen }),
 }

@@ -51,7 +51,7 @@ func TestDefaults(t *testing.T) {
 		Freshness: "ttl", TTL: Duration(time.Minute), Region: "us-east-1",
 		Domains: StringList{"localhost"}, LogLevel: "info", WriteMode: "write-through", Eviction: "tinylfu",
 		Cluster:       ClusterConfig{Owners: 1, PeerTimeout: Duration(3 * time.Second)},
-		MaxConnsPerIP: 1024,
+		MaxConnsPerIP: 1024, MetricsAuth: "open",
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", c, want)
@@ -280,6 +280,8 @@ func TestConfigErrors(t *testing.T) {
 		{args: []string{"--replicas", "0"}, want: "owners"},
 		{args: []string{"--peer-timeout", "0s"}, want: "peer-timeout"},
 		{args: []string{"--max-conns-per-ip", "-1"}, want: "max-conns-per-ip"},
+		{args: []string{"--metrics-auth", "basic:x"}, want: "metrics-auth"},
+		{file: "metrics-auth: \"bearer:\"\n", want: "metrics-auth"},
 		{env: map[string]string{"GRANARY_MAX_CONNS_PER_IP": "many"}, want: "GRANARY_MAX_CONNS_PER_IP"},
 		{args: []string{"--node-id", "a", "--listen", "0.0.0.0:9000"}, want: "advertise"},
 	}

@@ -168,11 +168,15 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, creds Credentials, 
 	if err != nil {
 		return n, usageError{err}
 	}
+	token, err := metricsToken(cfg, log)
+	if err != nil {
+		return n, usageError{err}
+	}
 	n.server, err = api.New(api.Options{
 		Engine: eng, Ops: jobs, TLS: n.tls, Credentials: sigv4.StaticCredentials{creds.AccessKey: creds.SecretKey},
 		Region: cfg.Region, Domains: cfg.Domains, Registerer: reg, Gatherer: reg,
 		Logger: log.With().Str("component", "api").Logger(), Peer: cl.peerOptions(),
-		AnonymousRead: cfg.AnonymousReads(), MaxConnsPerIP: cfg.ConnsPerIP(),
+		AnonymousRead: cfg.AnonymousReads(), MaxConnsPerIP: cfg.ConnsPerIP(), MetricsToken: token,
 	})
 	return n, err
 }
