@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/granary-dev/granary/store"
 )
 
 // credentialsFile is the name of the generated credentials under the data
@@ -168,11 +170,11 @@ func generateCredentials(path string) (Credentials, error) {
 		Source:    "generated",
 		Path:      path,
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), store.PrivateDirMode); err != nil {
 		return Credentials{}, err
 	}
 	tmp := fmt.Sprintf("%s.tmp-%s", path, randomString(8, "abcdefghijklmnopqrstuvwxyz0123456789"))
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, store.PrivateFileMode)
 	if err != nil {
 		return Credentials{}, err
 	}
