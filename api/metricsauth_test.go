@@ -6,13 +6,14 @@ package api
 
 import (
 	"bytes"
-	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+
+	"github.com/granary-dev/granary/internal/testhttp"
 )
 
 func TestMetricsBearerToken(t *testing.T) {
@@ -55,23 +56,7 @@ func TestMetricsBearerToken(t *testing.T) {
 // scrape GETs url, with "Authorization: Bearer token" unless token is "".
 func scrape(t *testing.T, url, token string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
+	return testhttp.Get(t, url, testhttp.Bearer(token)...)
 }
 
 // checkPromText parses a scrape and lints it as promtool check metrics

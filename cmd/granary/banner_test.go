@@ -6,6 +6,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,9 +76,7 @@ func TestKeyLengthsRefused(t *testing.T) {
 	for _, tc := range cases {
 		dir := t.TempDir()
 		env := map[string]string{"GRANARY_DATA_DIR": dir}
-		for k, v := range tc.env {
-			env[k] = v
-		}
+		maps.Copy(env, tc.env)
 		if tc.file != "" {
 			writeFile(t, dir, credentialsFile, tc.file)
 			tc.want = "credentials file " + filepath.Join(dir, credentialsFile) + ": " + tc.want

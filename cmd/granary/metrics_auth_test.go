@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/granary-dev/granary/internal/testhttp"
 )
 
 func TestServeMetricsBearer(t *testing.T) {
@@ -64,21 +66,5 @@ func TestServeMetricsBearer(t *testing.T) {
 // bearerGet GETs url with "Authorization: Bearer token" (none if "").
 func bearerGet(t *testing.T, url, token string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
+	return testhttp.Get(t, url, testhttp.Bearer(token)...)
 }
