@@ -7,6 +7,7 @@ package access
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -20,43 +21,47 @@ type User struct {
 	Grants    []Grant
 }
 
-// Key length limits, as MinIO's for its users: an access key of 3 to 128
-// characters, a secret of 8 to 128.
+// Key limits: MinIO's minimums (an access key of 3 characters, a secret
+// of 8); at most 128 for an access key (AWS's) and 1,024 for a secret.
 const (
 	MinAccessKey = 3
 	MaxAccessKey = 128
 	MinSecret    = 8
-	MaxSecret    = 128
+	MaxSecret    = 1024
 )
 
-// ValidateKeys checks an access key and its secret: their lengths, and an
-// access key of letters, digits and ._@+=- only (a '/' would break the
-// SigV4 credential scope; spaces and controls are never intended).
-func ValidateKeys(accessKey, secret string) error {
-	if n := len(accessKey); n < MinAccessKey || n > MaxAccessKey {
-		return fmt.Errorf("access key %q: want %d to %d characters, not %d", accessKey, MinAccessKey, MaxAccessKey, n)
+// CheckAccessKey checks an access key: its length, and printable ASCII
+// without space, ',' or '=' (they would split the Authorization header's
+// fields, MinIO reserves them) or '/' (it would split the credential
+// scope).
+func CheckAccessKey(key string) error {
+	if n := len(key); n < MinAccessKey || n > MaxAccessKey {
+		return fmt.Errorf("the access key must be %d to %d characters long (it is %d)", MinAccessKey, MaxAccessKey, n)
 	}
-	for _, c := range []byte(accessKey) {
-		if !keyChar(c) {
-			return fmt.Errorf("access key %q: only letters, digits and . _ @ + = - may be used", accessKey)
-		}
-	}
-	if n := len(secret); n < MinSecret || n > MaxSecret {
-		return fmt.Errorf("the secret of %q: want %d to %d characters, not %d", accessKey, MinSecret, MaxSecret, n)
+	if strings.IndexFunc(key, func(r rune) bool { return r <= ' ' || r > '~' || r == ',' || r == '=' || r == '/' }) >= 0 {
+		return errors.New("the access key may hold only printable ASCII other than space, ',', '=' and '/'")
 	}
 	return nil
 }
 
-func keyChar(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
+// CheckSecret checks a secret's length.
+func CheckSecret(secret string) error {
+	if n := len(secret); n < MinSecret || n > MaxSecret {
+		return fmt.Errorf("the secret key must be %d to %d characters long (it is %d)", MinSecret, MaxSecret, n)
 	}
-	switch c {
-	case '.', '_', '@', '+', '=', '-':
-		return true
+	return nil
+}
+
+// ValidateKeys checks an access key and its secret. Every key pair a
+// node accepts passes through it.
+func ValidateKeys(accessKey, secret string) error {
+	if err := CheckAccessKey(accessKey); err != nil {
+		return fmt.Errorf("%q: %w", accessKey, err)
 	}
-	return false
+	if err := CheckSecret(secret); err != nil {
+		return fmt.Errorf("%q: %w", accessKey, err)
+	}
+	return nil
 }
 
 // entry is one accepted key.

@@ -1,9 +1,13 @@
-// Unauthenticated admin routes: GET /healthz and GET /metrics. A request
-// for those paths that carries SigV4 credentials is an S3 request for the
+// Admin routes outside SigV4: GET /healthz (always open) and GET /metrics
+// (open, or behind a bearer token: Options.MetricsToken). A request for
+// those paths that carries SigV4 credentials is an S3 request for the
 // bucket of that name.
 package api
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
 	"net/http"
 
 	"github.com/gofiber/fiber/v2"
@@ -23,7 +27,7 @@ func (s *Server) serveAdmin(c *fiber.Ctx, r *request) bool {
 	default:
 		return false
 	}
-	if isSigned(c) {
+	if isSigned(c) && (r.op != opMetrics || bearerToken(c) == nil) {
 		r.op = opUnknown
 		return false
 	}
@@ -34,7 +38,50 @@ func (s *Server) serveAdmin(c *fiber.Ctx, r *request) bool {
 		resp.SetStatusCode(http.StatusOK)
 		return true
 	}
-	s.serveMetrics(c, r)
+	if s.metricsAllowed(c) {
+		s.serveMetrics(c, r)
+	}
+	return true
+}
+
+// bearerPrefix starts an Authorization header that carries a bearer
+// token, not a SigV4 signature.
+var bearerPrefix = []byte("Bearer ")
+
+// bearerToken is the request's bearer token, nil if it has none.
+func bearerToken(c *fiber.Ctx) []byte {
+	auth := c.Request().Header.Peek("Authorization")
+	if len(auth) < len(bearerPrefix) || !bytes.EqualFold(auth[:len(bearerPrefix)], bearerPrefix) {
+		return nil
+	}
+	return bytes.TrimSpace(auth[len(bearerPrefix):])
+}
+
+// metricsAllowed reports whether a /metrics request may be answered, and
+// answers it itself when not: 401 without a token, 403 with a wrong one.
+// Tokens are compared by their SHA-256 in constant time, so neither the
+// bytes nor the length of the right one leak through timing. An empty
+// right token (none could be read) refuses every request.
+func (s *Server) metricsAllowed(c *fiber.Ctx) bool {
+	if s.opts.MetricsToken == nil {
+		return true
+	}
+	resp := c.Response()
+	resp.Header.SetContentType("text/plain; charset=utf-8")
+	got := bearerToken(c)
+	if len(got) == 0 {
+		resp.Header.Set("WWW-Authenticate", `Bearer realm="granary metrics"`)
+		resp.SetStatusCode(http.StatusUnauthorized)
+		resp.SetBodyString("a bearer token is required\n")
+		return false
+	}
+	want := s.opts.MetricsToken()
+	gs, ws := sha256.Sum256(got), sha256.Sum256(want)
+	if len(want) == 0 || subtle.ConstantTimeCompare(gs[:], ws[:]) != 1 {
+		resp.SetStatusCode(http.StatusForbidden)
+		resp.SetBodyString("wrong bearer token\n")
+		return false
+	}
 	return true
 }
 

@@ -1,40 +1,104 @@
-// A listener that remembers which connections never carried a byte, so a
-// graceful shutdown can end them at once. fasthttp counts a fresh
-// connection as busy while it waits for its first request, so a client's
-// spare, never-used connection would otherwise hold Shutdown until the
-// read timeout.
+// A listener that remembers its open connections: which never carried a
+// byte, so a graceful shutdown can end them at once (fasthttp counts a
+// fresh connection as busy while it waits for its first request, so a
+// client's spare, never-used connection would otherwise hold Shutdown
+// until the header timeout), and how many each client address holds, so
+// one address cannot take every descriptor the process has.
 package api
 
 import (
 	"crypto/tls"
 	"io"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// trackingListener records its open connections.
+// trackingListener records its open connections and refuses a client
+// address more than maxPerIP of them at once.
 type trackingListener struct {
 	net.Listener
-	mu    sync.Mutex // guards conns
+	maxPerIP int    // open connections allowed per client address; 0: no limit
+	refused  func() // called once per connection refused by maxPerIP; may be nil
+	mu       sync.Mutex
+	// conns and perIP are guarded by mu. perIP counts the members of conns
+	// by address and holds no zero entry, so it never grows past the
+	// addresses that hold connections now.
 	conns map[*trackedConn]struct{}
+	perIP map[netip.Addr]int
 }
 
-func newTrackingListener(ln net.Listener) *trackingListener {
-	return &trackingListener{Listener: ln, conns: make(map[*trackedConn]struct{})}
+func newTrackingListener(ln net.Listener, maxPerIP int, refused func()) *trackingListener {
+	return &trackingListener{Listener: ln, maxPerIP: maxPerIP, refused: refused,
+		conns: make(map[*trackedConn]struct{}), perIP: make(map[netip.Addr]int)}
 }
 
+// Accept returns the next connection whose address is under its limit.
+// One over it is closed at once, before a byte is read, and Accept waits
+// for the next: refusing the newcomer is what nginx's limit_conn and
+// HAProxy's per-source limits do. Closing the address's oldest idle
+// connection instead would race a request the client may be sending on
+// it that very moment (it would see a reset after sending, not knowing
+// whether a PUT or DELETE took effect), while a refused connection fails
+// before any request was sent, so every client retries it safely; and an
+// address that floods only starves itself.
 func (l *trackingListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if tc := l.admit(c); tc != nil {
+			return tc, nil
+		}
+		c.Close()
+		if l.refused != nil {
+			l.refused()
+		}
 	}
-	tc := &trackedConn{Conn: c, l: l}
+}
+
+// admit records c and returns it tracked, or returns nil if its address
+// already holds maxPerIP connections. An address that is not IP (a unix
+// socket) is not limited.
+func (l *trackingListener) admit(c net.Conn) *trackedConn {
+	tc := &trackedConn{Conn: c, l: l, ip: remoteIP(c)}
 	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.maxPerIP > 0 && tc.ip.IsValid() && l.perIP[tc.ip] >= l.maxPerIP {
+		return nil
+	}
 	l.conns[tc] = struct{}{}
-	l.mu.Unlock()
-	return tc, nil
+	if tc.ip.IsValid() {
+		l.perIP[tc.ip]++
+	}
+	return tc
+}
+
+// forget drops tc from the records; it runs once per admitted connection.
+func (l *trackingListener) forget(tc *trackedConn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.conns, tc)
+	if !tc.ip.IsValid() {
+		return
+	}
+	if n := l.perIP[tc.ip] - 1; n > 0 {
+		l.perIP[tc.ip] = n
+	} else {
+		delete(l.perIP, tc.ip)
+	}
+}
+
+// remoteIP is c's client address (an IPv4 one in IPv6 form unmapped, so
+// both forms count as one), or the zero Addr if c is not over IP.
+func remoteIP(c net.Conn) netip.Addr {
+	if ta, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return ta.AddrPort().Addr().Unmap().WithZone("")
+	}
+	return netip.Addr{}
 }
 
 // expireUnused ends the wait of every connection that has not read a byte
@@ -59,6 +123,7 @@ func (l *trackingListener) expireUnused() {
 type trackedConn struct {
 	net.Conn
 	l      *trackingListener
+	ip     netip.Addr  // the client's address; zero if not over IP
 	used   atomic.Bool // some byte was read
 	linger atomic.Bool // a request body was left unread: close gently
 	silent atomic.Bool // nothing more is to be sent: writes are dropped
@@ -132,9 +197,7 @@ func (c *trackedConn) Close() error {
 	first := false
 	c.closed.Do(func() {
 		first = true
-		c.l.mu.Lock()
-		delete(c.l.conns, c)
-		c.l.mu.Unlock()
+		c.l.forget(c)
 	})
 	tcp, ok := c.Conn.(*net.TCPConn)
 	if !first || !c.linger.Load() || !ok || tcp.CloseWrite() != nil {

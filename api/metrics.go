@@ -116,6 +116,7 @@ func statusLabel(code int) string {
 type metrics struct {
 	requests *prometheus.CounterVec
 	duration [numOps]prometheus.Observer
+	refused  prometheus.Counter // connections closed at accept (MaxConnsPerIP)
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -128,6 +129,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Help:    "Time from a request's arrival to its last response byte, by operation.",
 		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 	}, []string{"op"})
+	refused := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "granary_connections_refused_total",
+		Help: "Connections closed as soon as accepted because their client address already held the most open connections allowed.",
+	})
 	if reg != nil {
 		var err error
 		if requests, err = registerOrReuse(reg, requests); err != nil {
@@ -136,8 +141,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		if duration, err = registerOrReuse(reg, duration); err != nil {
 			return nil, err
 		}
+		if refused, err = registerOrReuse(reg, refused); err != nil {
+			return nil, err
+		}
 	}
-	m := &metrics{requests: requests}
+	m := &metrics{requests: requests, refused: refused}
 	for o := op(0); o < numOps; o++ {
 		m.duration[o] = duration.WithLabelValues(o.String())
 	}

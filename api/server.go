@@ -16,6 +16,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+	"github.com/valyala/fasthttp"
 
 	"github.com/granary-dev/granary/access"
 	"github.com/granary-dev/granary/api/sigv4"
@@ -34,7 +35,9 @@ type Options struct {
 	// Access holds the access keys, their policies and the anonymous
 	// policy; it may change its users while the server runs.
 	Access *access.Registry
-	// Region is reported by GetBucketLocation; "" means us-east-1.
+	// Region is reported by GetBucketLocation, and a request's credential
+	// scope must name it (a signature for another region is refused with
+	// AWS's error, which names this one); "" means us-east-1.
 	Region string
 	// Domains enable virtual-host style: a Host of "BUCKET.DOMAIN[:port]"
 	// addresses BUCKET. Path style always works.
@@ -43,12 +46,25 @@ type Options struct {
 	// Either may be nil.
 	Registerer prometheus.Registerer
 	Gatherer   prometheus.Gatherer
-	Logger     zerolog.Logger
+	// MetricsToken, if set, puts /metrics behind a bearer token: a scrape
+	// must send "Authorization: Bearer T" with T what MetricsToken returns
+	// then (so the token can change while the node runs). It is called
+	// once per scrape that carries a token; an empty result refuses them
+	// all. Nil: /metrics is open. /healthz is always open.
+	MetricsToken func() []byte
+	Logger       zerolog.Logger
 	// IOTimeout bounds how long a request may make no progress: reading
-	// its headers, reading its body, or the client taking the response.
-	// It is renewed as bytes move, so it never limits a large transfer
-	// that keeps moving. 0 means DefaultIOTimeout.
+	// its body, or the client taking the response. It is renewed as bytes
+	// move, so it never limits a large transfer that keeps moving. 0 means
+	// DefaultIOTimeout.
 	IOTimeout time.Duration
+	// ReadHeaderTimeout bounds, as a whole, how long a connection may take
+	// to send a request line and headers: from its accept for the first
+	// request, from the first byte after an idle wait for the next ones.
+	// It is not renewed by progress, so headers trickled a byte at a time
+	// cannot hold a connection (MinIO's http.Server uses the same bound).
+	// 0 means DefaultReadHeaderTimeout.
+	ReadHeaderTimeout time.Duration
 	// TLS, if set, serves HTTPS on the listener Serve gets.
 	TLS *tls.Config
 	// Peer, if set, makes this node a cluster member: it answers the peer
@@ -57,13 +73,25 @@ type Options struct {
 	// IdleTimeout bounds how long a keep-alive connection may wait for its
 	// next request. 0 means DefaultIdleTimeout.
 	IdleTimeout time.Duration
+	// MaxConnsPerIP bounds the connections one client address may hold
+	// open at once; a connection over it is closed as soon as it is
+	// accepted (see trackingListener.Accept). 0 means
+	// DefaultMaxConnsPerIP; a negative value means no limit.
+	MaxConnsPerIP int
 }
 
 // Defaults of the zero Options values.
 const (
-	DefaultRegion      = "us-east-1"
-	DefaultIOTimeout   = 2 * time.Minute
-	DefaultIdleTimeout = 2 * time.Minute
+	DefaultRegion            = "us-east-1"
+	DefaultIOTimeout         = 2 * time.Minute
+	DefaultIdleTimeout       = 2 * time.Minute
+	DefaultReadHeaderTimeout = 30 * time.Second
+	// DefaultMaxConnsPerIP is generous because one address is often many
+	// clients: a training host's data-loader processes, each with a
+	// connection pool, pods behind one node's NAT, a cluster member's
+	// peer traffic. It is there to keep one address from taking every
+	// file descriptor, not to ration fair users.
+	DefaultMaxConnsPerIP = 1024
 )
 
 const (
@@ -91,6 +119,15 @@ func (o Options) normalize() (Options, error) {
 	}
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.ReadHeaderTimeout <= 0 {
+		o.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	switch {
+	case o.MaxConnsPerIP == 0:
+		o.MaxConnsPerIP = DefaultMaxConnsPerIP
+	case o.MaxConnsPerIP < 0:
+		o.MaxConnsPerIP = 0 // trackingListener's "no limit"
 	}
 	domains := make([]string, 0, len(o.Domains))
 	for _, d := range o.Domains {
@@ -143,7 +180,7 @@ func New(opts Options) (*Server, error) {
 		engine:   opts.Engine,
 		ops:      opts.Ops,
 		access:   opts.Access,
-		verifier: &sigv4.Verifier{Creds: opts.Access},
+		verifier: &sigv4.Verifier{Creds: opts.Access, Region: opts.Region},
 		log:      opts.Logger,
 		metrics:  m,
 		routes:   newRouteTable(),
@@ -160,6 +197,7 @@ func New(opts Options) (*Server, error) {
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	s.peer = s.newPeerHandler()
 	s.app = fiber.New(s.fiberConfig())
+	s.app.Server().HeaderReceived = s.headerReceived
 	s.app.Use(s.entry)
 	return s, nil
 }
@@ -185,15 +223,26 @@ func (s *Server) fiberConfig() fiber.Config {
 		WriteBufferSize:              responseBufferSize,
 		DisableStartupMessage:        true,
 		DisableDefaultContentType:    true,
-		// ReadTimeout covers a request's headers (and fasthttp's first body
-		// bytes); body reads renew the deadline as they go (see bodyReader).
-		// WriteTimeout is set before each response is written, and
-		// streamed bodies renew it per chunk (see objectStream).
-		ReadTimeout:  s.opts.IOTimeout,
+		// fasthttp sets ReadTimeout as the read deadline before a request's
+		// line and headers (after the idle wait of a keep-alive
+		// connection), so it bounds the header phase; once the headers are
+		// in, headerReceived moves the deadline to IOTimeout for the body,
+		// whose reads renew it as they go (see bodyReader). WriteTimeout is
+		// set before each response is written, and streamed bodies renew it
+		// per chunk (see objectStream).
+		ReadTimeout:  s.opts.ReadHeaderTimeout,
 		WriteTimeout: s.opts.IOTimeout,
 		IdleTimeout:  s.opts.IdleTimeout,
 		ErrorHandler: s.protocolError,
 	}
+}
+
+// headerReceived runs once a request's headers are read, before fasthttp
+// reads the first body bytes: the body gets IOTimeout from here on, not
+// what is left of the header phase's ReadHeaderTimeout. The zero fields
+// keep the server's body limit and write timeout.
+func (s *Server) headerReceived(*fasthttp.RequestHeader) fasthttp.RequestConfig {
+	return fasthttp.RequestConfig{ReadTimeout: s.opts.IOTimeout}
 }
 
 // Serve answers requests on ln (over TLS if Options.TLS is set) until
@@ -202,7 +251,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	if s.opts.TLS != nil {
 		ln = tls.NewListener(ln, s.opts.TLS)
 	}
-	tl := newTrackingListener(ln)
+	tl := newTrackingListener(ln, s.opts.MaxConnsPerIP, s.metrics.refused.Inc)
 	s.ln.Store(tl)
 	return s.app.Listener(tl)
 }

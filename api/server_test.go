@@ -168,10 +168,10 @@ func awaitRefused(t *testing.T, addr string) {
 }
 
 // TestSpareConnectionClosedSilently: a connection that never sends a byte
-// is closed at the read timeout without a response, which its client
+// is closed at the header timeout without a response, which its client
 // would read as an answer to a request it never made.
 func TestSpareConnectionClosedSilently(t *testing.T) {
-	e := newEnv(t, backends[0], func(o *Options) { o.IOTimeout = 300 * time.Millisecond })
+	e := newEnv(t, backends[0], func(o *Options) { o.ReadHeaderTimeout = 300 * time.Millisecond })
 	conn, err := net.Dial("tcp", e.addr)
 	if err != nil {
 		t.Fatal(err)

@@ -123,6 +123,10 @@ var catalogue = map[Code]entry{
 type Error struct {
 	Code    Code
 	Message string
+	// Region, if set, is the region the request should have been signed
+	// for; AWS sends it with a credential scoped to another region, and
+	// SDKs (botocore, minio-go) read it to sign again.
+	Region string
 }
 
 // New returns an *Error with code and, if msg is non-empty, that message.
@@ -179,6 +183,7 @@ type Body struct {
 	XMLName    xml.Name `xml:"Error"`
 	Code       string   `xml:"Code"`
 	Message    string   `xml:"Message"`
+	Region     string   `xml:"Region,omitempty"`
 	BucketName string   `xml:"BucketName,omitempty"`
 	Key        string   `xml:"Key,omitempty"`
 	Resource   string   `xml:"Resource,omitempty"`
@@ -189,7 +194,7 @@ type Body struct {
 // Marshal renders e as the XML body of an error response.
 func Marshal(e *Error, bucket, key, resource, requestID string) []byte {
 	b := Body{
-		Code: string(e.Code), Message: e.Description(),
+		Code: string(e.Code), Message: e.Description(), Region: e.Region,
 		BucketName: bucket, Key: key, Resource: resource,
 		RequestID: requestID, HostID: requestID,
 	}

@@ -145,6 +145,9 @@ func (v *Verifier) fromHeader(r *Request, auth string, a *authInfo) error {
 	if msg != "" {
 		return malformedHeader(msg)
 	}
+	if err := v.checkRegion(cred.region, s3err.AuthorizationHeaderMalformed, malformedPrefix); err != nil {
+		return err
+	}
 	if err := checkSignedHeaders(r.Header, h.SignedHeaders, s3err.AuthorizationHeaderMalformed); err != nil {
 		return err
 	}
@@ -280,15 +283,22 @@ func allDigits(s string) bool {
 	return s != ""
 }
 
+// malformedPrefix starts the message of every AuthorizationHeaderMalformed.
+const malformedPrefix = "The authorization header is malformed; "
+
 func malformedHeader(msg string) *s3err.Error {
-	return s3err.New(s3err.AuthorizationHeaderMalformed, "The authorization header is malformed; "+msg)
+	return s3err.New(s3err.AuthorizationHeaderMalformed, malformedPrefix+msg)
 }
 
 // quoteShort quotes s for an error message, cut to a sane length.
-func quoteShort(s string) string {
+func quoteShort(s string) string { return "\"" + clip(s) + "\"" }
+
+// clip cuts a client's string to a sane length for an error message and
+// makes it valid UTF-8.
+func clip(s string) string {
 	const max = 64
 	if len(s) > max {
 		s = s[:max] + "..."
 	}
-	return "\"" + strings.ToValidUTF8(s, "?") + "\""
+	return strings.ToValidUTF8(s, "?")
 }

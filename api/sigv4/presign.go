@@ -12,6 +12,8 @@ import (
 const (
 	unsignedPayload = "UNSIGNED-PAYLOAD"
 	maxPresignLife  = 604800 // seconds: seven days, the AWS limit
+	// credentialParamPrefix starts the message of an X-Amz-Credential error.
+	credentialParamPrefix = "Error parsing the X-Amz-Credential parameter; "
 )
 
 // fromQuery fills a from the X-Amz-* query parameters of a presigned URL.
@@ -30,7 +32,12 @@ func (v *Verifier) fromQuery(r *Request, sc *scratch, a *authInfo) error {
 	}
 	cred, msg := parseCredential(credS)
 	if msg != "" {
-		return queryErr("Error parsing the X-Amz-Credential parameter; " + msg)
+		return queryErr(credentialParamPrefix + msg)
+	}
+	// AWS answers a presigned URL's wrong region with this code, not the
+	// header form's AuthorizationHeaderMalformed (both are 400).
+	if err := v.checkRegion(cred.region, s3err.AuthorizationQueryParamsError, credentialParamPrefix); err != nil {
+		return err
 	}
 	expires, err := strconv.ParseInt(expS, 10, 64)
 	if err != nil || expires < 1 || expires > maxPresignLife {

@@ -58,6 +58,10 @@ type Result struct {
 // first Verify (it owns a signing-key cache).
 type Verifier struct {
 	Creds Credentials
+	// Region is the region a credential scope must name; a request
+	// scoped to another is refused as AWS refuses it, naming Region. ""
+	// accepts any region.
+	Region string
 	// MaxSkew bounds the difference between the request date and now;
 	// 0 means 15 minutes.
 	MaxSkew time.Duration
@@ -130,6 +134,19 @@ func (v *Verifier) maxSkew() time.Duration {
 		return v.MaxSkew
 	}
 	return defaultMaxSkew
+}
+
+// checkRegion refuses a credential scoped to a region other than v's.
+// AWS's answer names both regions in the message, after prefix (which
+// says which part of the request holds the scope), and the expected one
+// in the error's Region element.
+func (v *Verifier) checkRegion(got string, code s3err.Code, prefix string) error {
+	if v.Region == "" || got == v.Region {
+		return nil
+	}
+	e := s3err.New(code, prefix+"the region '"+clip(got)+"' is wrong; expecting '"+v.Region+"'")
+	e.Region = v.Region
+	return e
 }
 
 // errSigV2 is the answer to a request signed with Signature Version 2.

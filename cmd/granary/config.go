@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/granary-dev/granary/api"
 	"github.com/granary-dev/granary/cluster/peer"
 	"github.com/granary-dev/granary/gateway"
 	"github.com/granary-dev/granary/store"
@@ -54,6 +55,11 @@ type Config struct {
 	Anonymous []string     `yaml:"anonymous"`
 	// PprofListen, if set, serves Go's profiler there (pprof.go).
 	PprofListen string `yaml:"pprof-listen"`
+	// MaxConnsPerIP bounds the open connections of one client address;
+	// 0 means no limit (api.Options says it with a negative value).
+	MaxConnsPerIP int `yaml:"max-conns-per-ip"`
+	// MetricsAuth is "open" or "bearer:FILE" (metrics_auth.go).
+	MetricsAuth string `yaml:"metrics-auth"`
 	WriteMode   string `yaml:"write-mode"`
 	// Eviction is the tiers' policy: tinylfu or lru.
 	Eviction string `yaml:"eviction"`
@@ -148,6 +154,9 @@ func Defaults() Config {
 		WriteMode: string(gateway.WriteThrough),
 		Eviction:  "tinylfu",
 		Cluster:   ClusterConfig{Owners: 1, PeerTimeout: Duration(peer.DefaultTimeout)},
+
+		MaxConnsPerIP: api.DefaultMaxConnsPerIP,
+		MetricsAuth:   metricsAuthOpen,
 		// DirtyLimit 0: a quarter of the disk budget (see DirtyBytes).
 	}
 }
@@ -211,6 +220,12 @@ func (c Config) Normalize() (Config, error) {
 	if err := c.Cluster.check(c.Listen); err != nil {
 		return c, err
 	}
+	if _, err := metricsTokenFile(c.MetricsAuth); err != nil {
+		return c, err
+	}
+	if c.MaxConnsPerIP < 0 {
+		return c, fmt.Errorf("max-conns-per-ip: %d is negative (0 means no limit)", c.MaxConnsPerIP)
+	}
 	switch c.Eviction = strings.ToLower(c.Eviction); c.Eviction {
 	case "tinylfu", "lru":
 	default:
@@ -248,6 +263,14 @@ func (c Config) WriteModes() (gateway.WriteMode, map[string]gateway.WriteMode, e
 		}
 	}
 	return def, modes, nil
+}
+
+// ConnsPerIP is MaxConnsPerIP as api.Options takes it.
+func (c Config) ConnsPerIP() int {
+	if c.MaxConnsPerIP == 0 {
+		return -1 // no limit
+	}
+	return c.MaxConnsPerIP
 }
 
 // DirtyBytes is the write-back limit: DirtyLimit, or a quarter of the disk

@@ -143,6 +143,13 @@ var serveSettings = []setting{
 		func(c *Config) *string { return &c.UsersFile }),
 	stringSetting("users-key-file", "`file` holding the key that seals the users' secrets (default <data-dir>/users.key)",
 		func(c *Config) *string { return &c.UsersKeyFile }),
+	{
+		name: "max-conns-per-ip", usage: "open connections one client address may hold (a `number`); one over it is closed as soon as it is accepted; 0: no limit",
+		get: func(c Config) string { return strconv.Itoa(c.MaxConnsPerIP) },
+		set: func(c *Config, v string) error { n, err := strconv.Atoi(v); c.MaxConnsPerIP = n; return err },
+	},
+	stringSetting("metrics-auth", "who may read /metrics: open (anyone), or bearer:FILE (a scrape must send 'Authorization: Bearer TOKEN' with the token in FILE, read again when the file changes); /healthz stays open",
+		func(c *Config) *string { return &c.MetricsAuth }),
 	stringSetting("pprof-listen", "`host:port` to serve Go's profiler on (/debug/pprof/, unauthenticated: keep it on loopback); empty: off",
 		func(c *Config) *string { return &c.PprofListen }),
 }

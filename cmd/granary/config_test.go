@@ -51,7 +51,8 @@ func TestDefaults(t *testing.T) {
 		Origin: "file://" + filepath.Join(dataDir, "origin"), ChunkSize: 8 << 20,
 		Freshness: "ttl", TTL: Duration(time.Minute), Region: "us-east-1",
 		Domains: StringList{"localhost"}, LogLevel: "info", WriteMode: "write-through", Eviction: "tinylfu",
-		Cluster: ClusterConfig{Owners: 1, PeerTimeout: Duration(3 * time.Second)},
+		Cluster:       ClusterConfig{Owners: 1, PeerTimeout: Duration(3 * time.Second)},
+		MaxConnsPerIP: 1024, MetricsAuth: "open",
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", c, want)
@@ -279,6 +280,10 @@ func TestConfigErrors(t *testing.T) {
 		{args: []string{"--owners", "0"}, want: "owners"},
 		{args: []string{"--replicas", "0"}, want: "owners"},
 		{args: []string{"--peer-timeout", "0s"}, want: "peer-timeout"},
+		{args: []string{"--max-conns-per-ip", "-1"}, want: "max-conns-per-ip"},
+		{args: []string{"--metrics-auth", "basic:x"}, want: "metrics-auth"},
+		{file: "metrics-auth: \"bearer:\"\n", want: "metrics-auth"},
+		{env: map[string]string{"GRANARY_MAX_CONNS_PER_IP": "many"}, want: "GRANARY_MAX_CONNS_PER_IP"},
 		{args: []string{"--node-id", "a", "--listen", "0.0.0.0:9000"}, want: "advertise"},
 		{args: []string{"--peer-mtls"}, want: "peer-mtls: needs tls-cert"},
 		{args: []string{"--peer-mtls", "--tls-cert", "c.pem", "--tls-key", "k.pem"}, want: "and peer-ca-file"},
@@ -392,6 +397,23 @@ func TestEvictionPolicy(t *testing.T) {
 	}
 	if _, err := loadWith(t, []string{"--eviction", "fifo"}, nil); err == nil || !strings.Contains(err.Error(), "eviction") {
 		t.Fatalf("--eviction fifo: %v, want an error naming the setting", err)
+	}
+}
+
+// TestMaxConnsPerIPSetting: the limit comes from each source, and 0 (no
+// limit) reaches api.Options as its negative "no limit".
+func TestMaxConnsPerIPSetting(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"GRANARY_DATA_DIR": dir, "GRANARY_CONFIG": writeFile(t, dir, "c.yaml", "max-conns-per-ip: 0\n")}
+	if c, err := loadWith(t, nil, env); err != nil || c.ConnsPerIP() != -1 {
+		t.Fatalf("file 0: %d, %v; want -1 (no limit)", c.ConnsPerIP(), err)
+	}
+	env["GRANARY_MAX_CONNS_PER_IP"] = "64"
+	if c, err := loadWith(t, nil, env); err != nil || c.ConnsPerIP() != 64 {
+		t.Fatalf("environment 64: %d, %v", c.ConnsPerIP(), err)
+	}
+	if c, err := loadWith(t, []string{"--max-conns-per-ip", "8"}, env); err != nil || c.ConnsPerIP() != 8 {
+		t.Fatalf("flag 8: %d, %v", c.ConnsPerIP(), err)
 	}
 }
 

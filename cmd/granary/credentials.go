@@ -12,6 +12,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/granary-dev/granary/access"
+	"github.com/granary-dev/granary/store"
 )
 
 // credentialsFile is the name of the generated credentials under the data
@@ -25,7 +28,49 @@ type Credentials struct {
 	// Source says where they came from, for the start-up banner:
 	// "environment", "generated" or "file".
 	Source string
-	Path   string // the credentials file, unless Source is "environment"
+	// Path is the file the secret is kept in: the credentials file, or
+	// GRANARY_SECRET_KEY_FILE's; "" when the secret is in the environment
+	// itself.
+	Path string
+}
+
+// keyError is validateKeyPair's refusal: of which half of the pair, and why.
+type keyError struct {
+	secret bool // the secret key, else the access key
+	msg    string
+}
+
+func (e *keyError) Error() string { return e.msg }
+
+// validateKeyPair checks the node's key pair by access's rules. Its error
+// is a *keyError; keyVar names the setting it is about.
+func validateKeyPair(ak, secret string) error {
+	if err := access.CheckAccessKey(ak); err != nil {
+		return &keyError{msg: err.Error()}
+	}
+	if err := access.CheckSecret(secret); err != nil {
+		return &keyError{secret: true, msg: err.Error()}
+	}
+	return nil
+}
+
+// keyVar returns, of the names of a pair's access and secret settings,
+// the one a validateKeyPair error is about.
+func keyVar(err error, access, secret string) string {
+	var ke *keyError
+	if errors.As(err, &ke) && ke.secret {
+		return secret
+	}
+	return access
+}
+
+// envVarOf is the variable a secretFromEnv value came from: name, or
+// name_FILE when that is set.
+func envVarOf(getenv Getenv, name string) string {
+	if v, _ := getenv(name + "_FILE"); v != "" {
+		return name + "_FILE"
+	}
+	return name
 }
 
 // LoadCredentials returns the credentials of a node whose data directory
@@ -45,7 +90,11 @@ func LoadCredentials(getenv Getenv, dataDir string) (Credentials, error) {
 		if ak == "" || sk == "" {
 			return Credentials{}, errors.New("set both GRANARY_ACCESS_KEY and GRANARY_SECRET_KEY, or neither to use generated ones")
 		}
-		return Credentials{AccessKey: ak, SecretKey: sk, Source: "environment"}, nil
+		if err := validateKeyPair(ak, sk); err != nil {
+			return Credentials{}, fmt.Errorf("%s: %w", keyVar(err, envVarOf(getenv, "GRANARY_ACCESS_KEY"), envVarOf(getenv, "GRANARY_SECRET_KEY")), err)
+		}
+		secretFile, _ := getenv("GRANARY_SECRET_KEY_FILE")
+		return Credentials{AccessKey: ak, SecretKey: sk, Source: "environment", Path: secretFile}, nil
 	}
 	path := filepath.Join(dataDir, credentialsFile)
 	c, err := readCredentialsFile(path)
@@ -87,6 +136,9 @@ func readCredentialsFile(path string) (Credentials, error) {
 	if c.AccessKey == "" || c.SecretKey == "" {
 		return Credentials{}, fmt.Errorf("credentials file %s lacks GRANARY_ACCESS_KEY or GRANARY_SECRET_KEY; fix it or delete it to generate new ones", path)
 	}
+	if err := validateKeyPair(c.AccessKey, c.SecretKey); err != nil {
+		return Credentials{}, fmt.Errorf("credentials file %s: %s: %w; fix it or delete it to generate new ones", path, keyVar(err, "GRANARY_ACCESS_KEY", "GRANARY_SECRET_KEY"), err)
+	}
 	return c, nil
 }
 
@@ -102,11 +154,11 @@ func generateCredentials(path string) (Credentials, error) {
 		Source:    "generated",
 		Path:      path,
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), store.PrivateDirMode); err != nil {
 		return Credentials{}, err
 	}
 	tmp := fmt.Sprintf("%s.tmp-%s", path, randomString(8, "abcdefghijklmnopqrstuvwxyz0123456789"))
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, store.PrivateFileMode)
 	if err != nil {
 		return Credentials{}, err
 	}

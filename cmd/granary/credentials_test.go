@@ -49,19 +49,19 @@ func TestCredentialsGeneratedOnceAndReused(t *testing.T) {
 
 func TestCredentialsFromEnvironment(t *testing.T) {
 	dir := t.TempDir()
-	c, err := LoadCredentials(envMap(map[string]string{"GRANARY_ACCESS_KEY": "AK", "GRANARY_SECRET_KEY": "SK"}), dir)
-	if err != nil || c.AccessKey != "AK" || c.SecretKey != "SK" || c.Source != "environment" {
+	c, err := LoadCredentials(envMap(map[string]string{"GRANARY_ACCESS_KEY": "AKID", "GRANARY_SECRET_KEY": "SECRET-KEY"}), dir)
+	if err != nil || c.AccessKey != "AKID" || c.SecretKey != "SECRET-KEY" || c.Source != "environment" || c.Path != "" {
 		t.Fatalf("%+v %v", c.Source, err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, credentialsFile)); !os.IsNotExist(err) {
 		t.Fatalf("credentials from the environment were written to disk: %v", err)
 	}
 	sk := writeFile(t, dir, "sk", "from-file\n")
-	c, err = LoadCredentials(envMap(map[string]string{"GRANARY_ACCESS_KEY": "AK", "GRANARY_SECRET_KEY_FILE": sk}), dir)
-	if err != nil || c.SecretKey != "from-file" {
-		t.Fatalf("secret from file: %v", err)
+	c, err = LoadCredentials(envMap(map[string]string{"GRANARY_ACCESS_KEY": "AKID", "GRANARY_SECRET_KEY_FILE": sk}), dir)
+	if err != nil || c.SecretKey != "from-file" || c.Path != sk {
+		t.Fatalf("secret from file: %+v %v", c.Path, err)
 	}
-	_, err = LoadCredentials(envMap(map[string]string{"GRANARY_ACCESS_KEY": "AK"}), dir)
+	_, err = LoadCredentials(envMap(map[string]string{"GRANARY_ACCESS_KEY": "AKID"}), dir)
 	if err == nil || !strings.Contains(err.Error(), "both") {
 		t.Fatalf("access key alone: %v", err)
 	}
@@ -84,9 +84,9 @@ func TestCredentialsFileChecks(t *testing.T) {
 	if _, err := LoadCredentials(envMap(nil), dir); err == nil || !strings.Contains(err.Error(), "lacks") {
 		t.Fatalf("truncated file: %v", err)
 	}
-	writeFile(t, dir, credentialsFile, "# hand-written\nGRANARY_ACCESS_KEY=A\nGRANARY_SECRET_KEY=S=x\n")
+	writeFile(t, dir, credentialsFile, "# hand-written\nGRANARY_ACCESS_KEY=AKID\nGRANARY_SECRET_KEY=S=xxxxxxx\n")
 	c, err := LoadCredentials(envMap(nil), dir)
-	if err != nil || c.AccessKey != "A" || c.SecretKey != "S=x" {
+	if err != nil || c.AccessKey != "AKID" || c.SecretKey != "S=xxxxxxx" {
 		t.Fatalf("hand-written file: %+v %v", c.Source, err)
 	}
 }
@@ -113,6 +113,35 @@ func TestCredentialsConcurrentStarts(t *testing.T) {
 		}
 		if got[i].AccessKey != got[0].AccessKey || got[i].SecretKey != got[0].SecretKey {
 			t.Fatalf("start %d got other credentials", i)
+		}
+	}
+}
+
+// TestValidateKeyPairBounds: the bounds are inclusive, counted in bytes.
+func TestValidateKeyPairBounds(t *testing.T) {
+	rep := strings.Repeat
+	cases := []struct {
+		access, secret string
+		ok, secretBad  bool
+	}{
+		{"abc", "12345678", true, false},
+		{rep("a", 128), rep("s", 1024), true, false},
+		{"ab", "12345678", false, false},
+		{rep("a", 129), "12345678", false, false},
+		{"a b", "12345678", false, false},
+		{"a=b", "12345678", false, false},
+		{"ключ", "12345678", false, false},
+		{"abc", "1234567", false, true},
+		{"abc", rep("s", 1025), false, true},
+	}
+	for _, tc := range cases {
+		err := validateKeyPair(tc.access, tc.secret)
+		if (err == nil) != tc.ok {
+			t.Errorf("%q/%d-byte secret: %v, want ok=%v", tc.access, len(tc.secret), err, tc.ok)
+			continue
+		}
+		if err != nil && (keyVar(err, "A", "S") == "S") != tc.secretBad {
+			t.Errorf("%q/%d-byte secret: blamed %s", tc.access, len(tc.secret), keyVar(err, "A", "S"))
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -59,10 +60,11 @@ func TestServeHelpNamesEveryEnvVar(t *testing.T) {
 
 // server is a `granary serve` running in-process.
 type server struct {
-	addr   string
-	stderr *syncbuf.Buffer
-	cancel context.CancelFunc
-	done   chan int
+	addr    string
+	stderr  *syncbuf.Buffer
+	cancel  context.CancelFunc
+	done    chan int
+	stopped sync.Once
 }
 
 var servingRE = regexp.MustCompile(`serving S3 at https?://(\S+) `)
@@ -99,18 +101,20 @@ func startServe(t *testing.T, env map[string]string, args ...string) *server {
 	return s
 }
 
-// stop cancels the server (as SIGINT would) and checks it exits cleanly.
+// stop cancels the server (as SIGINT would) and checks it exits cleanly;
+// calls after the first do nothing.
 func (s *server) stop(t *testing.T) {
-	s.cancel()
-	select {
-	case code, ok := <-s.done:
-		if ok && code != exitOK {
-			t.Errorf("serve exited with %d:\n%s", code, s.stderr.String())
+	s.stopped.Do(func() {
+		s.cancel()
+		select {
+		case code := <-s.done:
+			if code != exitOK {
+				t.Errorf("serve exited with %d:\n%s", code, s.stderr.String())
+			}
+		case <-time.After(40 * time.Second):
+			t.Errorf("serve did not stop:\n%s", s.stderr.String())
 		}
-		close(s.done)
-	case <-time.After(40 * time.Second):
-		t.Errorf("serve did not stop:\n%s", s.stderr.String())
-	}
+	})
 }
 
 // putGet makes a bucket, writes and reads an object through cl.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -80,6 +81,7 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, keys *access.Regist
 		}
 	} else {
 		spec.CAFile = cfg.OriginCAFile
+		spec.Private = spec.Scheme == "file" && within(spec.Dir, cfg.DataDir)
 		if origin, err = openOrigin(spec, oak, osk); err == nil {
 			probeOriginTLS(spec, log)
 		}
@@ -174,10 +176,15 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, keys *access.Regist
 	if err != nil {
 		return n, usageError{err}
 	}
+	token, err := metricsToken(cfg, log)
+	if err != nil {
+		return n, usageError{err}
+	}
 	n.server, err = api.New(api.Options{
 		Engine: eng, Ops: jobs, TLS: n.tls, Access: keys,
 		Region: cfg.Region, Domains: cfg.Domains, Registerer: reg, Gatherer: reg,
 		Logger: log.With().Str("component", "api").Logger(), Peer: cl.peerOptions(),
+		MaxConnsPerIP: cfg.ConnsPerIP(), MetricsToken: token,
 	})
 	return n, err
 }
@@ -206,6 +213,15 @@ func openWriteBack(cfg Config, origin store.Origin, mode gateway.WriteMode, mode
 	return wb, nil
 }
 
+// within reports whether path is dir or lies under it (both absolute):
+// a file origin there (the default one, <data-dir>/origin) is part of the
+// node's data and gets its modes; one elsewhere is a directory other
+// programs may share.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
 // openOrigin opens the origin spec names (a file origin creates its root).
 // Each constructor's result is checked before it becomes an interface, so
 // a failed open never yields a non-nil store.Origin holding a nil pointer.
@@ -214,7 +230,7 @@ func openWriteBack(cfg Config, origin store.Origin, mode gateway.WriteMode, mode
 func openOrigin(spec originSpec, access, secret string) (store.Origin, error) {
 	switch spec.Scheme {
 	case "file":
-		o, err := fs.New(fs.Options{Root: spec.Dir})
+		o, err := fs.New(fs.Options{Root: spec.Dir, Private: spec.Private})
 		if err != nil {
 			return nil, fmt.Errorf("origin: %w", err)
 		}
@@ -258,7 +274,7 @@ func openTiers(cfg Config, pins store.PinSet, clustered bool, n *node, log zerol
 		// cache directory: a restart with another size never serves chunks
 		// cut under the old one (their directory can be deleted by hand).
 		dir := filepath.Join(cfg.DataDir, "cache", "chunk-"+strconv.FormatInt(int64(cfg.ChunkSize), 10))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := os.MkdirAll(dir, store.PrivateDirMode); err != nil {
 			return nil, nil, nil, fmt.Errorf("disk tier: %w", err)
 		}
 		d, err := disk.Open(disk.Options{Dir: dir, Capacity: int64(cfg.Disk), Policy: cfg.Eviction, Pins: pins, Quotas: cfg.Quotas(),

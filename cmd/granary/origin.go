@@ -15,8 +15,10 @@ import (
 // originSpec is a parsed --origin value.
 type originSpec struct {
 	Scheme string // "file", "s3" or "hdfs"
-	// Dir is the root directory of a file origin (absolute, clean).
-	Dir string
+	// Dir is the root directory of a file origin (absolute, clean);
+	// Private makes what it writes there the node's alone (fs.Options).
+	Dir     string
+	Private bool
 	// Endpoint (host or host:port), Secure and Region address an s3 origin.
 	Endpoint string
 	Secure   bool

@@ -32,7 +32,8 @@ func newServeCmd(getenv Getenv) *cobra.Command {
 With no configuration it listens on 127.0.0.1:9000, caches in ./granary-data
 (1GiB RAM, 10GiB disk), serves the directories under ./granary-data/origin as
 buckets, and prints the credentials it generated (kept in
-./granary-data/credentials, mode 0600, and reused on later starts).
+./granary-data/credentials, mode 0600, and reused on later starts, which
+print the access key and that file's path, not the secret).
 
 Precedence: defaults < YAML file (--config) < GRANARY_* environment < flags.
 The YAML keys are the flag names; the file may also hold a 'buckets:' map of
@@ -76,6 +77,9 @@ func runServe(ctx context.Context, flags *pflag.FlagSet, getenv Getenv, stderr i
 	level, _ := zerolog.ParseLevel(cfg.LogLevel) // checked by Normalize
 	log := zerolog.New(stderr).Level(level).With().Timestamp().Logger()
 	creds, err := LoadCredentials(getenv, cfg.DataDir)
+	if errors.As(err, new(*keyError)) {
+		return usageError{fmt.Errorf("credentials: %w", err)}
+	}
 	if err != nil {
 		return fmt.Errorf("credentials: %w", err)
 	}
@@ -150,8 +154,6 @@ func serveUntilDone(ctx context.Context, srv *api.Server, ln net.Listener, log z
 
 // printBanner tells a person where the node listens (and gossips, if
 // gossip is set) and how to use it.
-// A generated secret is printed (to stderr, never to the log) because
-// nobody else knows it; a secret from the environment is not repeated.
 func printBanner(w io.Writer, url, gossip string, cfg Config, c Credentials) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nGranary is serving S3 at %s (region %s)\n", url, cfg.Region)
@@ -159,19 +161,29 @@ func printBanner(w io.Writer, url, gossip string, cfg Config, c Credentials) {
 		fmt.Fprintf(&b, "  gossip: %s (other nodes join with --join %s)\n", gossip, gossip)
 	}
 	fmt.Fprintf(&b, "  origin: %s\n  cache:  %s RAM, %s disk in %s\n", cfg.Origin, cfg.RAM, cfg.Disk, filepath.Join(cfg.DataDir, "cache"))
-	switch c.Source {
-	case "environment":
-		fmt.Fprintf(&b, "  credentials: access key %s (from GRANARY_ACCESS_KEY)\n", c.AccessKey)
-	default:
-		what := "generated and stored in"
-		if c.Source == "file" {
-			what = "from"
-		}
-		fmt.Fprintf(&b, "  credentials (%s %s):\n", what, c.Path)
-		fmt.Fprintf(&b, "    export AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s AWS_DEFAULT_REGION=%s\n", c.AccessKey, c.SecretKey, cfg.Region)
-	}
+	b.WriteString(credentialsBanner(c, cfg.Region))
 	fmt.Fprintf(&b, "  try:    aws --endpoint-url %s s3 ls\n\n", url)
 	io.WriteString(w, b.String())
+}
+
+// credentialsBanner is the banner's credentials lines (to stderr, never
+// to the log). The secret is printed only by the start that generated it,
+// since nobody else knows it yet; every other start names the access key
+// and where the secret is, so a terminal, a scroll-back or a collected
+// stderr of a long-lived node does not hold the secret on every restart.
+func credentialsBanner(c Credentials, region string) string {
+	switch {
+	case c.Source == "generated":
+		return fmt.Sprintf("  credentials (generated now and stored in %s; the secret is shown this once):\n"+
+			"    export AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s AWS_DEFAULT_REGION=%s\n", c.Path, c.AccessKey, c.SecretKey, region)
+	case c.Source == "file":
+		return fmt.Sprintf("  credentials: access key %s, secret in %s; to use them:\n"+
+			"    . %s && export AWS_ACCESS_KEY_ID=$GRANARY_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$GRANARY_SECRET_KEY AWS_DEFAULT_REGION=%s\n",
+			c.AccessKey, c.Path, c.Path, region)
+	case c.Path != "":
+		return fmt.Sprintf("  credentials: access key %s (from the environment), secret in %s (GRANARY_SECRET_KEY_FILE)\n", c.AccessKey, c.Path)
+	}
+	return fmt.Sprintf("  credentials: access key %s, secret from the environment (GRANARY_SECRET_KEY)\n", c.AccessKey)
 }
 
 // gcHeadroom is how far past the memory budget the Go heap may grow

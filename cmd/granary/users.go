@@ -113,12 +113,10 @@ type usersWatch struct {
 	done     sync.WaitGroup
 }
 
-// openAccess builds the node's registry and starts watching the users
-// file. It fails if the users do not load at start.
+// openAccess builds the node's registry (creds were checked by
+// LoadCredentials) and starts watching the users file. It fails if the
+// users do not load at start.
 func openAccess(cfg Config, creds Credentials, getenv Getenv, log zerolog.Logger) (*access.Registry, *usersWatch, error) {
-	if err := access.ValidateKeys(creds.AccessKey, creds.SecretKey); err != nil {
-		return nil, nil, usageError{fmt.Errorf("the node's credentials: %w", err)}
-	}
 	declared, err := cfg.declaredUsers(getenv)
 	if err != nil {
 		return nil, nil, usageError{err}

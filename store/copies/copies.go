@@ -55,7 +55,7 @@ func Open(dir string, origin store.Origin, log zerolog.Logger) (*Store, error) {
 		return nil, errors.New("copies: replicas need an origin")
 	}
 	data := filepath.Join(dir, dataDirName)
-	if err := os.MkdirAll(data, 0o755); err != nil {
+	if err := os.MkdirAll(data, store.PrivateDirMode); err != nil {
 		return nil, fmt.Errorf("copies: create replica dir: %w", err)
 	}
 	if err := syncDir(dir); err != nil {

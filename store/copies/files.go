@@ -46,7 +46,7 @@ func indexKey(bucket, key string) []byte { return []byte(bucket + "/" + key) }
 func openIndex(path string) (*bbolt.DB, error) {
 	// The timeout turns a second process on the same dir into an error
 	// instead of a hang on bbolt's file lock.
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: 2 * time.Second})
+	db, err := bbolt.Open(path, store.PrivateFileMode, &bbolt.Options{Timeout: 2 * time.Second})
 	if err != nil {
 		return nil, fmt.Errorf("copies: open replica index: %w", err)
 	}

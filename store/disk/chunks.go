@@ -253,7 +253,7 @@ func (t *Tier) putLarge(id store.ChunkID, data []byte, crc uint32, est int64, pi
 // and renamed, so a chunk file is never seen half written.
 func (t *Tier) writeChunkFile(id uint64, data []byte) error {
 	tmp := t.tmpPath(id)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, store.PrivateFileMode)
 	if err != nil {
 		return ioErr("create chunk file", err)
 	}

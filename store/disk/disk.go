@@ -219,7 +219,7 @@ func Open(opts Options) (*Tier, error) {
 	t.lru.init()
 	t.aside.init()
 	for _, d := range []string{t.segDir, t.chunkDir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := os.MkdirAll(d, store.PrivateDirMode); err != nil {
 			return nil, fmt.Errorf("%w: create %s: %v", ErrIO, d, err)
 		}
 	}

@@ -313,7 +313,7 @@ func (t *Tier) reserveSegment(n int64, pinned bool) (*unit, int64, []*unit, erro
 // and readable. Caller holds mu.
 func (t *Tier) newSegmentLocked(active **unit) error {
 	id := t.nextUnit
-	f, err := os.OpenFile(t.segPath(id), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(t.segPath(id), os.O_RDWR|os.O_CREATE|os.O_EXCL, store.PrivateFileMode)
 	if err != nil {
 		return ioErr("create segment", err)
 	}

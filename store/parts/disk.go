@@ -18,8 +18,8 @@ import (
 )
 
 const (
-	dirPerm     = 0o755
-	filePerm    = 0o644
+	dirPerm     = store.PrivateDirMode
+	filePerm    = store.PrivateFileMode
 	descName    = "upload.json"
 	sealName    = "sealed.json"
 	partPrefix  = "part-"

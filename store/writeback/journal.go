@@ -43,7 +43,7 @@ type record struct {
 // (NoSync is off): a record is on disk when Update returns. The timeout
 // turns a journal locked by another process into an error.
 func openJournal(path string) (*bbolt.DB, error) {
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: 2 * time.Second})
+	db, err := bbolt.Open(path, store.PrivateFileMode, &bbolt.Options{Timeout: 2 * time.Second})
 	if err != nil {
 		return nil, fmt.Errorf("writeback: open journal %s: %w", path, err)
 	}

@@ -223,14 +223,14 @@ func (l *Log) Start(observers ...Observer) {
 
 // openFiles creates Dir and opens the stage and the journal.
 func (l *Log) openFiles() error {
-	if err := os.MkdirAll(l.opts.Dir, 0o755); err != nil {
+	if err := os.MkdirAll(l.opts.Dir, store.PrivateDirMode); err != nil {
 		return fmt.Errorf("writeback: %w", err)
 	}
 	// Spooled bodies of writes that never completed.
 	if err := os.RemoveAll(l.tmpDir); err != nil {
 		return fmt.Errorf("writeback: %w", err)
 	}
-	if err := os.MkdirAll(l.tmpDir, 0o755); err != nil {
+	if err := os.MkdirAll(l.tmpDir, store.PrivateDirMode); err != nil {
 		return fmt.Errorf("writeback: %w", err)
 	}
 	st, err := parts.Open(parts.Options{Dir: filepath.Join(l.opts.Dir, "stage")})

@@ -11,6 +11,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/granary-dev/granary/store"
 )
 
 // LockTimeout bounds the wait for another process's lock on the file.
@@ -25,7 +27,7 @@ type Errors struct {
 
 // Open opens or creates the database at path.
 func Open(path string, errs Errors) (*bolt.DB, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{
+	db, err := bolt.Open(path, store.PrivateFileMode, &bolt.Options{
 		Timeout:      LockTimeout,
 		NoSync:       true,
 		NoGrowSync:   true,

@@ -44,18 +44,23 @@ type Options struct {
 	// NoSync skips fsync of data, sidecars and directories. Zero value:
 	// every Put is durable when it returns. Only tests should set it.
 	NoSync bool
+	// Private creates every file 0600 and every directory 0700
+	// (store.PrivateFileMode, store.PrivateDirMode): for a Root inside a
+	// node's data directory. Zero value: 0644 and 0755 (less the umask),
+	// for a directory other programs read too.
+	Private bool
 }
 
 // Layout of the hidden area under Root. ".granary" is not a valid bucket
 // name (it starts with '.'), so it can never collide with a bucket.
 const (
-	hiddenDir   = ".granary"
-	stagingDir  = hiddenDir + "/tmp"     // temp files, renamed into place
-	metaDir     = hiddenDir + "/meta"    // sidecars: meta/<bucket>/<hh>/<sha256(key)>
-	uploadsDir  = hiddenDir + "/uploads" // multipart uploads, a parts.Store
-	dirPerm     = 0o755
-	filePerm    = 0o644
-	staleTmpAge = time.Hour // leftover temp files older than this are removed at start
+	hiddenDir      = ".granary"
+	stagingDir     = hiddenDir + "/tmp"     // temp files, renamed into place
+	metaDir        = hiddenDir + "/meta"    // sidecars: meta/<bucket>/<hh>/<sha256(key)>
+	uploadsDir     = hiddenDir + "/uploads" // multipart uploads, a parts.Store
+	sharedDirPerm  = 0o755
+	sharedFilePerm = 0o644
+	staleTmpAge    = time.Hour // leftover temp files older than this are removed at start
 )
 
 // Origin serves the sub-directories of a local directory as buckets.
@@ -64,6 +69,9 @@ type Origin struct {
 	dir    string
 	root   *os.Root // Root; every path below is resolved through it
 	noSync bool
+	// dirPerm and filePerm are the modes of what it creates (see
+	// Options.Private).
+	dirPerm, filePerm os.FileMode
 	// uploads holds multipart uploads in progress. It works on plain paths
 	// under Root/.granary/uploads, which only upload IDs it made itself
 	// name: no client string becomes a path there.
@@ -91,16 +99,20 @@ func New(opts Options) (*Origin, error) {
 	if opts.Root == "" {
 		return nil, errors.New("fs: Options.Root is required")
 	}
-	if err := os.MkdirAll(opts.Root, dirPerm); err != nil {
+	o := &Origin{dir: opts.Root, noSync: opts.NoSync, dirPerm: sharedDirPerm, filePerm: sharedFilePerm}
+	if opts.Private {
+		o.dirPerm, o.filePerm = store.PrivateDirMode, store.PrivateFileMode
+	}
+	if err := os.MkdirAll(opts.Root, o.dirPerm); err != nil {
 		return nil, fmt.Errorf("fs: create root: %w", err)
 	}
 	root, err := os.OpenRoot(opts.Root)
 	if err != nil {
 		return nil, fmt.Errorf("fs: open root: %w", err)
 	}
-	o := &Origin{dir: opts.Root, root: root, noSync: opts.NoSync}
+	o.root = root
 	for _, d := range []string{stagingDir, metaDir} {
-		if err := root.MkdirAll(d, dirPerm); err != nil {
+		if err := root.MkdirAll(d, o.dirPerm); err != nil {
 			root.Close()
 			return nil, fmt.Errorf("fs: create %s: %w", d, err)
 		}
@@ -188,7 +200,7 @@ func (o *Origin) MakeBucket(ctx context.Context, bucket string) error {
 	if err := store.CheckBucketName(bucket); err != nil {
 		return err
 	}
-	if err := o.root.Mkdir(bucket, dirPerm); err != nil {
+	if err := o.root.Mkdir(bucket, o.dirPerm); err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("%w: %s", store.ErrBucketExists, bucket)
 		}

@@ -121,7 +121,7 @@ func (o *Origin) stageSidecar(sc *sidecar) (string, error) {
 func (o *Origin) publishSidecar(staged, bucket, key string) error {
 	dst := sidecarPath(bucket, key)
 	dir := path.Dir(dst)
-	if err := o.root.MkdirAll(dir, dirPerm); err != nil {
+	if err := o.root.MkdirAll(dir, o.dirPerm); err != nil {
 		return fmt.Errorf("fs: sidecar dir: %w", err)
 	}
 	if err := o.root.Rename(staged, dst); err != nil {
@@ -145,7 +145,7 @@ func (o *Origin) createTemp(kind string) (*os.File, string, error) {
 		var rnd [12]byte
 		rand.Read(rnd[:])
 		name := stagingDir + "/" + kind + "-" + hex.EncodeToString(rnd[:])
-		f, err := o.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+		f, err := o.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, o.filePerm)
 		if err == nil {
 			return f, name, nil
 		}

@@ -175,7 +175,7 @@ func (o *Origin) makeParents(bucket, key string) error {
 	if dir == "." {
 		return nil
 	}
-	return br.MkdirAll(dir, dirPerm)
+	return br.MkdirAll(dir, o.dirPerm)
 }
 
 // putFolder stores a folder object "dir/": its directory plus a sidecar

@@ -1,0 +1,40 @@
+// Package testhttp holds the plain HTTP calls tests make to a node (the
+// admin routes, which no S3 client sends).
+package testhttp
+
+import (
+	"io"
+	"net/http"
+	"testing"
+)
+
+// Get GETs url with the header pairs (name, value, name, value, ...) and
+// returns the status and the body; a transport error fails t.
+func Get(t testing.TB, url string, header ...string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// Bearer is the header pair of a bearer token, none for "".
+func Bearer(token string) []string {
+	if token == "" {
+		return nil
+	}
+	return []string{"Authorization", "Bearer " + token}
+}
