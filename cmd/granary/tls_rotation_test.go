@@ -17,23 +17,10 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
-
-	"github.com/granary-dev/granary/internal/miniotest"
 )
 
 func TestRotationUnderLoad(t *testing.T) {
-	mio := miniotest.StartT(t)
-	f := newTLSFiles(t)
-	env := map[string]string{
-		"GRANARY_ACCESS_KEY": "tls-access", "GRANARY_SECRET_KEY": "tls-secret-key",
-		"GRANARY_ORIGIN_ACCESS_KEY": mio.AccessKey, "GRANARY_ORIGIN_SECRET_KEY": mio.SecretKey,
-		"GRANARY_DATA_DIR": t.TempDir(), "GRANARY_CA_FILE": f.ca.File,
-	}
-	n := startChild(t, env, "--origin", "s3://"+mio.Endpoint+"?secure=false", "--tls-cert", f.cert, "--tls-key", f.key)
-	cl, err := (&clientFlags{endpoint: "https://" + n.addr}).Client(envMap(env))
-	if err != nil {
-		t.Fatal(err)
-	}
+	n, f, cl := startTLSChild(t)
 	ctx := context.Background()
 	if err := cl.MakeBucket(ctx, "rot", minio.MakeBucketOptions{}); err != nil {
 		t.Fatal(err)

@@ -77,7 +77,10 @@ func httpsGet(t *testing.T, tr *http.Transport, url string) string {
 	return resp.TLS.PeerCertificates[0].SerialNumber.String()
 }
 
-func TestServeTLS(t *testing.T) {
+// startTLSChild runs a node serving HTTPS with a fresh pair in front of
+// a fresh MinIO, and returns it, its files and a client trusting its CA.
+func startTLSChild(t *testing.T) (*child, tlsFiles, *minio.Client) {
+	t.Helper()
 	mio := miniotest.StartT(t)
 	f := newTLSFiles(t)
 	env := map[string]string{
@@ -86,12 +89,17 @@ func TestServeTLS(t *testing.T) {
 		"GRANARY_DATA_DIR": t.TempDir(), "GRANARY_CA_FILE": f.ca.File,
 	}
 	n := startChild(t, env, "--origin", "s3://"+mio.Endpoint+"?secure=false", "--tls-cert", f.cert, "--tls-key", f.key)
-	if !bytes.Contains([]byte(n.stderr.String()), []byte("serving S3 at https://")) {
-		t.Fatalf("the banner does not say https:\n%s", n.stderr.String())
-	}
 	cl, err := (&clientFlags{endpoint: "https://" + n.addr}).Client(envMap(env))
 	if err != nil {
 		t.Fatal(err)
+	}
+	return n, f, cl
+}
+
+func TestServeTLS(t *testing.T) {
+	n, f, cl := startTLSChild(t)
+	if !bytes.Contains([]byte(n.stderr.String()), []byte("serving S3 at https://")) {
+		t.Fatalf("the banner does not say https:\n%s", n.stderr.String())
 	}
 	ctx := context.Background()
 	if err := cl.MakeBucket(ctx, "secure", minio.MakeBucketOptions{}); err != nil {

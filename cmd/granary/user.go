@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -136,14 +137,11 @@ func grantList(gs []access.Grant) string {
 	if len(gs) == 0 {
 		return "nothing"
 	}
-	out := ""
+	names := make([]string, len(gs))
 	for i, g := range gs {
-		if i > 0 {
-			out += " "
-		}
-		out += g.String()
+		names[i] = g.String()
 	}
-	return out
+	return strings.Join(names, " ")
 }
 
 func newUserListCmd(getenv Getenv) *cobra.Command {

@@ -127,7 +127,7 @@ func openAccess(cfg Config, creds Credentials, getenv Getenv, log zerolog.Logger
 		declared: declared, file: file, key: key,
 		log: log.With().Str("component", "users").Logger(),
 	}
-	if _, err := w.load(); err != nil {
+	if err := w.load(); err != nil {
 		return nil, nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -138,25 +138,25 @@ func openAccess(cfg Config, creds Credentials, getenv Getenv, log zerolog.Logger
 }
 
 // load reads the users file if it changed since the last load and
-// installs its users; changed reports whether it did.
-func (w *usersWatch) load() (changed bool, err error) {
+// installs its users.
+func (w *usersWatch) load() error {
 	var now [2]fileStamp
 	for i, p := range []string{w.file, w.key} {
 		now[i], _ = stampOf(p) // a missing file is the zero stamp
 	}
 	if w.loaded && now == w.seen {
-		return false, nil
+		return nil
 	}
 	users, err := access.LoadUsers(w.file, w.key)
 	if err == nil {
 		err = w.reg.SetUsers(append(append([]access.User(nil), w.declared...), users...))
 	}
 	if err != nil {
-		return false, fmt.Errorf("users file %s: %w", w.file, err)
+		return fmt.Errorf("users file %s: %w", w.file, err)
 	}
 	w.seen, w.loaded = now, true
 	w.log.Info().Str("file", w.file).Int("users", w.reg.Users()).Str("digest", w.reg.Digest()).Msg("users loaded")
-	return true, nil
+	return nil
 }
 
 func (w *usersWatch) run(ctx context.Context) {
@@ -170,14 +170,14 @@ func (w *usersWatch) run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		_, err := w.load()
-		if err != nil && err.Error() != lastErr { // once per distinct failure
-			w.log.Error().Err(err).Msg("users file not loaded; the last good users stay in force")
+		msg := ""
+		if err := w.load(); err != nil {
+			msg = err.Error()
+			if msg != lastErr { // once per distinct failure
+				w.log.Error().Err(err).Msg("users file not loaded; the last good users stay in force")
+			}
 		}
-		lastErr = ""
-		if err != nil {
-			lastErr = err.Error()
-		}
+		lastErr = msg
 	}
 }
 
