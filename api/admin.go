@@ -1,5 +1,6 @@
-// Admin routes outside SigV4: GET /healthz (always open) and GET /metrics
-// (open, or behind a bearer token: Options.MetricsToken). A request for
+// Admin routes outside SigV4: GET /healthz (liveness, always open), GET
+// /readyz (readiness: the node serves from its cache; always open) and GET
+// /metrics (open, or behind a bearer token: Options.MetricsToken). A request for
 // those paths that carries SigV4 credentials is an S3 request for the
 // bucket of that name.
 package api
@@ -22,6 +23,8 @@ func (s *Server) serveAdmin(c *fiber.Ctx, r *request) bool {
 	switch string(c.Request().URI().PathOriginal()) {
 	case "/healthz":
 		r.op = opHealthz
+	case "/readyz":
+		r.op = opReadyz
 	case "/metrics":
 		r.op = opMetrics
 	default:
@@ -32,9 +35,17 @@ func (s *Server) serveAdmin(c *fiber.Ctx, r *request) bool {
 		return false
 	}
 	resp := c.Response()
-	if r.op == opHealthz {
+	switch r.op {
+	case opHealthz:
 		resp.Header.SetContentType("text/plain; charset=utf-8")
 		resp.SetBodyString("ok")
+		resp.SetStatusCode(http.StatusOK)
+		return true
+	case opReadyz:
+		// The listener is up and the cache answers from here on; a node
+		// never starts serving before its tiers are open.
+		resp.Header.SetContentType("text/plain; charset=utf-8")
+		resp.SetBodyString("ready")
 		resp.SetStatusCode(http.StatusOK)
 		return true
 	}

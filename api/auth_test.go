@@ -161,6 +161,10 @@ func TestAdminRoutes(t *testing.T) {
 	if resp.StatusCode != 200 || string(body) != "ok" {
 		t.Errorf("healthz: %d %q", resp.StatusCode, body)
 	}
+	resp, body = e.do(t, rawRequest{method: http.MethodGet, path: "/readyz", unsigned: true})
+	if resp.StatusCode != 200 || string(body) != "ready" {
+		t.Errorf("readyz: %d %q", resp.StatusCode, body)
+	}
 	resp, body = e.do(t, rawRequest{method: http.MethodGet, path: "/metrics", unsigned: true})
 	for _, want := range []string{`granary_requests_total{code="200",op="PutObject"} 1`,
 		`granary_request_duration_seconds_count{op="CreateBucket"} 1`} {
@@ -172,7 +176,7 @@ func TestAdminRoutes(t *testing.T) {
 		t.Errorf("metrics: %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	// Signed, they are S3 requests for buckets of those names.
-	for _, p := range []string{"/metrics", "/healthz"} {
+	for _, p := range []string{"/metrics", "/healthz", "/readyz"} {
 		resp, body = e.do(t, rawRequest{method: http.MethodGet, path: p})
 		expectError(t, resp, body, http.StatusNotFound, "NoSuchBucket")
 	}

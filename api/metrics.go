@@ -16,6 +16,7 @@ type op uint8
 const (
 	opUnknown op = iota // failed before routing (bad request line, ...)
 	opHealthz
+	opReadyz
 	opMetrics
 	opFlush
 	opWarmStart
@@ -54,6 +55,7 @@ const (
 var opNames = [numOps]string{
 	opUnknown:                 "Unknown",
 	opHealthz:                 "Healthz",
+	opReadyz:                  "Readyz",
 	opMetrics:                 "Metrics",
 	opFlush:                   "Flush",
 	opWarmStart:               "WarmStart",
