@@ -249,7 +249,7 @@ func (s *Server) headerReceived(*fasthttp.RequestHeader) fasthttp.RequestConfig 
 // Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
 	if s.opts.TLS != nil {
-		ln = tls.NewListener(ln, s.opts.TLS)
+		ln = newTLSListener(ln, s.opts.TLS)
 	}
 	tl := newTrackingListener(ln, s.opts.MaxConnsPerIP, s.metrics.refused.Inc)
 	s.ln.Store(tl)
