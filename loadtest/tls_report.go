@@ -34,7 +34,8 @@ type tlsReport struct {
 	started            time.Time
 	negotiated         string
 	rows               []tlsRow
-	loadStart, loadEnd string // as in report
+	seal, open         float64 // AES-128-GCM on one core, MB/s
+	loadStart, loadEnd string  // as in report
 }
 
 // tlsKey names a row of the summary: a read by a client.
@@ -88,8 +89,10 @@ func (r *tlsReport) header(b *strings.Builder) {
 		"nginx proxy_cache in front of the same MinIO, warm (every measured read a cache hit), serves HTTP and, with the same "+
 		"certificate, HTTPS (OpenSSL, TLS 1.2 and 1.3); it is read unsigned. "+
 		"Each row runs %d round(s) on each target, alternating the order; the tables give the median round. "+
-		"Load average (1 min) %s before, %s after.\n\n",
-		mib(p.ram), r.negotiated, p.conc, p.conc, p.rounds, r.loadStart, r.loadEnd)
+		"Load average (1 min) %s before, %s after.\n\n"+
+		"Every HTTPS byte is sealed by the server and opened by the client, both on this machine's cores: AES-128-GCM "+
+		"(Go, one core, 16 KiB records) seals %.0f MB/s and opens %.0f MB/s here.\n\n",
+		mib(p.ram), r.negotiated, p.conc, p.conc, p.rounds, r.loadStart, r.loadEnd, r.seal, r.open)
 }
 
 func (r *tlsReport) summary(b *strings.Builder) {

@@ -39,6 +39,9 @@ func TestTLSScenario(t *testing.T) {
 			t.Errorf("row %+v: want %d bytes read", r, want)
 		}
 	}
+	if rep.seal <= 0 || rep.open <= 0 {
+		t.Errorf("AES-GCM rates %.0f / %.0f MB/s", rep.seal, rep.open)
+	}
 	if !strings.HasPrefix(rep.negotiated, "TLS 1.3") {
 		t.Errorf("negotiated %q, want TLS 1.3", rep.negotiated)
 	}
