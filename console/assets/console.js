@@ -358,44 +358,50 @@
     $('charts-scope').textContent = '(' + scope + ', sampled every few seconds)';
     const hit = (p) => (p.hits + p.misses > 0 ? p.hits / (p.hits + p.misses) : null);
     const thr = (p) => (p.seconds > 0 ? p.bytesOut / p.seconds : null);
-    drawChart($('chart-hitrate'), points, hit, pct, 1);
-    drawChart($('chart-throughput'), points, thr, rate, null);
+    drawChart($('chart-hitrate'), points, hit, pct, () => 1);
+    drawChart($('chart-throughput'), points, thr, rate, (v) => niceMax(v, 1024));
     const last = (f) => { for (let i = points.length - 1; i >= 0; i--) { const v = f(points[i]); if (v !== null) return v; } return null; };
     const h = last(hit), t = points.length ? thr(points[points.length - 1]) : null;
     $('hitrate-now').textContent = h === null ? '' : pct(h);
     $('throughput-now').textContent = t === null ? '' : rate(t);
   }
 
-  // drawChart plots f over the last hour: x is time, y from 0 to ymax
-  // (or the rounded-up maximum).
-  function drawChart(svg, points, f, fmt, ymax) {
-    const W = 600, H = 160, L = 62, R = 8, T = 10, B = 22, span = 3600e3, now = Date.now();
+  // drawChart plots f over the last hour: x is time, y from 0 to
+  // top(the largest value). Intervals where f has no value (no lookups
+  // for a hit rate) are left out; the latest value is marked with a dot.
+  function drawChart(svg, points, f, fmt, top) {
+    const W = 600, H = 160, L = 84, R = 10, T = 10, B = 22, span = 3600e3, now = Date.now();
     const pts = points.map((p) => [Date.parse(p.at), f(p)]).filter(([t, v]) => v !== null && t >= now - span);
     svg.dataset.points = pts.length;
     svg.replaceChildren();
-    let top = ymax;
-    if (top === null) top = niceMax(Math.max(0, ...pts.map(([, v]) => v)));
+    const ymax = top(Math.max(0, ...pts.map(([, v]) => v)));
     const x = (t) => L + ((t - (now - span)) / span) * (W - L - R);
-    const y = (v) => T + (1 - v / top) * (H - T - B);
+    const y = (v) => T + (1 - v / ymax) * (H - T - B);
     for (const frac of [0, 0.5, 1]) {
-      svg.append(svgEl('line', { class: 'grid', x1: L, x2: W - R, y1: y(top * frac), y2: y(top * frac) }));
-      svg.append(svgEl('text', { class: 'axis', x: L - 6, y: y(top * frac) + 4, 'text-anchor': 'end' }, fmt(top * frac)));
+      svg.append(svgEl('line', { class: 'grid', x1: L, x2: W - R, y1: y(ymax * frac), y2: y(ymax * frac) }));
+      svg.append(svgEl('text', { class: 'axis', x: L - 6, y: y(ymax * frac) + 4, 'text-anchor': 'end' }, fmt(ymax * frac)));
     }
     for (const [label, ago] of [['-60 min', span], ['-30 min', span / 2], ['now', 0]]) {
       svg.append(svgEl('text', { class: 'axis', x: x(now - ago), y: H - 6, 'text-anchor': ago === span ? 'start' : ago === 0 ? 'end' : 'middle' }, label));
     }
     if (pts.length === 0) {
-      svg.append(svgEl('text', { class: 'empty', x: W / 2, y: H / 2, 'text-anchor': 'middle' }, 'no traffic yet'));
+      svg.append(svgEl('text', { class: 'empty', x: (W + L) / 2, y: H / 2, 'text-anchor': 'middle' }, 'no traffic yet'));
       return;
     }
     svg.append(svgEl('polyline', { class: 'line', points: pts.map(([t, v]) => x(t).toFixed(1) + ',' + y(v).toFixed(1)).join(' ') }));
+    const [lt, lv] = pts[pts.length - 1];
+    svg.append(svgEl('circle', { class: 'dot', cx: x(lt).toFixed(1), cy: y(lv).toFixed(1), r: 3 }));
   }
 
-  function niceMax(v) {
+  // niceMax rounds v up to 1, 2 or 5 times a power of ten, in the units
+  // of base (1024 for bytes: 1, 2, 5, 10, 20, 50... KiB, MiB).
+  function niceMax(v, base) {
     if (v <= 0) return 1;
-    const p = Math.pow(10, Math.floor(Math.log10(v)));
-    for (const m of [1, 2, 5, 10]) if (m * p >= v) return m * p;
-    return 10 * p;
+    let unit = 1;
+    while (v / unit >= base) unit *= base;
+    const m = v / unit, p = Math.pow(10, Math.floor(Math.log10(m)));
+    for (const k of [1, 2, 5, 10]) if (k * p >= m) return k * p * unit;
+    return 10 * p * unit;
   }
 
   // ---- forms ----
