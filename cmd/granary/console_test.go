@@ -5,7 +5,8 @@
 // key scoped to one bucket sees nothing of the others, and a wrong secret
 // is told so. A screenshot of each page is kept: under
 // $GRANARY_CONSOLE_ARTIFACTS if set, else in the test's temporary
-// directory (removed after the test).
+// directory (removed after the test). A second test does the same with a
+// cluster: members, health, ring shares and where an object's chunks are.
 package main
 
 import (
@@ -14,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +26,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/minio/minio-go/v7"
 
+	"github.com/granary-dev/granary/api"
 	"github.com/granary-dev/granary/internal/miniotest"
 	"github.com/granary-dev/granary/ops"
 )
@@ -42,6 +45,21 @@ type consoleRig struct {
 	env       map[string]string
 	browser   context.Context
 	artifacts string
+}
+
+// newConsoleRig starts a browser for the console of the node at base,
+// whose admin's environment is env. The screenshots go to a directory of
+// the test's name under $GRANARY_CONSOLE_ARTIFACTS, else to a temporary one.
+func newConsoleRig(t *testing.T, base string, env map[string]string) *consoleRig {
+	r := &consoleRig{t: t, base: base, env: env, artifacts: t.TempDir()}
+	if dir := os.Getenv(consoleArtifactsEnv); dir != "" {
+		r.artifacts = filepath.Join(dir, t.Name())
+		if err := os.MkdirAll(r.artifacts, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.browser = startBrowser(t)
+	return r
 }
 
 // chromiumPath is Debian's Chromium binary (the launcher script in
@@ -179,21 +197,15 @@ const (
 func TestConsoleInABrowser(t *testing.T) {
 	mio := miniotest.StartT(t)
 	dir := t.TempDir()
-	r := &consoleRig{t: t, env: map[string]string{
+	env := map[string]string{
 		"GRANARY_ACCESS_KEY": "console-admin", "GRANARY_SECRET_KEY": "console-admin-secret",
 		"GRANARY_ORIGIN_ACCESS_KEY": mio.AccessKey, "GRANARY_ORIGIN_SECRET_KEY": mio.SecretKey,
 		"GRANARY_DATA_DIR": dir,
-	}, artifacts: os.Getenv(consoleArtifactsEnv)}
-	if r.artifacts == "" {
-		r.artifacts = t.TempDir()
-	} else if err := os.MkdirAll(r.artifacts, 0o755); err != nil {
-		t.Fatal(err)
 	}
-	s := startServe(t, r.env, "--origin", "s3://"+mio.Endpoint+"?secure=false", "--ram", "64MiB", "--disk", "128MiB")
-	r.base = "http://" + s.addr
+	s := startServe(t, env, "--origin", "s3://"+mio.Endpoint+"?secure=false", "--ram", "64MiB", "--disk", "128MiB")
 	fillBuckets(t, clientAs(t, s.addr, "console-admin", "console-admin-secret"))
+	r := newConsoleRig(t, "http://"+s.addr, env)
 	r.granary("pin", "--endpoint", r.base, "s3://"+shownBucket+"/train/")
-	r.browser = startBrowser(t)
 
 	admin := r.tab()
 	r.signIn(admin, "console-admin", "console-admin-secret", "signin")
@@ -437,4 +449,114 @@ func (r *consoleRig) checkWrongSecret() {
 	if !strings.Contains(v.Error, "Wrong access key or secret key") || !v.AppHidden || v.Rows != 0 {
 		r.t.Fatalf("after a wrong secret: %+v", v)
 	}
+}
+
+// clusterStatus is `granary status --json` of a cluster member.
+func (r *consoleRig) clusterStatus(args ...string) api.ClusterStatus {
+	r.t.Helper()
+	var st api.ClusterStatus
+	out := r.granary(append([]string{"status", "--json", "--endpoint", r.base}, args...)...)
+	if err := json.Unmarshal([]byte(out), &st); err != nil || len(st.Nodes) == 0 {
+		r.t.Fatalf("status --json of a cluster: %v\n%s", err, out)
+	}
+	return st
+}
+
+// pageMember is a member's row as the page shows it.
+type pageMember struct {
+	ID, Health string
+	Share      float64
+}
+
+const membersJS = `Array.from(document.querySelectorAll('#members tbody tr'), tr => ({
+	ID: tr.dataset.member, Health: tr.cells[2].textContent, Share: +tr.cells[3].dataset.value}))`
+
+// checkMembers waits until the page's members are what status reports.
+func (r *consoleRig) checkMembers(tab context.Context, healthy int) {
+	r.t.Helper()
+	eventually(r.t, "the page's members match status --json", func() error {
+		st := r.clusterStatus()
+		page := eval[[]pageMember](r, tab, membersJS)
+		if len(page) != len(st.Nodes) {
+			return fmt.Errorf("page has %d members, status %d", len(page), len(st.Nodes))
+		}
+		n, sum := 0, 0.0
+		for i, want := range st.Nodes {
+			got := page[i]
+			if got.ID != want.ID || got.Share != want.RingShare || (got.Health == "healthy") != want.Healthy {
+				return fmt.Errorf("member %d: page %+v, status %+v", i, got, want)
+			}
+			if want.Healthy {
+				n++
+			}
+			sum += want.RingShare
+		}
+		if n != healthy || math.Abs(sum-1) > 1e-9 {
+			return fmt.Errorf("%d healthy members (want %d), shares add up to %v", n, healthy, sum)
+		}
+		return nil
+	})
+}
+
+func TestConsoleInABrowserCluster(t *testing.T) {
+	mio := miniotest.StartT(t)
+	rig := startCluster(t, mio, "s3://"+mio.Endpoint+"?secure=false", 3, "--chunk-size", "256KiB")
+	ctx := context.Background()
+	direct := directClient(t, mio)
+	if err := direct.MakeBucket(ctx, "models", minio.MakeBucketOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	obj := randomBytes(17, 3<<20) // 12 chunks over 3 owners
+	if _, err := direct.PutObject(ctx, "models", "model.bin", bytes.NewReader(obj), int64(len(obj)), minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(getAll(t, nodeClient(t, rig.env, rig.addrs[0]), "models", "model.bin"), obj) {
+		t.Fatal("read wrong")
+	}
+	r := newConsoleRig(t, "http://"+rig.addrs[0], rig.env)
+	tab := r.tab()
+	r.signIn(tab, rig.env["GRANARY_ACCESS_KEY"], rig.env["GRANARY_SECRET_KEY"], "")
+	r.do(tab, "the console loads", waitJS(`document.getElementById('app').dataset.state === 'ready' &&
+		document.querySelectorAll('#members tbody tr').length === 3`))
+	r.checkMembers(tab, 3)
+
+	// Where the object's chunks are: every member's share, as status says.
+	r.do(tab, "searching the object",
+		chromedp.SetValue("#search-bucket", "models"), chromedp.SetValue("#search-key", "model.bin"),
+		chromedp.Click(`#search-form button[type="submit"]`),
+		waitJS(`document.querySelectorAll('#search tbody tr td[data-value]').length === 6`))
+	r.shot(tab, "cluster")
+	type held struct {
+		ID   string
+		Held int64
+	}
+	page := eval[[]held](r, tab, `Array.from(document.querySelectorAll('#search tbody tr'), tr => ({
+		ID: tr.dataset.member, Held: +tr.cells[1].dataset.value}))`)
+	st := r.clusterStatus("--object", "s3://models/model.bin")
+	if len(page) != len(st.Nodes) {
+		t.Fatalf("search shows %d members, status %d", len(page), len(st.Nodes))
+	}
+	holders := 0
+	for i, n := range st.Nodes {
+		var ns ops.Status
+		if err := json.Unmarshal(n.Status, &ns); err != nil || ns.Object == nil {
+			t.Fatalf("member %s: %v %s", n.ID, err, n.Status)
+		}
+		if page[i].ID != n.ID || page[i].Held != ns.Object.Held {
+			t.Fatalf("member %d: page %+v, status holds %d", i, page[i], ns.Object.Held)
+		}
+		if ns.Object.Held > 0 {
+			holders++
+		}
+	}
+	if holders < 2 {
+		t.Fatalf("the object's chunks are on %d members; want them spread", holders)
+	}
+
+	// A member that stops is shown unreachable, with no share of the ring.
+	rig.nodes[2].stop(t)
+	rig.nodes[2] = nil
+	r.checkMembers(tab, 2)
+	r.do(tab, "the stopped member shows", waitJS(`Array.from(document.querySelectorAll('#members tbody tr td.unhealthy')).length === 1`))
+	r.shot(tab, "cluster-member-down")
 }
