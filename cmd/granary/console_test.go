@@ -2,8 +2,8 @@
 // chromium, driven with chromedp) against `granary serve` in front of a
 // real MinIO. The page's figures are checked against `granary status
 // --json`, a warm-up is started from its form and watched to the end, a
-// key scoped to one bucket sees nothing of the others, and a wrong secret
-// is told so. A screenshot of each page is kept: under
+// key scoped to one bucket sees nothing of the others, and a key without
+// admin rights and a wrong secret are told so. A screenshot of each page is kept: under
 // $GRANARY_CONSOLE_ARTIFACTS if set, else in the test's temporary
 // directory (removed after the test). A second test does the same with a
 // cluster: members, health, ring shares and where an object's chunks are.
@@ -223,8 +223,10 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.granary("user", "add", "scoped-ops", "--data-dir", dir, "--secret-file", secret, "--allow", "all:"+shownBucket)
+	r.granary("user", "add", "reader-only", "--data-dir", dir, "--secret-file", secret, "--allow", "read,list:"+shownBucket)
 	r.checkScoped()
-	r.checkWrongSecret()
+	r.checkRefused("reader-only", "scoped-ops-secret", "This key may not see anything on this node", "no-admin")
+	r.checkRefused("console-admin", "not-the-admin-secret", "Wrong access key or secret key", "wrong-secret")
 }
 
 // fillBuckets writes four objects to the shown bucket and one to the
@@ -433,21 +435,27 @@ func (r *consoleRig) checkScoped() {
 	}
 }
 
-// checkWrongSecret signs in with a wrong secret: an error, and no data.
-func (r *consoleRig) checkWrongSecret() {
+// checkRefused signs in, in a new tab, with a key and secret the console
+// must refuse: the sign-in form tells why, and no data shows.
+func (r *consoleRig) checkRefused(key, secret, why, shot string) {
 	tab := r.tab()
-	r.signIn(tab, "console-admin", "not-the-admin-secret", "")
-	r.do(tab, "the wrong secret is told", waitJS(`document.getElementById('signin-error').textContent !== ''`))
-	r.shot(tab, "wrong-secret")
+	eventually(r.t, "the sign-in of "+key+" is refused with "+why, func() error {
+		r.signIn(tab, key, secret, "")
+		r.do(tab, "the refusal is told", waitJS(`document.getElementById('signin-error').textContent !== ''`))
+		if msg := eval[string](r, tab, `document.getElementById('signin-error').textContent`); !strings.Contains(msg, why) {
+			return fmt.Errorf("told %q", msg)
+		}
+		return nil
+	})
+	r.shot(tab, shot)
 	type view struct {
-		Error     string
 		AppHidden bool
 		Rows      int
 	}
-	v := eval[view](r, tab, `({Error: document.getElementById('signin-error').textContent,
-		AppHidden: document.getElementById('app').hidden, Rows: document.querySelectorAll('#app tbody tr').length})`)
-	if !strings.Contains(v.Error, "Wrong access key or secret key") || !v.AppHidden || v.Rows != 0 {
-		r.t.Fatalf("after a wrong secret: %+v", v)
+	v := eval[view](r, tab, `({AppHidden: document.getElementById('app').hidden,
+		Rows: document.querySelectorAll('#app tbody tr').length})`)
+	if !v.AppHidden || v.Rows != 0 {
+		r.t.Fatalf("after a refused sign-in of %s: %+v", key, v)
 	}
 }
 

@@ -136,7 +136,7 @@
     } catch (e) {
       if (!(e instanceof ApiError) || e.code !== 'AccessDenied') throw e;
     }
-    await listBuckets(s);
+    await bucketsView(s); // fails if the key administers no bucket
     return 'buckets';
   }
 
@@ -184,8 +184,9 @@
         if (!(e instanceof ApiError) || e.code !== 'AccessDenied') throw e;
       }
     }
+    if (views.length === 0) throw new ApiError(403, 'AccessDenied', 'this key administers no bucket on this node');
     const warm = await getJSON(s, 'GET', '/_granary/warm');
-    const first = views[0] || { self: { tiers: [] }, members: null };
+    const first = views[0];
     return {
       self: Object.assign({}, first.self, { buckets: views.flatMap((v) => v.self.buckets || []) }),
       members: first.members, history: sumPoints(histories),
