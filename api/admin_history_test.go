@@ -4,7 +4,6 @@ package api
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -105,6 +104,6 @@ func TestConsoleRoute(t *testing.T) {
 	}
 	resp, _ = e.do(t, rawRequest{method: http.MethodGet, path: "/_granary/consolex", unsigned: true})
 	if resp.StatusCode == http.StatusOK {
-		t.Fatal(fmt.Sprint("a path that only starts like the console's was served as it"))
+		t.Fatal("a path that only starts like the console's was served as it")
 	}
 }
