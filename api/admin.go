@@ -2,7 +2,8 @@
 // /readyz (readiness: the node serves from its cache; always open) and GET
 // /metrics (open, or behind a bearer token: Options.MetricsToken). A request for
 // those paths that carries SigV4 credentials is an S3 request for the
-// bucket of that name.
+// bucket of that name. The web console's assets under /_granary/console/
+// are open too (package console; no bucket name starts with '_').
 package api
 
 import (
@@ -13,10 +14,17 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/granary-dev/granary/console"
 )
 
 // serveAdmin answers r if it is an admin request, and reports whether it was.
 func (s *Server) serveAdmin(c *fiber.Ctx, r *request) bool {
+	if console.Match(c.Request().URI().PathOriginal()) {
+		r.op = opConsole
+		s.console.Serve(c)
+		return true
+	}
 	if r.method != mGET {
 		return false
 	}
