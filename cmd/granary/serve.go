@@ -49,12 +49,16 @@ Metrics are served at /metrics, health at /healthz; logs are JSON on stderr.`,
     granary serve --origin 's3://minio.internal:9000?secure=false'`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if p, _ := cmd.Flags().GetBool("print-config"); p {
+				return printConfig(cmd.OutOrStdout(), cmd.Flags(), getenv)
+			}
 			return runServe(cmd.Context(), cmd.Flags(), getenv, cmd.ErrOrStderr())
 		},
 	}
 	fl := cmd.Flags()
 	fl.SortFlags = false
 	fl.String("config", "", "YAML configuration `file` [env GRANARY_CONFIG]")
+	fl.Bool("print-config", false, "print the configuration the file, environment and flags give, as YAML, and exit without serving (exit 2 if it is not valid)")
 	registerFlags(fl, serveSettings, Defaults())
 	return cmd
 }
