@@ -7,6 +7,7 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/colinmarc/hdfs v1.1.3
 	github.com/colinmarc/hdfs/v2 v2.4.0
+	github.com/dustin/go-humanize v1.0.1
 	github.com/gofiber/fiber/v2 v2.52.15
 	github.com/golang/protobuf v1.5.3
 	github.com/hanwen/go-fuse/v2 v2.12.1
@@ -38,7 +39,6 @@ require (
 	github.com/andybalholm/brotli v1.1.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/clipperhouse/uax29/v2 v2.7.0 // indirect
-	github.com/dustin/go-humanize v1.0.1 // indirect
 	github.com/fxamacker/cbor/v2 v2.9.1 // indirect
 	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/google/btree v1.1.3 // indirect
