@@ -159,6 +159,80 @@ def sigv2_client(env):
     expect_error("SignatureDoesNotMatch", bad.get_object, Bucket=env.bucket, Key=env.key("v2/presigned obj+1"))
 
 
+@case
+def object_tagging(env):
+    """Tags with PUT, copy and multipart, on their own, counted on GET/HEAD."""
+    s3, b = env.s3, env.bucket
+    key = env.key("tags/obj")
+    s3.put_object(Bucket=b, Key=key, Body=b"tagged", Tagging="project=granary&stage=raw%20data")
+    got = s3.get_object_tagging(Bucket=b, Key=key)["TagSet"]
+    check(sorted((t["Key"], t["Value"]) for t in got) == [("project", "granary"), ("stage", "raw data")], f"tags {got}")
+    check(s3.get_object(Bucket=b, Key=key).get("TagCount") == 2, "GET TagCount after a tagged PUT")
+    s3.put_object_tagging(Bucket=b, Key=key, Tagging={"TagSet": [{"Key": "only", "Value": "one"}]})
+    check(s3.head_object(Bucket=b, Key=key)["ResponseMetadata"]["HTTPHeaders"].get("x-amz-tagging-count") == "1",
+          "HEAD x-amz-tagging-count after PutObjectTagging")
+    s3.copy_object(Bucket=b, Key=key + "-kept", CopySource={"Bucket": b, "Key": key})
+    check(s3.get_object_tagging(Bucket=b, Key=key + "-kept")["TagSet"] == [{"Key": "only", "Value": "one"}], "COPY tags")
+    s3.copy_object(Bucket=b, Key=key + "-repl", CopySource={"Bucket": b, "Key": key},
+                   TaggingDirective="REPLACE", Tagging="copied=yes")
+    check(s3.get_object_tagging(Bucket=b, Key=key + "-repl")["TagSet"] == [{"Key": "copied", "Value": "yes"}], "REPLACE tags")
+    up = s3.create_multipart_upload(Bucket=b, Key=key + "-mp", Tagging="kind=checkpoint")
+    part = s3.upload_part(Bucket=b, Key=key + "-mp", UploadId=up["UploadId"], PartNumber=1, Body=b"part")
+    s3.complete_multipart_upload(Bucket=b, Key=key + "-mp", UploadId=up["UploadId"],
+                                 MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": part["ETag"]}]})
+    check(s3.get_object_tagging(Bucket=b, Key=key + "-mp")["TagSet"] == [{"Key": "kind", "Value": "checkpoint"}],
+          "multipart tags")
+    s3.delete_object_tagging(Bucket=b, Key=key)
+    check(s3.get_object_tagging(Bucket=b, Key=key)["TagSet"] == [], "tags after DeleteObjectTagging")
+    check("TagCount" not in s3.get_object(Bucket=b, Key=key), "TagCount after DeleteObjectTagging")
+    eleven = [{"Key": f"k{i}", "Value": "v"} for i in range(11)]
+    expect_error("InvalidTag", s3.put_object_tagging, Bucket=b, Key=key, Tagging={"TagSet": eleven})
+    expect_error("InvalidTag", s3.put_object_tagging, Bucket=b, Key=key,
+                 Tagging={"TagSet": [{"Key": "k" * 129, "Value": "v"}]})
+    expect_error("InvalidTag", s3.put_object_tagging, Bucket=b, Key=key,
+                 Tagging={"TagSet": [{"Key": "k", "Value": "v" * 257}]})
+    expect_error("InvalidTag", s3.put_object_tagging, Bucket=b, Key=key,
+                 Tagging={"TagSet": [{"Key": "k", "Value": "1"}, {"Key": "k", "Value": "2"}]})
+    expect_error("NoSuchKey", s3.get_object_tagging, Bucket=b, Key=env.key("tags/absent"))
+    # The same through SigV2.
+    env.v2.put_object_tagging(Bucket=b, Key=key, Tagging={"TagSet": [{"Key": "v2", "Value": "yes"}]})
+    check(env.v2.get_object_tagging(Bucket=b, Key=key)["TagSet"] == [{"Key": "v2", "Value": "yes"}], "SigV2 tagging")
+
+
+@case
+def bucket_tagging(env):
+    """Put/Get/DeleteBucketTagging; an untagged bucket is NoSuchTagSet."""
+    s3, b = env.s3, env.bucket
+    s3.delete_bucket_tagging(Bucket=b)
+    expect_error("NoSuchTagSet", s3.get_bucket_tagging, Bucket=b)
+    s3.put_bucket_tagging(Bucket=b, Tagging={"TagSet": [{"Key": "team", "Value": "ml"}]})
+    check(s3.get_bucket_tagging(Bucket=b)["TagSet"] == [{"Key": "team", "Value": "ml"}], "bucket tags")
+    s3.delete_bucket_tagging(Bucket=b)
+    expect_error("NoSuchTagSet", s3.get_bucket_tagging, Bucket=b)
+
+
+@case
+def versioning(env):
+    """An unversioned bucket: its status, a clear refusal, null versions."""
+    s3, b = env.s3, env.bucket
+    got = s3.get_bucket_versioning(Bucket=b)
+    check("Status" not in got, f"versioning status {got}")
+    for status in ("Enabled", "Suspended"):
+        code, st = error_code(s3.put_bucket_versioning, Bucket=b, VersioningConfiguration={"Status": status})
+        check(code == "NotImplemented" and st == 501, f"PutBucketVersioning {status}: {code} {st}")
+    keys = [env.key(f"vers/{k}") for k in ("a", "b/1", "b/2", "c")]
+    for k in keys:
+        s3.put_object(Bucket=b, Key=k, Body=b"v")
+    listed, pages = [], 0
+    for page in s3.get_paginator("list_object_versions").paginate(
+            Bucket=b, Prefix=env.key("vers/"), PaginationConfig={"PageSize": 3}):
+        pages += 1
+        for v in page.get("Versions", []):
+            check(v["VersionId"] == "null" and v["IsLatest"], f"version {v}")
+            listed.append(v["Key"])
+    check(listed == keys and pages == 2, f"listed {listed} in {pages} pages")
+
+
 def selected():
     names = os.environ.get("E2E_CASES", "").split()
     if not names:

@@ -198,13 +198,20 @@ func TestClockSkew(t *testing.T) {
 }
 
 // A request dated by the Date header alone (no X-Amz-Date) signs that date
-// in ISO 8601 form.
+// in ISO 8601 form, whichever form the Date takes: net/http's "GMT", or
+// the "-0000" botocore sends when a Date header was set.
 func TestDateHeader(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Second)
+	for _, date := range []string{now.Format(http.TimeFormat), now.Format("Mon, 02 Jan 2006 15:04:05 -0000")} {
+		testDateHeader(t, now, date)
+	}
+}
+
+func testDateHeader(t *testing.T, now time.Time, date string) {
 	r := &Request{
 		Method: http.MethodGet, RawPath: "/bucket/key", Host: testHost, ContentLength: 0,
 		Header: http.Header{
-			"Date":                 {now.Format(http.TimeFormat)},
+			"Date":                 {date},
 			"X-Amz-Content-Sha256": {unsignedPayload},
 		},
 	}

@@ -88,7 +88,7 @@ func isDefaultMeta(meta store.ObjectMeta) bool {
 	m := meta.Normalized()
 	return m.ContentType == store.DefaultContentType && m.ContentEncoding == "" &&
 		m.ContentDisposition == "" && m.ContentLanguage == "" && m.CacheControl == "" &&
-		len(m.User) == 0
+		m.Expires == "" && len(m.User) == 0 && len(m.Tags) == 0
 }
 
 // readRecord returns the record of the file at p, or nil if it has none or

@@ -132,8 +132,8 @@ func (o *Origin) Delete(ctx context.Context, bucket, key string) error {
 }
 
 // Copy copies an object at the origin (one CopyObject, then a HEAD for
-// the full info). A nil meta keeps the source's metadata; otherwise meta
-// replaces it entirely.
+// the full info). A nil meta keeps the source's metadata and tags;
+// otherwise meta replaces them entirely.
 func (o *Origin) Copy(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey string, meta *store.ObjectMeta) (store.ObjectInfo, error) {
 	if err := checkNames(srcBucket, srcKey); err != nil {
 		return store.ObjectInfo{}, err
@@ -144,6 +144,7 @@ func (o *Origin) Copy(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey 
 	headers := map[string]string{}
 	if meta != nil {
 		headers["x-amz-metadata-directive"] = "REPLACE"
+		headers["x-amz-tagging-directive"] = "REPLACE"
 		for k, v := range putOptions(*meta).Header() {
 			headers[k] = v[0]
 		}
@@ -163,6 +164,7 @@ func toInfo(bucket string, oi minio.ObjectInfo) store.ObjectInfo {
 	info := store.ObjectInfo{
 		Bucket: bucket, Key: oi.Key, Size: oi.Size,
 		ETag: strings.Trim(oi.ETag, `"`), LastModified: oi.LastModified.UTC(),
+		TagCount: oi.UserTagCount,
 		ObjectMeta: store.ObjectMeta{
 			ContentType:        oi.ContentType,
 			ContentEncoding:    oi.Metadata.Get("Content-Encoding"),
@@ -170,6 +172,9 @@ func toInfo(bucket string, oi minio.ObjectInfo) store.ObjectInfo {
 			ContentLanguage:    oi.Metadata.Get("Content-Language"),
 			CacheControl:       oi.Metadata.Get("Cache-Control"),
 		},
+	}
+	if !oi.Expires.IsZero() {
+		info.Expires = oi.Expires.UTC().Format(http.TimeFormat)
 	}
 	if len(oi.UserMetadata) > 0 {
 		info.User = make(map[string]string, len(oi.UserMetadata))

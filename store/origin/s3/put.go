@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"time"
 
@@ -160,6 +161,10 @@ func putOptions(meta store.ObjectMeta) minio.PutObjectOptions {
 		ContentDisposition: meta.ContentDisposition,
 		ContentLanguage:    meta.ContentLanguage,
 		CacheControl:       meta.CacheControl,
+		UserTags:           meta.Tags,
+	}
+	if t, err := http.ParseTime(meta.Expires); err == nil {
+		opts.Expires = t
 	}
 	if len(meta.User) > 0 {
 		opts.UserMetadata = make(map[string]string, len(meta.User))

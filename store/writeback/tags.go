@@ -1,0 +1,74 @@
+// Tags through the write-back log: tags live with the object at the
+// origin, so an object still staged here answers with the tags it was
+// written with, and new tags wait for it to reach the origin first.
+package writeback
+
+import (
+	"context"
+	"maps"
+
+	"github.com/granary-dev/granary/store"
+)
+
+var _ store.Tagger = (*Log)(nil)
+
+// tagger returns the origin's Tagger, or store.ErrNotSupported.
+func (l *Log) tagger() (store.Tagger, error) {
+	if t, ok := l.origin.(store.Tagger); ok {
+		return t, nil
+	}
+	return nil, store.ErrNotSupported
+}
+
+// ObjectTags returns the tags of bucket/key: a pending put's, else the
+// origin's.
+func (l *Log) ObjectTags(ctx context.Context, bucket, key string) (map[string]string, error) {
+	if o := l.pendingOp(bucket, key); o != nil {
+		if o.Kind == kindDelete {
+			return nil, noSuchKey(bucket, key)
+		}
+		tags := maps.Clone(o.Info.Tags)
+		if tags == nil {
+			tags = map[string]string{}
+		}
+		return tags, nil
+	}
+	t, err := l.tagger()
+	if err != nil {
+		return nil, err
+	}
+	return t.ObjectTags(ctx, bucket, key)
+}
+
+// SetObjectTags waits for the writes of bucket/key accepted so far to
+// reach the origin (bounded by ctx), then sets the tags there.
+func (l *Log) SetObjectTags(ctx context.Context, bucket, key string, tags map[string]string) error {
+	t, err := l.tagger()
+	if err != nil {
+		return err
+	}
+	if l.pendingOp(bucket, key) != nil {
+		if err := l.Flush(ctx, bucket, key, nil); err != nil {
+			return err
+		}
+	}
+	return t.SetObjectTags(ctx, bucket, key, tags)
+}
+
+// BucketTags returns the origin's tags of bucket.
+func (l *Log) BucketTags(ctx context.Context, bucket string) (map[string]string, error) {
+	t, err := l.tagger()
+	if err != nil {
+		return nil, err
+	}
+	return t.BucketTags(ctx, bucket)
+}
+
+// SetBucketTags sets the origin's tags of bucket.
+func (l *Log) SetBucketTags(ctx context.Context, bucket string, tags map[string]string) error {
+	t, err := l.tagger()
+	if err != nil {
+		return err
+	}
+	return t.SetBucketTags(ctx, bucket, tags)
+}
