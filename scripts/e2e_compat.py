@@ -15,9 +15,9 @@ under it); E2E_CASES, if set, names the cases to run. Prints "PASS <name>"
 or "FAIL <name>: <why>" per case and exits 1 if any failed.
 """
 
-import hashlib
-import http.client
+import email.utils
 import os
+import socket
 import sys
 import time
 import traceback
@@ -231,6 +231,92 @@ def versioning(env):
             check(v["VersionId"] == "null" and v["IsLatest"], f"version {v}")
             listed.append(v["Key"])
     check(listed == keys and pages == 2, f"listed {listed} in {pages} pages")
+
+
+@case
+def metadata_fidelity(env):
+    """An empty x-amz-meta-* value and Expires come back as they were put."""
+    s3, key = env.s3, env.key("meta/obj")
+    expires = "Wed, 21 Oct 2037 07:28:00 GMT"
+    s3.put_object(Bucket=env.bucket, Key=key, Body=b"m", Metadata={"empty": "", "full": "x"},
+                  Expires=email.utils.parsedate_to_datetime(expires))
+    for got in (s3.head_object(Bucket=env.bucket, Key=key), s3.get_object(Bucket=env.bucket, Key=key)):
+        check(got["Metadata"] == {"empty": "", "full": "x"}, f"metadata {got['Metadata']}")
+        raw = got["ResponseMetadata"]["HTTPHeaders"].get("expires")
+        check(raw == expires, f"Expires {raw!r}, want {expires!r}")
+
+
+@case
+def empty_continuation_token(env):
+    """ListObjectsV2 takes an empty continuation-token as none."""
+    s3 = env.s3
+    for i in range(3):
+        s3.put_object(Bucket=env.bucket, Key=env.key(f"tok/{i}"), Body=b"t")
+    got = s3.list_objects_v2(Bucket=env.bucket, Prefix=env.key("tok/"), ContinuationToken="")
+    check(got.get("KeyCount") == 3, f"listed {got.get('KeyCount')} keys with an empty token")
+
+
+@case
+def presign_expires_bounds(env):
+    """X-Amz-Expires out of range (zero, negative, over 7 days) is 403 AccessDenied."""
+    key = env.key("presign/bounds")
+    env.s3.put_object(Bucket=env.bucket, Key=key, Body=b"p")
+    v4 = env.client(signature_version="s3v4")
+    url = v4.generate_presigned_url("get_object", Params={"Bucket": env.bucket, "Key": key}, ExpiresIn=300)
+    status, _, body = fetch(url)
+    check(status == 200 and body == b"p", f"presigned v4 GET: {status}")
+    for bad in ("0", "-1", "604801"):
+        parts = urllib.parse.urlsplit(url)
+        q = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+        q = [(k, bad if k == "X-Amz-Expires" else v) for k, v in q]
+        status, _, body = fetch(urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(q))))
+        check(status == 403 and xml_code(body) == "AccessDenied", f"X-Amz-Expires={bad}: {status} {body[:200]!r}")
+
+
+@case
+def date_headers(env):
+    """botocore's Date ("... -0000"), alone or beside x-amz-date, is accepted."""
+    alone = env.client(signature_version="s3v4")
+    alone.meta.events.register("before-sign.s3.PutObject", _add_date)
+    alone.put_object(Bucket=env.bucket, Key=env.key("date/alone"), Body=b"d")
+    both = env.client(signature_version="s3v4")
+    both.meta.events.register("before-send.s3.PutObject", _add_date)
+    both.put_object(Bucket=env.bucket, Key=env.key("date/both"), Body=b"d")
+    for k in ("alone", "both"):
+        check(env.s3.get_object(Bucket=env.bucket, Key=env.key("date/" + k))["Body"].read() == b"d", f"date/{k}")
+
+
+def _add_date(request, **_):
+    """Adds a Date in email.utils' "-0000" form (before signing botocore
+    signs with it alone; after, it rides beside X-Amz-Date)."""
+    request.headers["Date"] = email.utils.formatdate(usegmt=False)
+
+
+@case
+def expect_header(env):
+    """Expect: 100-continue gets its interim 100; another expectation is
+    ignored, not refused (no evidence AWS answers it with 417)."""
+    key = env.key("expect/obj")
+    url = env.plain.generate_presigned_url("put_object", Params={"Bucket": env.bucket, "Key": key})
+    parts = urllib.parse.urlsplit(url)
+    body = b"e" * 4096
+    with socket.create_connection((parts.hostname, parts.port), timeout=30) as conn:
+        conn.sendall((f"PUT {parts.path}?{parts.query} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+                      f"Content-Length: {len(body)}\r\nExpect: 100-continue\r\n\r\n").encode())
+        first = conn.recv(4096)
+        check(first.startswith(b"HTTP/1.1 100"), f"no 100 Continue before the body: {first[:80]!r}")
+        conn.sendall(body)
+        rest = conn.recv(4096)
+        check(rest.startswith(b"HTTP/1.1 200"), f"after the body: {rest[:120]!r}")
+    check(env.s3.get_object(Bucket=env.bucket, Key=key)["Body"].read() == body, "body of the 100-continue PUT")
+    other = env.client(signature_version="s3v4")
+    other.meta.events.register("before-sign.s3.PutObject", _add_expect)
+    other.put_object(Bucket=env.bucket, Key=key + "-other", Body=b"o" * 100)
+    check(env.s3.get_object(Bucket=env.bucket, Key=key + "-other")["Body"].read() == b"o" * 100, "Expect: other")
+
+
+def _add_expect(request, **_):
+    request.headers["Expect"] = "something-else"
 
 
 def selected():
