@@ -319,6 +319,50 @@ def _add_expect(request, **_):
     request.headers["Expect"] = "something-else"
 
 
+@case
+def complete_twice(env):
+    """A second CompleteMultipartUpload answers 200 with the same ETag."""
+    s3, key = env.s3, env.key("mp/twice")
+    up = s3.create_multipart_upload(Bucket=env.bucket, Key=key)
+    part = s3.upload_part(Bucket=env.bucket, Key=key, UploadId=up["UploadId"], PartNumber=1, Body=b"once")
+    done = {"Parts": [{"PartNumber": 1, "ETag": part["ETag"]}]}
+    first = s3.complete_multipart_upload(Bucket=env.bucket, Key=key, UploadId=up["UploadId"], MultipartUpload=done)
+    again = s3.complete_multipart_upload(Bucket=env.bucket, Key=key, UploadId=up["UploadId"], MultipartUpload=done)
+    check(again["ETag"] == first["ETag"], f"second complete: ETag {again['ETag']}, first {first['ETag']}")
+    check(s3.get_object(Bucket=env.bucket, Key=key)["Body"].read() == b"once", "object after two completes")
+    expect_error("NoSuchUpload", s3.complete_multipart_upload, Bucket=env.bucket, Key=key + "-other",
+                 UploadId=up["UploadId"], MultipartUpload=done)
+
+
+@case
+def part_reupload_race(env):
+    """Part 1 uploaded twice at once: the upload that finishes last wins."""
+    s3, key = env.s3, env.key("mp/race")
+    up = s3.create_multipart_upload(Bucket=env.bucket, Key=key)
+    uid = up["UploadId"]
+    slow = b"s" * 300_000
+    url = env.plain.generate_presigned_url(
+        "upload_part", Params={"Bucket": env.bucket, "Key": key, "UploadId": uid, "PartNumber": 1})
+    parts = urllib.parse.urlsplit(url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=30) as conn:
+        conn.sendall((f"PUT {parts.path}?{parts.query} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+                      f"Content-Length: {len(slow)}\r\n\r\n").encode() + slow[:100_000])
+        # While the slow upload is half sent, a fast one of the same part
+        # starts and finishes.
+        fast = s3.upload_part(Bucket=env.bucket, Key=key, UploadId=uid, PartNumber=1, Body=b"f" * 1000)
+        conn.sendall(slow[100_000:])
+        answer = conn.recv(4096)
+    check(answer.startswith(b"HTTP/1.1 200"), f"slow part upload: {answer[:200]!r}")
+    etag = next(line.split(b":", 1)[1].strip() for line in answer.split(b"\r\n") if line.lower().startswith(b"etag:"))
+    listed = s3.list_parts(Bucket=env.bucket, Key=key, UploadId=uid)["Parts"]
+    check([(p["PartNumber"], p["ETag"], p["Size"]) for p in listed] == [(1, etag.decode(), len(slow))],
+          f"parts {listed}, want the slow one ({etag}); the fast one was {fast['ETag']}")
+    s3.complete_multipart_upload(Bucket=env.bucket, Key=key, UploadId=uid,
+                                 MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag.decode()}]})
+    for _ in range(2):  # the second read is served from the cache
+        check(s3.get_object(Bucket=env.bucket, Key=key)["Body"].read() == slow, "object is not the last-finished part")
+
+
 def selected():
     names = os.environ.get("E2E_CASES", "").split()
     if not names:
