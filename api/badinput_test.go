@@ -261,7 +261,6 @@ func testUnsupported(t *testing.T, e *env, bucket string) {
 		{http.MethodPut, "/" + bucket, "cors", 501, "NotImplemented"},
 		{http.MethodGet, "/" + bucket, "lifecycle", 501, "NotImplemented"},
 		{http.MethodPost, "/" + bucket + "/k", "restore", 501, "NotImplemented"},
-		{http.MethodGet, "/" + bucket + "/k", "partNumber=1", 501, "NotImplemented"},
 		{http.MethodPut, "/" + bucket + "/k", "partNumber=1", 501, "NotImplemented"},
 		{http.MethodGet, "/" + bucket + "/k", "retention", 501, "NotImplemented"},
 		{http.MethodPost, "/" + bucket, "", 501, "NotImplemented"},

@@ -142,6 +142,8 @@ func registerBucketRoutes(t *routeTable) {
 func registerObjectRoutes(t *routeTable) {
 	t.add(resObject, mGET, "", opGetObject, (*Server).getObject)
 	t.add(resObject, mHEAD, "", opHeadObject, (*Server).headObject)
+	t.add(resObject, mGET, "partNumber", opGetObject, (*Server).getObject)
+	t.add(resObject, mHEAD, "partNumber", opHeadObject, (*Server).headObject)
 	t.add(resObject, mPUT, "", opPutObject, (*Server).putObject)
 	t.add(resObject, mPUT, subCopy, opCopyObject, (*Server).copyObject)
 	t.add(resObject, mDELETE, "", opDeleteObject, (*Server).deleteObject)

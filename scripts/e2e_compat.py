@@ -363,6 +363,53 @@ def part_reupload_race(env):
         check(s3.get_object(Bucket=env.bucket, Key=key)["Body"].read() == slow, "object is not the last-finished part")
 
 
+@case
+def part_number(env):
+    """GET/HEAD with PartNumber: 206 with the part, parts count, InvalidPart past the end."""
+    s3, key = env.s3, env.key("mp/parts")
+    first, second = b"a" * (5 << 20), b"b" * 1000
+    up = s3.create_multipart_upload(Bucket=env.bucket, Key=key)
+    etags = [s3.upload_part(Bucket=env.bucket, Key=key, UploadId=up["UploadId"], PartNumber=i + 1, Body=body)["ETag"]
+             for i, body in enumerate((first, second))]
+    s3.complete_multipart_upload(Bucket=env.bucket, Key=key, UploadId=up["UploadId"], MultipartUpload={
+        "Parts": [{"PartNumber": i + 1, "ETag": e} for i, e in enumerate(etags)]})
+    total = len(first) + len(second)
+    for n, body, off in ((1, first, 0), (2, second, len(first))):
+        got = s3.get_object(Bucket=env.bucket, Key=key, PartNumber=n)
+        check(got["ResponseMetadata"]["HTTPStatusCode"] == 206 and got["PartsCount"] == 2, f"GET part {n}: {got}")
+        check(got["ContentRange"] == f"bytes {off}-{off + len(body) - 1}/{total}", f"part {n}: {got['ContentRange']}")
+        check(got["Body"].read() == body, f"bytes of part {n}")
+        head = s3.head_object(Bucket=env.bucket, Key=key, PartNumber=n)
+        check(head["ContentLength"] == len(body) and head["PartsCount"] == 2, f"HEAD part {n}: {head}")
+    expect_error("InvalidPart", s3.get_object, Bucket=env.bucket, Key=key, PartNumber=3)
+    s3.put_object(Bucket=env.bucket, Key=key + "-whole", Body=b"whole")
+    got = s3.get_object(Bucket=env.bucket, Key=key + "-whole", PartNumber=1)
+    check(got["ResponseMetadata"]["HTTPStatusCode"] == 206 and got["Body"].read() == b"whole", "part 1 of a whole object")
+    expect_error("InvalidPart", s3.get_object, Bucket=env.bucket, Key=key + "-whole", PartNumber=2)
+
+
+@case
+def whitespace_keys(env):
+    """Keys of white space only, or with it at a segment's edge, as AWS takes them."""
+    s3, b = env.s3, env.bucket
+    # White-space-only keys cannot live under this run's prefix.
+    keys = [" ", "\t", env.key(" lead"), env.key("trail "), env.key("sp/ /x")]
+    for k in keys:
+        s3.put_object(Bucket=b, Key=k, Body=k.encode())
+        check(s3.get_object(Bucket=b, Key=k)["Body"].read() == k.encode(), f"GET {k!r}")
+        s3.copy_object(Bucket=b, Key=env.key("wscopy/") + k.strip() + "!", CopySource={"Bucket": b, "Key": k})
+        check(s3.head_object(Bucket=b, Key=k)["ContentLength"] == len(k), f"HEAD {k!r}")
+    s3.put_object_tagging(Bucket=b, Key=" ", Tagging={"TagSet": [{"Key": "ws", "Value": "yes"}]})
+    check(s3.get_object_tagging(Bucket=b, Key=" ")["TagSet"] == [{"Key": "ws", "Value": "yes"}], "tags of ' '")
+    s3.copy_object(Bucket=b, Key="  ", CopySource={"Bucket": b, "Key": " "})
+    check(s3.get_object(Bucket=b, Key="  ")["Body"].read() == b" ", "copy onto a white-space key")
+    listed = {o["Key"] for o in s3.list_objects_v2(Bucket=b, Prefix=" ").get("Contents", [])}
+    check({" ", "  "} <= listed, f"listed {listed}")
+    for k in keys + ["  "]:
+        s3.delete_object(Bucket=b, Key=k)
+        expect_error("NoSuchKey", s3.get_object, Bucket=b, Key=k)
+
+
 def selected():
     names = os.environ.get("E2E_CASES", "").split()
     if not names:

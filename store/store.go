@@ -185,6 +185,15 @@ type Tagger interface {
 	SetBucketTags(ctx context.Context, bucket string, tags map[string]string) error
 }
 
+// PartLocator is an Origin that can tell where each part of an object
+// completed from a multipart upload lies (GET/HEAD with partNumber).
+type PartLocator interface {
+	// PartRange returns the offset and length of part n of bucket/key and
+	// how many parts it has. An object not made from parts is one part;
+	// n past the last part is ErrInvalidPart.
+	PartRange(ctx context.Context, bucket, key string, n int) (offset, length int64, parts int, err error)
+}
+
 // ChunkID names one cached chunk: immutable, since the ETag is part of it.
 type ChunkID struct {
 	Bucket string

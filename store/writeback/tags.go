@@ -1,6 +1,7 @@
-// Tags through the write-back log: tags live with the object at the
-// origin, so an object still staged here answers with the tags it was
-// written with, and new tags wait for it to reach the origin first.
+// Tags and part ranges through the write-back log: tags live with the
+// object at the origin, so an object still staged here answers with the
+// tags it was written with, and new tags wait for it to reach the origin
+// first; part ranges come from the origin.
 package writeback
 
 import (
@@ -71,4 +72,17 @@ func (l *Log) SetBucketTags(ctx context.Context, bucket string, tags map[string]
 		return err
 	}
 	return t.SetBucketTags(ctx, bucket, tags)
+}
+
+var _ store.PartLocator = (*Log)(nil)
+
+// PartRange asks the origin where part n of bucket/key lies; an object
+// still staged here is not at the origin yet, and the log keeps no part
+// boundaries: store.ErrNotSupported.
+func (l *Log) PartRange(ctx context.Context, bucket, key string, n int) (int64, int64, int, error) {
+	pl, ok := l.origin.(store.PartLocator)
+	if !ok || l.pendingOp(bucket, key) != nil {
+		return 0, 0, 0, store.ErrNotSupported
+	}
+	return pl.PartRange(ctx, bucket, key, n)
 }

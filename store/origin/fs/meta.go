@@ -40,6 +40,9 @@ type sidecar struct {
 	Expires            string            `json:"expires,omitempty"`
 	User               map[string]string `json:"user,omitempty"`
 	Tags               map[string]string `json:"tags,omitempty"`
+	// Parts are the sizes of the parts an object was completed from, in
+	// order; none for an object written whole.
+	Parts []int64 `json:"parts,omitempty"`
 }
 
 // sidecarPath names the sidecar of bucket/key. Hashing the key keeps every

@@ -19,6 +19,9 @@ func (o *Origin) Stat(ctx context.Context, bucket, key string) (store.ObjectInfo
 	if err := checkNames(bucket, key); err != nil {
 		return store.ObjectInfo{}, err
 	}
+	if isBlank(key) {
+		return o.blankStat(ctx, bucket, key)
+	}
 	oi, err := o.core.StatObject(ctx, bucket, key, minio.StatObjectOptions{})
 	if err != nil {
 		return store.ObjectInfo{}, wrap(ctx, "stat", bucket, key, err)
@@ -35,6 +38,9 @@ func (o *Origin) Get(ctx context.Context, bucket, key string, r store.ReadRange)
 	}
 	if r.Offset < 0 {
 		return nil, store.ObjectInfo{}, fmt.Errorf("s3: negative read offset %d", r.Offset)
+	}
+	if isBlank(key) {
+		return o.blankGet(ctx, bucket, key, r)
 	}
 	if r.Length == 0 {
 		return o.getNothing(ctx, bucket, key, r.ETag)
@@ -127,6 +133,9 @@ func (o *Origin) Delete(ctx context.Context, bucket, key string) error {
 	if err := checkNames(bucket, key); err != nil {
 		return err
 	}
+	if isBlank(key) {
+		return o.blankDelete(ctx, bucket, key)
+	}
 	err := o.core.RemoveObject(ctx, bucket, key, minio.RemoveObjectOptions{})
 	return wrap(ctx, "delete", bucket, key, err)
 }
@@ -148,6 +157,9 @@ func (o *Origin) Copy(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey 
 		for k, v := range putOptions(*meta).Header() {
 			headers[k] = v[0]
 		}
+	}
+	if isBlank(srcKey) || isBlank(dstKey) {
+		return o.blankCopy(ctx, srcBucket, srcKey, dstBucket, dstKey, headers)
 	}
 	_, err := o.core.CopyObject(ctx, srcBucket, srcKey, dstBucket, dstKey, headers,
 		minio.CopySrcOptions{}, minio.PutObjectOptions{})

@@ -29,6 +29,9 @@ func (o *Origin) Put(ctx context.Context, bucket, key string, body io.Reader, si
 	if err := checkNames(bucket, key); err != nil {
 		return store.ObjectInfo{}, err
 	}
+	if isBlank(key) {
+		return o.blankPut(ctx, bucket, key, body, size, meta)
+	}
 	br := &bodyCounter{r: body, left: size}
 	opts := putOptions(meta)
 	var etag string
