@@ -194,8 +194,9 @@ for py in $pythons; do
 	fi
 	E2E_BUCKET=e2e E2E_PREFIX="py$i" run "boto3-$i" timeout 600 "$py" "$here/e2e_boto3.py"
 	E2E_BUCKET=e2e-wb E2E_PREFIX="wb$i" E2E_WRITE_BACK=1 run "boto3-writeback-$i" timeout 600 "$py" "$here/e2e_boto3.py"
-	E2E_BUCKET=e2e-compat E2E_PREFIX="compat$i" run "compat-$i" timeout 600 "$py" "$here/e2e_compat.py"
 	if [ "${E2E_DIRECT:-}" != 1 ]; then
+		# Both assert Granary's own answers (grants; where MinIO differs from AWS).
+		E2E_BUCKET=e2e-compat E2E_PREFIX="compat$i" run "compat-$i" timeout 600 "$py" "$here/e2e_compat.py"
 		E2E_BUCKET=e2e-policy run "policy-$i" timeout 300 "$py" "$here/e2e_policy.py"
 	fi
 done
