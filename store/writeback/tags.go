@@ -6,7 +6,9 @@ package writeback
 
 import (
 	"context"
+	"fmt"
 	"maps"
+	"time"
 
 	"github.com/granary-dev/granary/store"
 )
@@ -41,15 +43,25 @@ func (l *Log) ObjectTags(ctx context.Context, bucket, key string) (map[string]st
 	return t.ObjectTags(ctx, bucket, key)
 }
 
+// tagFlushWait bounds how long tagging waits for the object to reach the
+// origin; past it the origin is taken as unavailable (the client retries).
+var tagFlushWait = 30 * time.Second
+
 // SetObjectTags waits for the writes of bucket/key accepted so far to
-// reach the origin (bounded by ctx), then sets the tags there.
+// reach the origin (at most tagFlushWait), then sets the tags there.
 func (l *Log) SetObjectTags(ctx context.Context, bucket, key string, tags map[string]string) error {
 	t, err := l.tagger()
 	if err != nil {
 		return err
 	}
 	if l.pendingOp(bucket, key) != nil {
-		if err := l.Flush(ctx, bucket, key, nil); err != nil {
+		fctx, cancel := context.WithTimeout(ctx, tagFlushWait)
+		err := l.Flush(fctx, bucket, key, nil)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			return fmt.Errorf("writeback: %s/%s is not at the origin yet: %w (%v)", bucket, key, store.ErrUnavailable, err)
+		}
+		if err != nil {
 			return err
 		}
 	}

@@ -51,6 +51,9 @@ type record struct {
 	Meta    store.ObjectMeta `json:"meta"`
 	ETag    string           `json:"etag,omitempty"`
 	Version string           `json:"version,omitempty"`
+	// Parts are the sizes of the parts the file was completed from, valid
+	// with ETag (while the file is still Version).
+	Parts []int64 `json:"parts,omitempty"`
 	// sum, if set, hashes the body as it is staged; its MD5 becomes
 	// ETag (an S3 client's ETag for a whole-object PUT).
 	sum hash.Hash

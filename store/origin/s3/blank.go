@@ -3,7 +3,8 @@
 // itself: minio-go presigns it (Presign checks no key) and the origin's
 // own transport carries it. Stat, Get, Put, Delete and Copy take this
 // path; tagging needs none (minio-go checks no key there); multipart
-// uploads of such a key are refused with store.ErrInvalidKey.
+// uploads of such a key are refused with store.ErrInvalidKey. (rawDo also
+// carries the part HEADs of parts.go.)
 package s3
 
 import (
@@ -41,7 +42,14 @@ func checkWhole(bucket, key string) error {
 // blankDo sends one request for bucket/key with the headers signed. A
 // non-2xx answer is returned as minio-go's ErrorResponse, for wrap.
 func (o *Origin) blankDo(ctx context.Context, method, bucket, key string, header http.Header, body io.Reader, size int64) (*http.Response, error) {
-	u, err := o.core.PresignHeader(ctx, method, bucket, key, blankPresignLife, url.Values{}, header)
+	return o.rawDo(ctx, method, bucket, key, url.Values{}, header, body, size)
+}
+
+// rawDo sends one request presigned by minio-go over the origin's
+// transport, for what minio-go will not send or not report (blank keys,
+// the Content-Range of a part).
+func (o *Origin) rawDo(ctx context.Context, method, bucket, key string, query url.Values, header http.Header, body io.Reader, size int64) (*http.Response, error) {
+	u, err := o.core.PresignHeader(ctx, method, bucket, key, blankPresignLife, query, header)
 	if err != nil {
 		return nil, err
 	}

@@ -1,12 +1,13 @@
-// Where the parts of an object lie. minio-go keeps neither Content-Range
-// nor x-amz-mp-parts-count of a HEAD with partNumber, only the part's
-// length: the count comes from the multipart ETag ("...-N"), the offset
-// from the lengths of the parts before (one HEAD each).
+// Where the parts of an object lie: one HEAD with partNumber, sent by the
+// origin itself (minio-go keeps neither the Content-Range nor the
+// x-amz-mp-parts-count of the answer).
 package s3
 
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -19,36 +20,47 @@ var _ store.PartLocator = (*Origin)(nil)
 
 // PartRange returns the offset and length of part n of bucket/key.
 func (o *Origin) PartRange(ctx context.Context, bucket, key string, n int) (int64, int64, int, error) {
-	info, err := o.Stat(ctx, bucket, key)
-	if err != nil {
+	if err := checkNames(bucket, key); err != nil {
 		return 0, 0, 0, err
 	}
+	q := url.Values{"partNumber": {strconv.Itoa(n)}}
+	resp, err := o.rawDo(ctx, http.MethodHead, bucket, key, q, nil, nil, 0)
+	if err != nil {
+		if er := minio.ToErrorResponse(err); er.StatusCode == http.StatusRequestedRangeNotSatisfiable ||
+			er.Code == "InvalidPartNumber" || er.Code == "InvalidPart" {
+			return 0, 0, 0, fmt.Errorf("s3: %s/%s part %d: %w", bucket, key, n, store.ErrInvalidPart)
+		}
+		return 0, 0, 0, wrap(ctx, "stat part", bucket, key, err)
+	}
+	resp.Body.Close()
+	off, length, ok := parseContentRange(resp.Header.Get("Content-Range"))
+	if !ok {
+		// A server that answers with the whole object: it is one part.
+		size, err := strconv.ParseInt(resp.Header.Get("Content-Length"), 10, 64)
+		if n != 1 || err != nil {
+			return 0, 0, 0, fmt.Errorf("s3: %s/%s part %d: %w", bucket, key, n, store.ErrInvalidPart)
+		}
+		off, length = 0, size
+	}
 	parts := 1
-	if i := strings.LastIndexByte(info.ETag, '-'); i >= 0 {
-		if c, err := strconv.Atoi(info.ETag[i+1:]); err == nil && c > 0 {
-			parts = c
-		}
-	}
-	if n < 1 || n > parts {
-		return 0, 0, 0, fmt.Errorf("s3: %s/%s has %d parts, not %d: %w", bucket, key, parts, n, store.ErrInvalidPart)
-	}
-	if parts == 1 {
-		return 0, info.Size, 1, nil
-	}
-	var off, length int64
-	for i := 1; i <= n; i++ {
-		oi, err := o.core.StatObject(ctx, bucket, key, minio.StatObjectOptions{PartNumber: i})
-		if err != nil {
-			return 0, 0, 0, wrap(ctx, "stat part", bucket, key, err)
-		}
-		if strings.Trim(oi.ETag, `"`) != info.ETag {
-			return 0, 0, 0, fmt.Errorf("s3: %s/%s changed while its parts were read: %w", bucket, key, store.ErrPreconditionFailed)
-		}
-		if i < n {
-			off += oi.Size
-		} else {
-			length = oi.Size
-		}
+	if c, err := strconv.Atoi(resp.Header.Get("X-Amz-Mp-Parts-Count")); err == nil && c > 0 {
+		parts = c
 	}
 	return off, length, parts, nil
+}
+
+// parseContentRange reads "bytes first-last/total".
+func parseContentRange(v string) (off, length int64, ok bool) {
+	v, ok = strings.CutPrefix(v, "bytes ")
+	if !ok {
+		return 0, 0, false
+	}
+	span, _, _ := strings.Cut(v, "/")
+	a, b, ok := strings.Cut(span, "-")
+	first, err1 := strconv.ParseInt(a, 10, 64)
+	last, err2 := strconv.ParseInt(b, 10, 64)
+	if !ok || err1 != nil || err2 != nil || last < first {
+		return 0, 0, false
+	}
+	return first, last - first + 1, true
 }
