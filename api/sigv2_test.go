@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -165,4 +166,61 @@ func httpGet(t testing.TB, u string) (*http.Response, []byte) {
 		t.Fatal(err)
 	}
 	return resp, body
+}
+
+// SigV2 signs a virtual-host request's resource with the bucket of its
+// Host: minio-go's V2 client in DNS style puts, gets, lists and presigns.
+func TestSigV2VirtualHost(t *testing.T) {
+	const domain = "s3.granary.test"
+	e := newEnv(t, backends[0], func(o *Options) { o.Domains = []string{domain} })
+	_, port, _ := net.SplitHostPort(e.addr)
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, e.addr) // every name resolves to the listener
+	}}
+	defer tr.CloseIdleConnections()
+	c, err := minio.New(domain+":"+port, &minio.Options{
+		Creds: credentials.NewStaticV2(testAccess, testSecret, ""), Region: testRegion,
+		Transport: tr, BucketLookup: minio.BucketLookupDNS,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	bucket := e.makeBucket(t, "v2vh")
+	data := []byte("virtual host, signature version 2")
+	if _, err := c.PutObject(ctx, bucket, "a/b c", bytes.NewReader(data), int64(len(data)), minio.PutObjectOptions{}); err != nil {
+		t.Fatalf("put: %v", err)
+	}
+	obj, err := c.GetObject(ctx, bucket, "a/b c", minio.GetObjectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(obj)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("get: %q, %v", got, err)
+	}
+	n := 0
+	for o := range c.ListObjects(ctx, bucket, minio.ListObjectsOptions{Recursive: true}) {
+		if o.Err != nil {
+			t.Fatal(o.Err)
+		}
+		n++
+	}
+	if n != 1 {
+		t.Fatalf("listed %d objects", n)
+	}
+	u, err := c.PresignedGetObject(ctx, bucket, "a/b c", time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := (&http.Client{Transport: tr}).Get(u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !bytes.Equal(body, data) {
+		t.Fatalf("presigned vhost GET %s: %d %q", u, resp.StatusCode, body)
+	}
 }
