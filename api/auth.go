@@ -28,14 +28,17 @@ func (s *Server) authenticate(c *fiber.Ctx, r *request) (*sigv4.Result, error) {
 		r.body = newBodyReader(stream, contentLength, c.Context().Conn(), s.opts.IOTimeout)
 		body = r.body
 	}
+	host := string(req.Header.Host())
+	vbucket, _ := hostBucket(host, s.domainSuffixes)
 	return s.verifier.Verify(&sigv4.Request{
 		Method:        r.method,
 		RawPath:       string(req.URI().PathOriginal()),
 		RawQuery:      string(req.URI().QueryString()),
-		Host:          string(req.Header.Host()),
+		Host:          host,
 		Header:        header,
 		Body:          body,
 		ContentLength: contentLength,
+		VirtualBucket: vbucket,
 	})
 }
 
@@ -57,14 +60,15 @@ func wireHeaders(h *fasthttp.RequestHeader) (http.Header, int64) {
 	return header, contentLength
 }
 
-// isSigned reports whether a request carries SigV4 credentials (header or
-// presigned query).
+// isSigned reports whether a request carries credentials: an
+// Authorization header, or a SigV4 or SigV2 presigned query.
 func isSigned(c *fiber.Ctx) bool {
 	if len(c.Request().Header.Peek("Authorization")) > 0 {
 		return true
 	}
 	args := c.Request().URI().QueryArgs()
-	return args.Has("X-Amz-Signature") || args.Has("X-Amz-Credential")
+	return args.Has("X-Amz-Signature") || args.Has("X-Amz-Credential") ||
+		args.Has("Signature") || args.Has("AWSAccessKeyId")
 }
 
 // bodyReader reads the wire body. It renews the connection's read

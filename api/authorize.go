@@ -26,17 +26,21 @@ func allows(p *access.Policy, c *fiber.Ctx, o op, bucket, key string) bool {
 		return p.Bucket(access.Write, bucket)
 	case opDeleteBucket:
 		return p.Bucket(access.Delete, bucket)
-	case opListObjects, opListObjectsV2, opListMultipartUploads:
+	case opGetBucketTagging:
+		return p.Bucket(access.Read, bucket)
+	case opPutBucketTagging, opDeleteBucketTagging:
+		return p.Bucket(access.Write, bucket)
+	case opListObjects, opListObjectsV2, opListObjectVersions, opListMultipartUploads:
 		return p.Prefix(access.List, bucket, queryValue(c.Request().URI().QueryArgs(), "prefix"))
-	case opGetObject, opHeadObject:
+	case opGetObject, opHeadObject, opGetObjectTagging:
 		return p.Object(access.Read, bucket, key)
 	case opPutObject, opCopyObject, opCreateMultipartUpload, opUploadPart, opUploadPartCopy,
-		opCompleteMultipartUpload, opAbortMultipartUpload, opListParts:
+		opCompleteMultipartUpload, opAbortMultipartUpload, opListParts, opPutObjectTagging, opDeleteObjectTagging:
 		return p.Object(access.Write, bucket, key)
 	case opDeleteObject:
 		return p.Object(access.Delete, bucket, key)
 	}
-	// HeadBucket, GetBucketLocation, GetBucketVersioning, DeleteObjects
+	// HeadBucket, GetBucketLocation, Get/PutBucketVersioning, DeleteObjects
 	// (whose keys are checked one by one), and the unserved operations.
 	return bucket == "" || p.Sees(bucket)
 }

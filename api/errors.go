@@ -39,6 +39,7 @@ var sentinels = []struct {
 	{store.ErrIncompleteBody, s3err.IncompleteBody},
 	{gateway.ErrInvalidRange, s3err.InvalidRange},
 	{gateway.ErrCopyUnsupported, s3err.NotImplemented},
+	{store.ErrNotSupported, s3err.NotImplemented},
 	{store.ErrNoSuchUpload, s3err.NoSuchUpload},
 	{store.ErrInvalidPart, s3err.InvalidPart},
 	{store.ErrInvalidPartOrder, s3err.InvalidPartOrder},

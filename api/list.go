@@ -135,7 +135,7 @@ func (s *Server) listObjectsV2(c *fiber.Ctx, r *request) error {
 		return err
 	}
 	after := startAfter
-	if args.Has("continuation-token") {
+	if token != "" { // an empty token is no token, as S3 takes it
 		if after, err = decodeToken(token); err != nil {
 			return err
 		}

@@ -162,6 +162,7 @@ type listResult struct {
 	IsTruncated           bool   `xml:"IsTruncated"`
 	NextMarker            string `xml:"NextMarker"`
 	NextContinuationToken string `xml:"NextContinuationToken"`
+	ContinuationToken     string `xml:"ContinuationToken"`
 	KeyCount              int    `xml:"KeyCount"`
 	EncodingType          string `xml:"EncodingType"`
 	Contents              []struct {
@@ -187,12 +188,17 @@ func (e *env) listRaw(t *testing.T, bucket, query string) (*http.Response, []byt
 
 func testListRaw(t *testing.T, e *env, bucket string) {
 	for _, q := range []string{"max-keys=-1", "max-keys=abc", "list-type=2&max-keys=-5",
-		"list-type=2&continuation-token=garbage!", "list-type=2&continuation-token=",
+		"list-type=2&continuation-token=garbage!",
 		"encoding-type=bogus", "list-type=3", "prefix=a%00b", "list-type=2&start-after=%FF", "marker=%00"} {
 		resp, body, _ := e.listRaw(t, bucket, q)
 		expectError(t, resp, body, http.StatusBadRequest, "InvalidArgument")
 	}
-	_, _, res := e.listRaw(t, bucket, "list-type=2&max-keys=5000")
+	// An empty continuation token is no token, as S3 takes it.
+	_, _, res := e.listRaw(t, bucket, "list-type=2&continuation-token=&max-keys=3")
+	if len(res.Contents) != 3 || res.KeyCount != 3 || res.ContinuationToken != "" {
+		t.Errorf("empty continuation-token: %d keys, KeyCount %d, token %q", len(res.Contents), res.KeyCount, res.ContinuationToken)
+	}
+	_, _, res = e.listRaw(t, bucket, "list-type=2&max-keys=5000")
 	if res.MaxKeys != 1000 || len(res.Contents) != 1000 || !res.IsTruncated || res.KeyCount != 1000 {
 		t.Errorf("max-keys=5000: MaxKeys %d, %d keys, truncated %v, KeyCount %d", res.MaxKeys, len(res.Contents), res.IsTruncated, res.KeyCount)
 	}

@@ -35,6 +35,14 @@ const (
 	opDeleteBucket
 	opGetBucketLocation
 	opGetBucketVersioning
+	opPutBucketVersioning
+	opListObjectVersions
+	opGetBucketTagging
+	opPutBucketTagging
+	opDeleteBucketTagging
+	opGetObjectTagging
+	opPutObjectTagging
+	opDeleteObjectTagging
 	opListObjects
 	opListObjectsV2
 	opHeadObject
@@ -76,6 +84,14 @@ var opNames = [numOps]string{
 	opDeleteBucket:            "DeleteBucket",
 	opGetBucketLocation:       "GetBucketLocation",
 	opGetBucketVersioning:     "GetBucketVersioning",
+	opPutBucketVersioning:     "PutBucketVersioning",
+	opListObjectVersions:      "ListObjectVersions",
+	opGetBucketTagging:        "GetBucketTagging",
+	opPutBucketTagging:        "PutBucketTagging",
+	opDeleteBucketTagging:     "DeleteBucketTagging",
+	opGetObjectTagging:        "GetObjectTagging",
+	opPutObjectTagging:        "PutObjectTagging",
+	opDeleteObjectTagging:     "DeleteObjectTagging",
 	opListObjects:             "ListObjects",
 	opListObjectsV2:           "ListObjectsV2",
 	opHeadObject:              "HeadObject",

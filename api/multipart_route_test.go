@@ -32,12 +32,13 @@ func TestMultipartRoutes(t *testing.T) {
 		{mGET, "uploads", false, resBucket, opListMultipartUploads},
 		{mGET, "uploads&prefix=a&max-uploads=3", false, resBucket, opListMultipartUploads},
 		{mGET, "", false, resObject, opGetObject},
+		{mGET, "partNumber=1", false, resObject, opGetObject},
+		{mHEAD, "partNumber=2", false, resObject, opHeadObject},
 		// Combinations S3 has no operation for.
 		{mPUT, "partNumber=1", false, resObject, opNotImplemented},
 		{mPUT, "uploads", false, resObject, opNotImplemented},
 		{mGET, "uploads", false, resObject, opNotImplemented},
 		{mPOST, "uploads", false, resBucket, opNotImplemented},
-		{mGET, "partNumber=1", false, resObject, opNotImplemented},
 	}
 	app := fiber.New()
 	table := newRouteTable()

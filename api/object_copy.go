@@ -41,6 +41,9 @@ func (s *Server) copyObject(c *fiber.Ctx, r *request) error {
 	default:
 		return s3err.New(s3err.InvalidArgument, "Unknown metadata directive.")
 	}
+	if meta, err = s.copyTags(c, r, srcBucket, srcKey, meta); err != nil {
+		return err
+	}
 	if cond, ok := parseConditions(h, copyConditions); ok {
 		// The origin copies what it has now: check the conditions on that,
 		// not on cached metadata.
@@ -62,6 +65,45 @@ func (s *Server) copyObject(c *fiber.Ctx, r *request) error {
 	return writeXML(c, http.StatusOK, copyObjectResult{
 		LastModified: xmlTime(info.LastModified), ETag: `"` + info.ETag + `"`,
 	})
+}
+
+// copyTags applies x-amz-tagging-directive to the copy's meta (nil: the
+// source's metadata and tags). The directives are independent, as in S3:
+// COPY keeps the source's tags, REPLACE takes x-amz-tagging's (none if
+// absent), whichever metadata directive came with it.
+func (s *Server) copyTags(c *fiber.Ctx, r *request, srcBucket, srcKey string, meta *store.ObjectMeta) (*store.ObjectMeta, error) {
+	h := &c.Request().Header
+	switch d := string(h.Peek("X-Amz-Tagging-Directive")); {
+	case d == "" || strings.EqualFold(d, "COPY"):
+		if meta == nil {
+			return nil, nil
+		}
+		tags, err := s.engine.ObjectTags(r.ctx, srcBucket, srcKey)
+		if err != nil {
+			return nil, err
+		}
+		meta.Tags = tags
+		return meta, nil
+	case strings.EqualFold(d, "REPLACE"):
+		tags, err := parseTaggingHeader(string(h.Peek("X-Amz-Tagging")))
+		if err != nil {
+			return nil, err
+		}
+		if meta == nil {
+			info, err := s.engine.HeadFresh(r.ctx, srcBucket, srcKey)
+			if err != nil {
+				return nil, err
+			}
+			m := info.ObjectMeta
+			meta = &m
+		}
+		meta.Tags = tags
+		if meta.Tags == nil {
+			meta.Tags = map[string]string{}
+		}
+		return meta, nil
+	}
+	return nil, s3err.New(s3err.InvalidArgument, "Unknown tagging directive.")
 }
 
 // parseCopySource reads "[/]bucket/key[?versionId=...]", URL-encoded. The

@@ -36,6 +36,12 @@ func (s *Server) getObject(c *fiber.Ctx, r *request) error {
 	}
 	h := &c.Request().Header
 	rng, kind := parseRange(h.Peek("Range"))
+	if part, err := s.partOf(c, r, kind); err != nil || part != nil {
+		if err != nil {
+			return err
+		}
+		rng, kind = part.rng, rangeValid
+	}
 	cond, hasCond := parseConditions(h, getConditions)
 	ctx, cancel := context.WithCancel(r.ctx)
 	var obj *gateway.Object
@@ -167,6 +173,12 @@ func (s *Server) headObject(c *fiber.Ctx, r *request) error {
 	}
 	off, n, status := int64(0), info.Size, http.StatusOK
 	rng, kind := parseRange(h.Peek("Range"))
+	if part, err := s.partOf(c, r, kind); err != nil || part != nil {
+		if err != nil {
+			return err
+		}
+		rng, kind = part.rng, rangeValid
+	}
 	if kind == rangeUnsatisfiable {
 		rng = unsatisfiable
 	}

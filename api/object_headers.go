@@ -4,6 +4,8 @@
 package api
 
 import (
+	"strconv"
+
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 
@@ -50,12 +52,17 @@ func setObjectHeaders(c *fiber.Ctx, info store.ObjectInfo) {
 	setIfSafe(h, "Content-Disposition", info.ContentDisposition)
 	setIfSafe(h, "Content-Language", info.ContentLanguage)
 	setIfSafe(h, "Cache-Control", info.CacheControl)
+	setIfSafe(h, "Expires", info.Expires)
+	if n := info.NumTags(); n > 0 {
+		h.Set("X-Amz-Tagging-Count", strconv.Itoa(n))
+	}
 	// User metadata names go out lower-case, as S3 and MinIO send them
 	// (SDKs expose the names as sent); fasthttp would capitalise them.
+	// An empty value is sent too: S3 keeps it.
 	h.DisableNormalizing()
 	for k, v := range info.User {
-		if safeHeaderValue(k) {
-			setIfSafe(h, "x-amz-meta-"+k, v)
+		if safeHeaderValue(k) && safeHeaderValue(v) {
+			h.Set("x-amz-meta-"+k, v)
 		}
 	}
 	h.EnableNormalizing()

@@ -76,7 +76,8 @@ func bodyFailure(r *request, body *exactReader, err error) error {
 	return err
 }
 
-// requestMeta collects the object metadata a PUT (or a REPLACE copy) sets.
+// requestMeta collects the object metadata a PUT, a REPLACE copy or a
+// CreateMultipartUpload sets, with the tags of x-amz-tagging.
 func requestMeta(h *fasthttp.RequestHeader) (store.ObjectMeta, error) {
 	meta := store.ObjectMeta{
 		ContentType:        string(h.ContentType()),
@@ -84,7 +85,13 @@ func requestMeta(h *fasthttp.RequestHeader) (store.ObjectMeta, error) {
 		ContentDisposition: string(h.Peek("Content-Disposition")),
 		ContentLanguage:    string(h.Peek("Content-Language")),
 		CacheControl:       string(h.Peek("Cache-Control")),
+		Expires:            string(h.Peek("Expires")),
 	}
+	tags, err := parseTaggingHeader(string(h.Peek("X-Amz-Tagging")))
+	if err != nil {
+		return meta, err
+	}
+	meta.Tags = tags
 	const prefix = "x-amz-meta-"
 	total := 0
 	h.VisitAll(func(k, v []byte) {

@@ -112,6 +112,7 @@ func newRouteTable() *routeTable {
 	registerBucketRoutes(t)
 	registerObjectRoutes(t)
 	registerMultipartRoutes(t)
+	registerTaggingRoutes(t)
 	return t
 }
 
@@ -131,6 +132,8 @@ func registerBucketRoutes(t *routeTable) {
 	t.add(resBucket, mGET, "list-type", opListObjectsV2, (*Server).listObjectsV2)
 	t.add(resBucket, mGET, "location", opGetBucketLocation, (*Server).getBucketLocation)
 	t.add(resBucket, mGET, "versioning", opGetBucketVersioning, (*Server).getBucketVersioning)
+	t.add(resBucket, mPUT, "versioning", opPutBucketVersioning, (*Server).putBucketVersioning)
+	t.add(resBucket, mGET, "versions", opListObjectVersions, (*Server).listObjectVersions)
 	t.add(resBucket, mPOST, "delete", opDeleteObjects, (*Server).deleteObjects)
 	// A POST to a bucket with no sub-resource is a browser-form upload.
 	t.add(resBucket, mPOST, "", opNotImplemented, notImplemented)
@@ -139,6 +142,8 @@ func registerBucketRoutes(t *routeTable) {
 func registerObjectRoutes(t *routeTable) {
 	t.add(resObject, mGET, "", opGetObject, (*Server).getObject)
 	t.add(resObject, mHEAD, "", opHeadObject, (*Server).headObject)
+	t.add(resObject, mGET, "partNumber", opGetObject, (*Server).getObject)
+	t.add(resObject, mHEAD, "partNumber", opHeadObject, (*Server).headObject)
 	t.add(resObject, mPUT, "", opPutObject, (*Server).putObject)
 	t.add(resObject, mPUT, subCopy, opCopyObject, (*Server).copyObject)
 	t.add(resObject, mDELETE, "", opDeleteObject, (*Server).deleteObject)
@@ -155,6 +160,16 @@ func registerMultipartRoutes(t *routeTable) {
 	t.add(resObject, mPOST, "uploadId", opCompleteMultipartUpload, (*Server).completeMultipartUpload)
 	t.add(resObject, mDELETE, "uploadId", opAbortMultipartUpload, (*Server).abortMultipartUpload)
 	t.add(resObject, mGET, "uploadId", opListParts, (*Server).listParts)
+}
+
+// registerTaggingRoutes adds the object and bucket tagging operations.
+func registerTaggingRoutes(t *routeTable) {
+	t.add(resObject, mGET, "tagging", opGetObjectTagging, (*Server).getObjectTagging)
+	t.add(resObject, mPUT, "tagging", opPutObjectTagging, (*Server).putObjectTagging)
+	t.add(resObject, mDELETE, "tagging", opDeleteObjectTagging, (*Server).deleteObjectTagging)
+	t.add(resBucket, mGET, "tagging", opGetBucketTagging, (*Server).getBucketTagging)
+	t.add(resBucket, mPUT, "tagging", opPutBucketTagging, (*Server).putBucketTagging)
+	t.add(resBucket, mDELETE, "tagging", opDeleteBucketTagging, (*Server).deleteBucketTagging)
 }
 
 // resolve picks the route of a request for res. A known sub-resource with

@@ -93,6 +93,7 @@ type Engine struct {
 	putBytes atomic.Int64       // bytes held by PUTs for the cache
 	writes   writes             // writes in flight, by metaKey
 	putTees  atomic.Uint64      // names the tees of single PUTs
+	finished finishedUploads    // recent completions (finished.go)
 
 	filler *diskFiller // nil without a disk tier
 	tees   *tees       // nil without Options.TeeDir

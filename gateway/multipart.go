@@ -91,11 +91,17 @@ func (e *Engine) CompleteUpload(ctx context.Context, bucket, key, uploadID strin
 	start := time.Now()
 	info, err := mp.CompleteUpload(ctx, bucket, key, uploadID, parts)
 	e.observe("complete_upload", start, err)
+	if errors.Is(err, store.ErrNoSuchUpload) {
+		if done, ok := e.completedAgain(ctx, bucket, key, uploadID); ok {
+			return done, nil
+		}
+	}
 	if err != nil {
 		e.invalidate(ctx, bucket, key, nil)
 		return info, err
 	}
 	info.Bucket, info.Key = bucket, key
+	e.finished.add(uploadID, info)
 	t := e.teeing(bucket)
 	e.invalidate(ctx, bucket, key, e.writtenHere(info, t != nil && t.lookup(uploadID) != ""))
 	e.recordWrite(info)
@@ -105,6 +111,21 @@ func (e *Engine) CompleteUpload(ctx context.Context, bucket, key, uploadID strin
 	}
 	e.fillWriteBack(info)
 	return info, nil
+}
+
+// completedAgain answers a completion of an upload the origin no longer
+// knows: if this node completed it as bucket/key and that object is still
+// the one it made, the answer is the first one's, as S3 gives it.
+func (e *Engine) completedAgain(ctx context.Context, bucket, key, uploadID string) (store.ObjectInfo, bool) {
+	done, ok := e.finished.lookup(bucket, key, uploadID)
+	if !ok {
+		return store.ObjectInfo{}, false
+	}
+	cur, err := e.HeadFresh(ctx, bucket, key)
+	if err != nil || cur.ETag != done.ETag {
+		return store.ObjectInfo{}, false
+	}
+	return done, true
 }
 
 // AbortUpload ends an upload and drops its parts.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # End-to-end test of a granary binary through real clients: starts MinIO as
 # the origin and `granary serve` in front of it (loopback, temporary
-# directories), then runs the boto3 cases with every Python that has boto3
-# and the aws cli cases with every aws cli; then a second node serving
+# directories), then runs the boto3 cases (e2e_boto3.py, e2e_compat.py)
+# with every Python that has boto3 and the aws cli cases with every aws
+# cli; then a second node serving
 # HTTPS (a CA and a certificate made here with openssl) in front of the
 # same origin, through which a few cases run with the CA given to the
 # clients (boto3 verify=, aws --ca-bundle) and one without it, which must
@@ -179,8 +180,9 @@ distinct() {
 pythons=$(distinct /usr/bin/python3 "$(/usr/bin/env python3 -c 'import sys; print(sys.executable)' 2>/dev/null || true)")
 clis=$(distinct /usr/bin/aws "$(command -v aws 2>/dev/null || true)")
 
-# A shared bucket for the boto3 runs (each run keeps to its own prefix).
-make_buckets "$E2E_ENDPOINT" "" e2e e2e-wb
+# A shared bucket for the boto3 runs (each run keeps to its own prefix),
+# and one for e2e_compat.py's.
+make_buckets "$E2E_ENDPOINT" "" e2e e2e-wb e2e-compat
 
 i=0
 for py in $pythons; do
@@ -193,6 +195,8 @@ for py in $pythons; do
 	E2E_BUCKET=e2e E2E_PREFIX="py$i" run "boto3-$i" timeout 600 "$py" "$here/e2e_boto3.py"
 	E2E_BUCKET=e2e-wb E2E_PREFIX="wb$i" E2E_WRITE_BACK=1 run "boto3-writeback-$i" timeout 600 "$py" "$here/e2e_boto3.py"
 	if [ "${E2E_DIRECT:-}" != 1 ]; then
+		# Both assert Granary's own answers (grants; where MinIO differs from AWS).
+		E2E_BUCKET=e2e-compat E2E_PREFIX="compat$i" run "compat-$i" timeout 600 "$py" "$here/e2e_compat.py"
 		E2E_BUCKET=e2e-policy run "policy-$i" timeout 300 "$py" "$here/e2e_policy.py"
 	fi
 done

@@ -28,6 +28,9 @@ var (
 	// ErrUnavailable means the origin could not be reached or answered with a
 	// server-side failure; the request may succeed later.
 	ErrUnavailable = errors.New("store: origin unavailable")
+	// ErrNotSupported means the origin lacks an optional ability (such as
+	// keeping tags).
+	ErrNotSupported = errors.New("store: not supported by this origin")
 	// ErrIncompleteBody means a Put body ended before the declared size.
 	ErrIncompleteBody = errors.New("store: body shorter than its declared size")
 
@@ -53,14 +56,19 @@ type BucketInfo struct {
 }
 
 // ObjectMeta is the metadata a client sets on an object and gets back.
-// User holds x-amz-meta-* values keyed by lower-case name without the prefix.
+// User holds x-amz-meta-* values keyed by lower-case name without the
+// prefix; an empty value is kept. Tags are the object's tags (S3 object
+// tagging) as set with the object; an origin that cannot report them with
+// Stat leaves them nil and reports ObjectInfo.TagCount.
 type ObjectMeta struct {
 	ContentType        string
 	ContentEncoding    string
 	ContentDisposition string
 	ContentLanguage    string
 	CacheControl       string
+	Expires            string // the Expires header, as the client sent it
 	User               map[string]string
+	Tags               map[string]string
 }
 
 // DefaultContentType is the content type of an object stored without one.
@@ -91,7 +99,18 @@ type ObjectInfo struct {
 	Size         int64
 	ETag         string
 	LastModified time.Time
+	// TagCount is how many tags the object has, for an origin that does
+	// not report ObjectMeta.Tags with Stat (see NumTags).
+	TagCount int
 	ObjectMeta
+}
+
+// NumTags is how many tags the object has (x-amz-tagging-count).
+func (i ObjectInfo) NumTags() int {
+	if i.Tags != nil {
+		return len(i.Tags)
+	}
+	return i.TagCount
 }
 
 // ReadRange selects bytes of an object. Length < 0 means to the end.
@@ -148,9 +167,31 @@ type Origin interface {
 }
 
 // Copier is an Origin that copies objects without moving the bytes through
-// Granary. A nil meta keeps the source's metadata.
+// Granary. A nil meta keeps the source's metadata and tags; a non-nil one
+// replaces both (meta.Tags are the copy's tags).
 type Copier interface {
 	Copy(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey string, meta *ObjectMeta) (ObjectInfo, error)
+}
+
+// Tagger is an Origin that keeps tags with its objects and buckets (S3
+// tagging). A set replaces every tag; an empty set removes them.
+type Tagger interface {
+	// ObjectTags fails with ErrNoSuchKey for a missing object; an object
+	// without tags has an empty set.
+	ObjectTags(ctx context.Context, bucket, key string) (map[string]string, error)
+	SetObjectTags(ctx context.Context, bucket, key string, tags map[string]string) error
+	// BucketTags returns nil, nil for a bucket without tags.
+	BucketTags(ctx context.Context, bucket string) (map[string]string, error)
+	SetBucketTags(ctx context.Context, bucket string, tags map[string]string) error
+}
+
+// PartLocator is an Origin that can tell where each part of an object
+// completed from a multipart upload lies (GET/HEAD with partNumber).
+type PartLocator interface {
+	// PartRange returns the offset and length of part n of bucket/key and
+	// how many parts it has. An object not made from parts is one part;
+	// n past the last part is ErrInvalidPart.
+	PartRange(ctx context.Context, bucket, key string, n int) (offset, length int64, parts int, err error)
 }
 
 // ChunkID names one cached chunk: immutable, since the ETag is part of it.

@@ -54,6 +54,8 @@ const (
 	RequestHeaderSectionTooLarge  Code = "RequestHeaderSectionTooLarge"
 	MissingRequestBodyError       Code = "MissingRequestBodyError"
 	InvalidStorageClass           Code = "InvalidStorageClass"
+	InvalidTag                    Code = "InvalidTag"
+	NoSuchTagSet                  Code = "NoSuchTagSet"
 	MetadataTooLarge              Code = "MetadataTooLarge"
 	EntityTooSmall                Code = "EntityTooSmall"
 	InvalidPart                   Code = "InvalidPart"
@@ -91,6 +93,7 @@ var catalogue = map[Code]entry{
 	InvalidRange:                  {http.StatusRequestedRangeNotSatisfiable, "The requested range is not satisfiable."},
 	InvalidRequest:                {http.StatusBadRequest, "Invalid request."},
 	InvalidStorageClass:           {http.StatusBadRequest, "The storage class you specified is not valid."},
+	InvalidTag:                    {http.StatusBadRequest, "The tag provided was not a valid tag."},
 	InvalidURI:                    {http.StatusBadRequest, "Couldn't parse the specified URI."},
 	InvalidChunkSizeError:         {http.StatusBadRequest, "Only the last chunk is allowed to have a size less than 8192 bytes."},
 	KeyTooLongError:               {http.StatusBadRequest, "Your key is too long."},
@@ -103,6 +106,7 @@ var catalogue = map[Code]entry{
 	MissingSecurityHeader:         {http.StatusBadRequest, "Your request was missing a required header."},
 	NoSuchBucket:                  {http.StatusNotFound, "The specified bucket does not exist."},
 	NoSuchKey:                     {http.StatusNotFound, "The specified key does not exist."},
+	NoSuchTagSet:                  {http.StatusNotFound, "The TagSet does not exist."},
 	NoSuchUpload:                  {http.StatusNotFound, "The specified multipart upload does not exist."},
 	NotImplemented:                {http.StatusNotImplemented, "A header or query you provided implies functionality that is not implemented."},
 	NotModified:                   {http.StatusNotModified, "Not Modified."},

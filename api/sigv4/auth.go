@@ -134,8 +134,8 @@ func parseCredential(c string) (credential, string) {
 
 // fromHeader fills a from the Authorization header.
 func (v *Verifier) fromHeader(r *Request, auth string, a *authInfo) error {
-	if strings.HasPrefix(auth, "AWS ") || !strings.HasPrefix(strings.TrimLeft(auth, " \t"), "AWS4-HMAC-SHA256") {
-		return errSigV2()
+	if !strings.HasPrefix(strings.TrimLeft(auth, " \t"), algorithm) {
+		return errUnsupportedAuth()
 	}
 	h, err := parseAuthorization(auth)
 	if err != nil {
@@ -191,11 +191,12 @@ func requestTime(h http.Header) (time.Time, string, error) {
 		return t, s, nil
 	}
 	if s := headerValue(h, "Date"); s != "" {
-		t, err := http.ParseTime(s)
-		if err != nil {
+		// botocore, given a Date header, signs with it alone, in
+		// email.utils' "..., 25 Nov 2026 14:22:20 -0000" form.
+		t, ok := parseHTTPDate(s)
+		if !ok {
 			return t, "", s3err.New(s3err.AccessDenied, "AWS authentication requires a valid Date or x-amz-date header.")
 		}
-		t = t.UTC()
 		return t, t.Format(amzDateLayout), nil
 	}
 	return time.Time{}, "", s3err.New(s3err.AccessDenied, "AWS authentication requires a valid Date or x-amz-date header.")

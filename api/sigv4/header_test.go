@@ -150,13 +150,13 @@ func TestHeaderErrors(t *testing.T) {
 		{"unsigned x-amz header", func(r *Request) { r.Header.Set("X-Amz-Meta-Evil", "1") }, s3err.AccessDenied},
 		{"bad date", func(r *Request) { r.Header.Set("X-Amz-Date", "2013-05-24") }, s3err.AccessDenied},
 		{"no date", func(r *Request) { r.Header.Del("X-Amz-Date") }, s3err.AccessDenied},
-		{"sigv2", func(r *Request) { r.Header.Set("Authorization", "AWS "+testAK+":c2lnbmF0dXJl") }, s3err.InvalidRequest},
+		{"bad sigv2", func(r *Request) { r.Header.Set("Authorization", "AWS "+testAK+":c2lnbmF0dXJl") }, s3err.SignatureDoesNotMatch},
 		{"sigv4a", func(r *Request) { r.Header.Set("Authorization", "AWS4-ECDSA-P256-SHA256 Credential=x") }, s3err.InvalidRequest},
 		{"anonymous", func(r *Request) { r.Header.Del("Authorization") }, s3err.AccessDenied},
-		{"sigv2 presign", func(r *Request) {
+		{"expired sigv2 presign", func(r *Request) {
 			r.Header.Del("Authorization")
 			r.RawQuery = "AWSAccessKeyId=" + testAK + "&Expires=1&Signature=abc"
-		}, s3err.InvalidRequest},
+		}, s3err.AccessDenied},
 		{"both mechanisms", func(r *Request) { r.RawQuery += "&X-Amz-Algorithm=AWS4-HMAC-SHA256" }, s3err.InvalidArgument},
 		{"payload not hex", func(r *Request) { r.Header.Set("X-Amz-Content-Sha256", "nothex") }, s3err.SignatureDoesNotMatch},
 	}
@@ -198,13 +198,20 @@ func TestClockSkew(t *testing.T) {
 }
 
 // A request dated by the Date header alone (no X-Amz-Date) signs that date
-// in ISO 8601 form.
+// in ISO 8601 form, whichever form the Date takes: net/http's "GMT", or
+// the "-0000" botocore sends when a Date header was set.
 func TestDateHeader(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Second)
+	for _, date := range []string{now.Format(http.TimeFormat), now.Format("Mon, 02 Jan 2006 15:04:05 -0000")} {
+		testDateHeader(t, now, date)
+	}
+}
+
+func testDateHeader(t *testing.T, now time.Time, date string) {
 	r := &Request{
 		Method: http.MethodGet, RawPath: "/bucket/key", Host: testHost, ContentLength: 0,
 		Header: http.Header{
-			"Date":                 {now.Format(http.TimeFormat)},
+			"Date":                 {date},
 			"X-Amz-Content-Sha256": {unsignedPayload},
 		},
 	}

@@ -40,8 +40,15 @@ func (v *Verifier) fromQuery(r *Request, sc *scratch, a *authInfo) error {
 		return err
 	}
 	expires, err := strconv.ParseInt(expS, 10, 64)
-	if err != nil || expires < 1 || expires > maxPresignLife {
-		return queryErr("X-Amz-Expires must be a number of seconds between 1 and 604800")
+	if err != nil {
+		return queryErr("X-Amz-Expires should be a number")
+	}
+	// Out of range, AWS answers 403, as for an expired URL.
+	switch {
+	case expires < 1:
+		return s3err.New(s3err.AccessDenied, "X-Amz-Expires must be non-negative")
+	case expires > maxPresignLife:
+		return s3err.New(s3err.AccessDenied, "X-Amz-Expires must be less than a week (in seconds) that is 604800")
 	}
 	t, ok := parseAmzDate(dateS)
 	if !ok {

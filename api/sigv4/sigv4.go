@@ -1,6 +1,7 @@
 // Package sigv4 authenticates S3 requests signed with AWS Signature Version 4
 // (Authorization header, presigned query, aws-chunked streaming payloads with
-// chunk signatures or trailing checksums) and verifies their payload.
+// chunk signatures or trailing checksums) or Version 2 (header and presigned
+// query, sigv2.go) and verifies their payload.
 // It knows nothing of fiber: the api package fills a Request from its
 // framework and uses the Result.
 package sigv4
@@ -8,6 +9,7 @@ package sigv4
 import (
 	"io"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -38,6 +40,9 @@ type Request struct {
 	Body     io.Reader
 	// ContentLength is the Content-Length header, -1 if absent.
 	ContentLength int64
+	// VirtualBucket is the bucket the Host names (virtual-hosted style),
+	// "" for a path-style request. SigV2's canonical resource starts with it.
+	VirtualBucket string
 }
 
 // Result is an authenticated request.
@@ -103,16 +108,18 @@ func (v *Verifier) authenticate(r *Request, sc *scratch, a *authInfo) error {
 	presigned := sc.has("X-Amz-Algorithm") || sc.has("X-Amz-Credential") || sc.has("X-Amz-Signature")
 	var err error
 	switch {
-	case auth != "" && presigned:
-		return s3err.New(s3err.InvalidArgument, "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter or the Authorization header should be specified.")
+	case auth != "" && (presigned || isV2Query(sc)):
+		return s3err.New(s3err.InvalidArgument, "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, Signature query string parameter or the Authorization header should be specified.")
+	case strings.HasPrefix(auth, v2Prefix):
+		return v.fromV2Header(r, sc, auth, a)
 	case auth != "":
 		err = v.fromHeader(r, auth, a)
 	case presigned:
 		err = v.fromQuery(r, sc, a)
-	case sc.has("Signature") || sc.has("AWSAccessKeyId"):
-		return errSigV2()
+	case isV2Query(sc):
+		return v.fromV2Query(r, sc, a)
 	default:
-		return s3err.New(s3err.AccessDenied, "Anonymous access is not allowed: sign requests with AWS Signature Version 4.")
+		return s3err.New(s3err.AccessDenied, "Anonymous access is not allowed: sign requests with AWS Signature Version 4 or 2.")
 	}
 	if err != nil {
 		return err
@@ -149,7 +156,8 @@ func (v *Verifier) checkRegion(got string, code s3err.Code, prefix string) error
 	return e
 }
 
-// errSigV2 is the answer to a request signed with Signature Version 2.
-func errSigV2() *s3err.Error {
-	return s3err.New(s3err.InvalidRequest, "The authorization mechanism you have provided is not supported. Please use AWS4-HMAC-SHA256 (Signature Version 4).")
+// errUnsupportedAuth is the answer to an Authorization header of
+// another scheme (SigV4A, a bearer token, ...).
+func errUnsupportedAuth() *s3err.Error {
+	return s3err.New(s3err.InvalidRequest, "The authorization mechanism you have provided is not supported. Please use AWS4-HMAC-SHA256 (Signature Version 4) or AWS (Signature Version 2).")
 }

@@ -55,6 +55,8 @@ func RunOrigin(t *testing.T, newOrigin func(t *testing.T) store.Origin) {
 		{"Copy", testCopy},
 		{"Concurrent", testConcurrent},
 		{"Multipart", testMultipart},
+		{"Tags", testTags},
+		{"MetaFidelity", testMetaFidelity},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, newOrigin(t)) })

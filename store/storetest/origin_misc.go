@@ -58,6 +58,8 @@ var specialKeys = []string{
 	"with space.txt", "ünïcödé/файл-文件.bin", "plus+sign", "percent%20literal", "question?mark",
 	"hash#tag", "amp&eq=1", "semi;colon", "tilde~", "brackets[1]", "quote'\"", "star*", "colon:x",
 	"emoji-😀", "tab\there", "dir with space/and+plus",
+	// White space only, or at a segment's edge: S3 accepts them all.
+	" ", "\t", " lead", "trail ", "sp/ /x",
 }
 
 func testSpecialKeys(t *testing.T, o store.Origin) {

@@ -38,6 +38,7 @@ func testMultipart(t *testing.T, o store.Origin) {
 		{"ReplacePart", mpReplacePart},
 		{"SubsetOfParts", mpSubsetOfParts},
 		{"EmptyLastPart", mpEmptyLastPart},
+		{"PartRanges", mpPartRanges},
 		{"ConcurrentParts", mpConcurrentParts},
 		{"UnknownUpload", mpUnknownUpload},
 		{"OtherKey", mpOtherKey},

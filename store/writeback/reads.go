@@ -29,6 +29,7 @@ func (l *Log) pendingOp(bucket, key string) *op {
 func servedInfo(o *op) store.ObjectInfo {
 	info := o.Info
 	info.User = maps.Clone(info.User)
+	info.Tags = maps.Clone(info.Tags)
 	return info
 }
 

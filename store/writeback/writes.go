@@ -134,6 +134,11 @@ func (l *Log) Copy(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey str
 	m := src.ObjectMeta
 	if meta != nil {
 		m = *meta
+	} else if m.Tags == nil && src.TagCount > 0 {
+		// The origin reports only how many tags: fetch them to copy them.
+		if m.Tags, err = l.ObjectTags(ctx, srcBucket, srcKey); err != nil {
+			return store.ObjectInfo{}, err
+		}
 	}
 	return l.Put(ctx, dstBucket, dstKey, rc, src.Size, m)
 }

@@ -37,7 +37,12 @@ type sidecar struct {
 	ContentDisposition string            `json:"contentDisposition,omitempty"`
 	ContentLanguage    string            `json:"contentLanguage,omitempty"`
 	CacheControl       string            `json:"cacheControl,omitempty"`
+	Expires            string            `json:"expires,omitempty"`
 	User               map[string]string `json:"user,omitempty"`
+	Tags               map[string]string `json:"tags,omitempty"`
+	// Parts are the sizes of the parts an object was completed from, in
+	// order; none for an object written whole.
+	Parts []int64 `json:"parts,omitempty"`
 }
 
 // sidecarPath names the sidecar of bucket/key. Hashing the key keeps every
@@ -77,7 +82,9 @@ func newSidecar(key string, size int64, mtime time.Time, etag string, meta store
 		ContentDisposition: meta.ContentDisposition,
 		ContentLanguage:    meta.ContentLanguage,
 		CacheControl:       meta.CacheControl,
+		Expires:            meta.Expires,
 		User:               meta.User,
+		Tags:               meta.Tags,
 	}
 }
 
@@ -88,7 +95,9 @@ func (sc *sidecar) meta() store.ObjectMeta {
 		ContentDisposition: sc.ContentDisposition,
 		ContentLanguage:    sc.ContentLanguage,
 		CacheControl:       sc.CacheControl,
+		Expires:            sc.Expires,
 		User:               maps.Clone(sc.User),
+		Tags:               maps.Clone(sc.Tags),
 	}
 }
 

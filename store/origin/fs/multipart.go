@@ -100,6 +100,9 @@ func (o *Origin) commitAssembly(ctx context.Context, a *parts.Assembly) (store.O
 	}
 	defer o.root.Remove(tmp) // no-op once renamed
 	sc := newSidecar(a.Key, fi.Size(), fi.ModTime(), a.ETag, a.Meta)
+	for _, p := range a.Parts {
+		sc.Parts = append(sc.Parts, p.Size)
+	}
 	scTmp, err := o.stageSidecar(sc)
 	if err != nil {
 		return store.ObjectInfo{}, err

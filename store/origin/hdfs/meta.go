@@ -51,6 +51,9 @@ type record struct {
 	Meta    store.ObjectMeta `json:"meta"`
 	ETag    string           `json:"etag,omitempty"`
 	Version string           `json:"version,omitempty"`
+	// Parts are the sizes of the parts the file was completed from, valid
+	// with ETag (while the file is still Version).
+	Parts []int64 `json:"parts,omitempty"`
 	// sum, if set, hashes the body as it is staged; its MD5 becomes
 	// ETag (an S3 client's ETag for a whole-object PUT).
 	sum hash.Hash
@@ -88,7 +91,7 @@ func isDefaultMeta(meta store.ObjectMeta) bool {
 	m := meta.Normalized()
 	return m.ContentType == store.DefaultContentType && m.ContentEncoding == "" &&
 		m.ContentDisposition == "" && m.ContentLanguage == "" && m.CacheControl == "" &&
-		len(m.User) == 0
+		m.Expires == "" && len(m.User) == 0 && len(m.Tags) == 0
 }
 
 // readRecord returns the record of the file at p, or nil if it has none or

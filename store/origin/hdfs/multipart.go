@@ -48,7 +48,11 @@ func (o *Origin) CompleteUpload(ctx context.Context, bucket, key, uploadID strin
 		a.Close()
 		return store.ObjectInfo{}, err
 	}
-	info, err := o.write(ctx, bucket, key, rc, a.Size, &record{Meta: a.Meta.Normalized(), ETag: a.ETag})
+	rec := &record{Meta: a.Meta.Normalized(), ETag: a.ETag}
+	for _, p := range a.Parts {
+		rec.Parts = append(rec.Parts, p.Size)
+	}
+	info, err := o.write(ctx, bucket, key, rc, a.Size, rec)
 	rc.Close()
 	if err != nil {
 		a.Close()

@@ -20,7 +20,7 @@ import (
 // an error of its own), and one with a "." or ".." path segment (MinIO
 // refuses every request with such a query value as a bad resource name).
 func checkUpload(bucket, key, uploadID string) error {
-	if err := checkNames(bucket, key); err != nil {
+	if err := checkWhole(bucket, key); err != nil {
 		return err
 	}
 	if uploadID == "" || hasDotSegment(uploadID) {
@@ -43,7 +43,7 @@ func hasDotSegment(s string) bool {
 // NewUpload starts an upload of bucket/key. meta travels with the
 // initiation, as S3 wants it: the server puts it on the completed object.
 func (o *Origin) NewUpload(ctx context.Context, bucket, key string, meta store.ObjectMeta) (string, error) {
-	if err := checkNames(bucket, key); err != nil {
+	if err := checkWhole(bucket, key); err != nil {
 		return "", err
 	}
 	id, err := o.core.NewMultipartUpload(ctx, bucket, key, putOptions(meta))

@@ -19,6 +19,9 @@ func (o *Origin) Stat(ctx context.Context, bucket, key string) (store.ObjectInfo
 	if err := checkNames(bucket, key); err != nil {
 		return store.ObjectInfo{}, err
 	}
+	if isBlank(key) {
+		return o.blankStat(ctx, bucket, key)
+	}
 	oi, err := o.core.StatObject(ctx, bucket, key, minio.StatObjectOptions{})
 	if err != nil {
 		return store.ObjectInfo{}, wrap(ctx, "stat", bucket, key, err)
@@ -35,6 +38,9 @@ func (o *Origin) Get(ctx context.Context, bucket, key string, r store.ReadRange)
 	}
 	if r.Offset < 0 {
 		return nil, store.ObjectInfo{}, fmt.Errorf("s3: negative read offset %d", r.Offset)
+	}
+	if isBlank(key) {
+		return o.blankGet(ctx, bucket, key, r)
 	}
 	if r.Length == 0 {
 		return o.getNothing(ctx, bucket, key, r.ETag)
@@ -127,13 +133,16 @@ func (o *Origin) Delete(ctx context.Context, bucket, key string) error {
 	if err := checkNames(bucket, key); err != nil {
 		return err
 	}
+	if isBlank(key) {
+		return o.blankDelete(ctx, bucket, key)
+	}
 	err := o.core.RemoveObject(ctx, bucket, key, minio.RemoveObjectOptions{})
 	return wrap(ctx, "delete", bucket, key, err)
 }
 
 // Copy copies an object at the origin (one CopyObject, then a HEAD for
-// the full info). A nil meta keeps the source's metadata; otherwise meta
-// replaces it entirely.
+// the full info). A nil meta keeps the source's metadata and tags;
+// otherwise meta replaces them entirely.
 func (o *Origin) Copy(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey string, meta *store.ObjectMeta) (store.ObjectInfo, error) {
 	if err := checkNames(srcBucket, srcKey); err != nil {
 		return store.ObjectInfo{}, err
@@ -144,9 +153,13 @@ func (o *Origin) Copy(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey 
 	headers := map[string]string{}
 	if meta != nil {
 		headers["x-amz-metadata-directive"] = "REPLACE"
+		headers["x-amz-tagging-directive"] = "REPLACE"
 		for k, v := range putOptions(*meta).Header() {
 			headers[k] = v[0]
 		}
+	}
+	if isBlank(srcKey) || isBlank(dstKey) {
+		return o.blankCopy(ctx, srcBucket, srcKey, dstBucket, dstKey, headers)
 	}
 	_, err := o.core.CopyObject(ctx, srcBucket, srcKey, dstBucket, dstKey, headers,
 		minio.CopySrcOptions{}, minio.PutObjectOptions{})
@@ -163,6 +176,7 @@ func toInfo(bucket string, oi minio.ObjectInfo) store.ObjectInfo {
 	info := store.ObjectInfo{
 		Bucket: bucket, Key: oi.Key, Size: oi.Size,
 		ETag: strings.Trim(oi.ETag, `"`), LastModified: oi.LastModified.UTC(),
+		TagCount: oi.UserTagCount,
 		ObjectMeta: store.ObjectMeta{
 			ContentType:        oi.ContentType,
 			ContentEncoding:    oi.Metadata.Get("Content-Encoding"),
@@ -170,6 +184,9 @@ func toInfo(bucket string, oi minio.ObjectInfo) store.ObjectInfo {
 			ContentLanguage:    oi.Metadata.Get("Content-Language"),
 			CacheControl:       oi.Metadata.Get("Cache-Control"),
 		},
+	}
+	if !oi.Expires.IsZero() {
+		info.Expires = oi.Expires.UTC().Format(http.TimeFormat)
 	}
 	if len(oi.UserMetadata) > 0 {
 		info.User = make(map[string]string, len(oi.UserMetadata))

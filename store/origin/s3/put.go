@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"time"
 
@@ -27,6 +28,9 @@ const abortTimeout = 30 * time.Second
 func (o *Origin) Put(ctx context.Context, bucket, key string, body io.Reader, size int64, meta store.ObjectMeta) (store.ObjectInfo, error) {
 	if err := checkNames(bucket, key); err != nil {
 		return store.ObjectInfo{}, err
+	}
+	if isBlank(key) {
+		return o.blankPut(ctx, bucket, key, body, size, meta)
 	}
 	br := &bodyCounter{r: body, left: size}
 	opts := putOptions(meta)
@@ -160,6 +164,10 @@ func putOptions(meta store.ObjectMeta) minio.PutObjectOptions {
 		ContentDisposition: meta.ContentDisposition,
 		ContentLanguage:    meta.ContentLanguage,
 		CacheControl:       meta.CacheControl,
+		UserTags:           meta.Tags,
+	}
+	if t, err := http.ParseTime(meta.Expires); err == nil {
+		opts.Expires = t
 	}
 	if len(meta.User) > 0 {
 		opts.UserMetadata = make(map[string]string, len(meta.User))

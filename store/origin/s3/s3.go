@@ -90,6 +90,7 @@ func (o Options) normalize() (Options, error) {
 // Origin is an S3-compatible origin. It is safe for concurrent use.
 type Origin struct {
 	core     *minio.Core
+	http     *http.Client // the core's transport, for requests sent without it (blank.go)
 	opts     Options
 	requests atomic.Int64 // HTTP requests sent, retries included
 	parts    sync.Pool    // *[]byte of opts.PartSize, for bodies of unknown size
@@ -112,11 +113,13 @@ func New(opts Options) (*Origin, error) {
 	if rt == nil {
 		rt = newTransport(opts)
 	}
+	counted := &countingTransport{rt: rt, n: &o.requests}
+	o.http = &http.Client{Transport: counted}
 	core, err := minio.NewCore(opts.Endpoint, &minio.Options{
 		Creds:      credentials.NewStaticV4(opts.AccessKey, opts.SecretKey, ""),
 		Secure:     opts.Secure,
 		Region:     opts.Region,
-		Transport:  &countingTransport{rt: rt, n: &o.requests},
+		Transport:  counted,
 		MaxRetries: opts.MaxAttempts,
 	})
 	if err != nil {
@@ -215,10 +218,14 @@ func checkBucket(bucket string) error {
 	return nil
 }
 
-// checkNames validates a bucket and an object key.
+// checkNames validates a bucket and an object key. A key of white space
+// only is valid (minio-go refuses it; blank.go sends what it can).
 func checkNames(bucket, key string) error {
 	if err := checkBucket(bucket); err != nil {
 		return err
+	}
+	if isBlank(key) {
+		return s3utils.CheckValidObjectNamePrefix(key)
 	}
 	if err := s3utils.CheckValidObjectName(key); err != nil {
 		return fmt.Errorf("%w: %q: %v", store.ErrInvalidKey, key, err)

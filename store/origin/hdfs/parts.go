@@ -1,0 +1,38 @@
+// Where the parts of an object lie, from the part sizes its record kept
+// when it was completed from a multipart upload.
+package hdfs
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/granary-dev/granary/store"
+)
+
+var _ store.PartLocator = (*Origin)(nil)
+
+// PartRange returns the offset and length of part n of bucket/key. A file
+// without recorded parts (written whole, changed since, or on a namenode
+// without extended attributes) is one part.
+func (o *Origin) PartRange(ctx context.Context, bucket, key string, n int) (int64, int64, int, error) {
+	fi, err := o.statFile(ctx, bucket, key)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	rec, err := o.readRecord(o.objectPath(bucket, key))
+	if err != nil {
+		return 0, 0, 0, wrap("stat", bucket, key, err, nil)
+	}
+	sizes := []int64{fi.Size()}
+	if rec != nil && len(rec.Parts) > 0 && rec.Version == fileETag(fi) {
+		sizes = rec.Parts
+	}
+	if n < 1 || n > len(sizes) {
+		return 0, 0, 0, fmt.Errorf("hdfs: %s/%s has %d parts, not %d: %w", bucket, key, len(sizes), n, store.ErrInvalidPart)
+	}
+	var off int64
+	for _, s := range sizes[:n-1] {
+		off += s
+	}
+	return off, sizes[n-1], len(sizes), nil
+}
