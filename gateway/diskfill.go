@@ -27,6 +27,12 @@ type fillJob struct {
 // of the node's CPU there), several share them.
 const fillWorkers = 4
 
+// fillQueueJobs bounds the chunks waiting for the disk by count, beside
+// the byte budget: enough that a burst of small-object misses (8,192 x
+// 16 KiB is 128 MiB, the default budget) is held to the byte budget, not
+// dropped for want of slots.
+const fillQueueJobs = 8192
+
 // diskFiller owns fillWorkers goroutines that write queued chunks to tier.
 // queued counts the bytes of jobs in jobs; it is added before a send and
 // subtracted after the write, so it bounds the memory the queue pins.
@@ -46,7 +52,7 @@ type diskFiller struct {
 }
 
 func newDiskFiller(e *Engine, tier store.Tier, max int64) *diskFiller {
-	f := &diskFiller{tier: tier, e: e, max: max, jobs: make(chan fillJob, 1024),
+	f := &diskFiller{tier: tier, e: e, max: max, jobs: make(chan fillJob, fillQueueJobs),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "granary_disk_fill_dropped_total",
 			Help: "Chunks not written to the disk tier because its write queue was full.",

@@ -13,7 +13,9 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
 
 	"github.com/granary-dev/granary/store"
@@ -43,6 +45,7 @@ func TestEpochsHitRate(t *testing.T) {
 			e, capacity := epochEngine(t, r.origin, pol, cfg.ram, cfg.disk)
 			for ep := range 4 {
 				rates[pol] = append(rates[pol], readEpoch(t, e, r.bucket, keys, uint64(ep)))
+				awaitDiskFills(t, e)
 			}
 			e.Close()
 			bound := float64(capacity) / float64(epochFiles*epochSize)
@@ -108,6 +111,27 @@ func readEpoch(t *testing.T, e *Engine, bucket string, keys []string, seed uint6
 	})
 	h, m := c.hits.Load()-h0, c.misses.Load()-m0
 	return float64(h) / float64(h+m)
+}
+
+// awaitDiskFills waits until e's disk filler has written every chunk it
+// queued, so an epoch's hit rate measures admission and eviction, not how
+// far the disk writers are behind on a busy machine; and fails if any
+// chunk was dropped for a full queue.
+func awaitDiskFills(t *testing.T, e *Engine) {
+	t.Helper()
+	if e.filler == nil {
+		return
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for e.filler.queued.Load() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("disk fills still queued after 2 minutes: %d bytes", e.filler.queued.Load())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := testutil.ToFloat64(e.filler.dropped); n > 0 {
+		t.Fatalf("%v disk fills dropped for a full queue", n)
+	}
 }
 
 // seedParallel writes one size-byte object per key to the rig's origin.
