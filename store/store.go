@@ -8,6 +8,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"time"
@@ -28,6 +29,10 @@ var (
 	// ErrUnavailable means the origin could not be reached or answered with a
 	// server-side failure; the request may succeed later.
 	ErrUnavailable = errors.New("store: origin unavailable")
+	// ErrOriginDown means the origin was not asked at all: it failed
+	// repeatedly and its circuit breaker is open until a probe finds it
+	// answering again (store/origin/guard). It wraps ErrUnavailable.
+	ErrOriginDown = fmt.Errorf("%w: the origin is down (circuit breaker open)", ErrUnavailable)
 	// ErrIncompleteBody means a Put body ended before the declared size.
 	ErrIncompleteBody = errors.New("store: body shorter than its declared size")
 
