@@ -73,6 +73,10 @@ type Options struct {
 	// IdleTimeout bounds how long a keep-alive connection may wait for its
 	// next request. 0 means DefaultIdleTimeout.
 	IdleTimeout time.Duration
+	// ReadyNeedsOrigin makes /readyz answer 503 while the origin is down
+	// (--serve-stale-when-down=false); by default ready means the cache
+	// is up, since it serves what it holds whatever the origin does.
+	ReadyNeedsOrigin bool
 	// MaxConnsPerIP bounds the connections one client address may hold
 	// open at once; a connection over it is closed as soon as it is
 	// accepted (see trackingListener.Accept). 0 means

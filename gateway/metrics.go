@@ -19,6 +19,7 @@ type metrics struct {
 	metaHits      prometheus.Counter
 	metaMisses    prometheus.Counter
 	staleServed   prometheus.Counter
+	revalidations prometheus.Counter // background revalidations started
 	originReqs    *prometheus.CounterVec // by op, result
 	originBytes   prometheus.Counter
 	originLatency *prometheus.HistogramVec
@@ -48,6 +49,9 @@ func newMetrics() *metrics {
 		staleServed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "granary_metadata_stale_served_total", Help: "Stale metadata served because the origin was unavailable.",
 		}),
+		revalidations: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "granary_metadata_revalidations_total", Help: "Stale metadata served at once and revalidated with the origin in the background.",
+		}),
 		originReqs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "granary_origin_requests_total", Help: "Requests sent to the origin.",
 		}, []string{"op", "result"}),
@@ -75,7 +79,7 @@ func newMetrics() *metrics {
 
 func (m *metrics) register(reg prometheus.Registerer, ram, disk, hot store.Tier, extra ...prometheus.Collector) error {
 	cs := append([]prometheus.Collector{m.hits, m.misses, m.joins, m.metaHits, m.metaMisses,
-		m.staleServed, m.originReqs, m.originBytes, m.originLatency, m.fills,
+		m.staleServed, m.revalidations, m.originReqs, m.originBytes, m.originLatency, m.fills,
 		m.listIndexed, m.peerReads, m.peerErrors}, extra...)
 	for name, t := range map[string]store.Tier{"ram": ram, "disk": disk, "hot": hot} {
 		if t != nil {
