@@ -19,7 +19,7 @@ type metrics struct {
 	metaHits      prometheus.Counter
 	metaMisses    prometheus.Counter
 	staleServed   prometheus.Counter
-	revalidations prometheus.Counter // background revalidations started
+	revalidations prometheus.Counter     // background revalidations started
 	originReqs    *prometheus.CounterVec // by op, result
 	originBytes   prometheus.Counter
 	originLatency *prometheus.HistogramVec
