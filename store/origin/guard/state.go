@@ -39,8 +39,8 @@ type Health struct {
 	Timeouts uint64 `json:"timeouts"`
 	Failures uint64 `json:"failures"`
 	Rejected uint64 `json:"rejected"`
-	// Timeout is the bound on a wait for the origin.
-	Timeout time.Duration `json:"timeoutNanos"`
+	// TimeoutSeconds is the bound on a wait for the origin.
+	TimeoutSeconds float64 `json:"timeoutSeconds"`
 }
 
 // Up reports whether the origin is not known to be down.
@@ -66,7 +66,7 @@ func (g *Guard) Health() Health {
 	s := g.st
 	h := Health{Name: g.opts.Name, State: s.state, Since: s.since, Breaker: "closed", Cause: s.cause,
 		LastError: s.lastErr, LastErrorAt: s.lastErrAt, Timeouts: s.timeouts, Failures: s.failures,
-		Rejected: s.rejected, Timeout: g.opts.Timeout}
+		Rejected: s.rejected, TimeoutSeconds: g.opts.Timeout.Seconds()}
 	if s.state == StateDown {
 		h.Breaker = "open"
 	}
