@@ -168,7 +168,7 @@ func Defaults() Config {
 
 		OriginTimeout:      Duration(guard.DefaultTimeout),
 		ServeStaleWhenDown: true,
-		Cluster:   ClusterConfig{Owners: 1, PeerTimeout: Duration(peer.DefaultTimeout)},
+		Cluster:            ClusterConfig{Owners: 1, PeerTimeout: Duration(peer.DefaultTimeout)},
 
 		MaxConnsPerIP: api.DefaultMaxConnsPerIP,
 		MetricsAuth:   metricsAuthOpen,
