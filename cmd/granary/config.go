@@ -165,10 +165,10 @@ func Defaults() Config {
 		LogLevel:  "info",
 		WriteMode: string(gateway.WriteThrough),
 		Eviction:  "tinylfu",
+		Cluster:   ClusterConfig{Owners: 1, PeerTimeout: Duration(peer.DefaultTimeout)},
 
 		OriginTimeout:      Duration(guard.DefaultTimeout),
 		ServeStaleWhenDown: true,
-		Cluster:            ClusterConfig{Owners: 1, PeerTimeout: Duration(peer.DefaultTimeout)},
 
 		MaxConnsPerIP: api.DefaultMaxConnsPerIP,
 		MetricsAuth:   metricsAuthOpen,
