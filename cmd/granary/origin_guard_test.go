@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/granary-dev/granary/internal/faultproxy"
 	"github.com/granary-dev/granary/internal/miniotest"
@@ -146,5 +147,20 @@ func TestWriteBackWaitsOutAHungOrigin(t *testing.T) {
 		if got := getAll(t, direct, "ckpt", key); !bytes.Equal(got, body) {
 			t.Fatalf("%s differs at the origin", key)
 		}
+	}
+}
+
+func TestBucketServeStale(t *testing.T) {
+	var cfg Config
+	raw := "freshness: always\nbuckets:\n  strict:\n    serve-stale: false\n  lenient:\n    serve-stale: true\n"
+	if err := yaml.Unmarshal([]byte(raw), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	_, buckets, err := cfg.Freshnesses()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !buckets["strict"].NoStale || buckets["lenient"].NoStale {
+		t.Fatalf("serve-stale per bucket: %+v", buckets)
 	}
 }
