@@ -15,6 +15,7 @@ import (
 
 	"github.com/granary-dev/granary/gateway"
 	"github.com/granary-dev/granary/internal/faultproxy"
+	"github.com/granary-dev/granary/internal/poll"
 	"github.com/granary-dev/granary/store/origin/guard"
 	"github.com/granary-dev/granary/store/origin/s3"
 	"github.com/granary-dev/granary/store/ram"
@@ -117,7 +118,7 @@ func TestHungOriginThroughTheDoor(t *testing.T) {
 	if err := p.Set(faultproxy.Forward); err != nil {
 		t.Fatal(err)
 	}
-	waitAPI(t, "the origin to be back", func() bool { return g.Health().Up() })
+	poll.Until(t, "the origin to be back", func() bool { return g.Health().Up() })
 	if resp, body := e.do(t, rawRequest{method: http.MethodGet, path: "/readyz", unsigned: true}); resp.StatusCode != 200 || string(body) != "ready" {
 		t.Fatalf("readyz with the origin back: %d %q", resp.StatusCode, body)
 	}
@@ -140,20 +141,8 @@ func TestReadyNeedsOrigin(t *testing.T) {
 	if err := p.Set(faultproxy.Forward); err != nil {
 		t.Fatal(err)
 	}
-	waitAPI(t, "readyz to be 200 again", func() bool {
+	poll.Until(t, "readyz to be 200 again", func() bool {
 		resp, _ := e.do(t, rawRequest{method: http.MethodGet, path: "/readyz", unsigned: true})
 		return resp.StatusCode == 200
 	})
-}
-
-// waitAPI polls cond until it holds, failing t after a generous deadline.
-func waitAPI(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/granary-dev/granary/internal/poll"
 	"github.com/granary-dev/granary/store"
 )
 
@@ -170,7 +171,7 @@ func TestFreshnessModes(t *testing.T) {
 				// Stale-while-revalidate: this read may still get the
 				// cached version; the new one arrives with the
 				// background revalidation.
-				waitUntil(t, "the revalidated version", func() bool { return string(r.read("obj", nil)) == want })
+				poll.Until(t, "the revalidated version", func() bool { return string(r.read("obj", nil)) == want })
 				return
 			}
 			if got != want {
@@ -247,7 +248,7 @@ func TestHungOriginServesStaleMetadata(t *testing.T) {
 	}
 	// Served at once; the background revalidation gives up on the hung
 	// origin and keeps the stale entry (stale-if-error), once.
-	waitUntil(t, "the revalidation to give up", func() bool { return testutil.ToFloat64(r.e.m.staleServed) == 1 })
+	poll.Until(t, "the revalidation to give up", func() bool { return testutil.ToFloat64(r.e.m.staleServed) == 1 })
 	if got := r.read("obj", nil); string(got) != "cached" {
 		t.Fatalf("with the origin hanging, after the revalidation: got %q", got)
 	}

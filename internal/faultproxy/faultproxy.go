@@ -2,8 +2,9 @@
 // tests and the loadtest) that can turn, on the same address, into the
 // faults an origin shows on a bad day: a hung origin (accepts TCP, never
 // answers), one that sends its response headers and then stalls the body,
-// and a refused port. Every change of mode drops the open connections, so
-// a client's pooled connections see the new mode too.
+// and a refused port. Turning hung black-holes the open connections too (a
+// wedged route: what they carry goes nowhere); every other change of mode
+// drops them, so a client's pooled connections see the new mode.
 package faultproxy
 
 import (
@@ -56,8 +57,9 @@ func Start(upstream string) (*Proxy, error) {
 // Addr is the address clients connect to; it stays the same across modes.
 func (p *Proxy) Addr() string { return p.addr }
 
-// Set switches to mode m: open connections are dropped; Refuse closes
-// the listener, any other mode listens again on the same address.
+// Set switches to mode m: open connections hang (Hang) or are dropped;
+// Refuse closes the listener, any other mode listens again on the same
+// address.
 func (p *Proxy) Set(m Mode) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -65,7 +67,9 @@ func (p *Proxy) Set(m Mode) error {
 		return net.ErrClosed
 	}
 	p.mode = m
-	p.dropLocked()
+	if m != Hang {
+		p.dropLocked()
+	}
 	switch {
 	case m == Refuse && p.ln != nil:
 		p.ln.Close()
@@ -163,17 +167,40 @@ func (p *Proxy) serve(c net.Conn, mode Mode) {
 	relay.Add(1)
 	go func() {
 		defer relay.Done()
-		io.Copy(up, c)
+		p.relay(up, c)
 		up.Close()
 	}()
 	if mode == StallBody {
 		copyHeaders(c, up)
 		relay.Wait() // the rest never comes: hold until either side closes
 	} else {
-		io.Copy(c, up)
+		p.relay(c, up)
 	}
 	c.Close()
 	relay.Wait()
+}
+
+// relay copies src to dst until either fails; while the proxy hangs, what
+// arrives is dropped.
+func (p *Proxy) relay(dst io.Writer, src io.Reader) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !p.hanging() {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (p *Proxy) hanging() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mode == Hang
 }
 
 // copyHeaders relays the answer up to the end of its first header block.

@@ -21,6 +21,7 @@ import (
 	"github.com/granary-dev/granary/internal/faultproxy"
 	"github.com/granary-dev/granary/internal/goroutines"
 	"github.com/granary-dev/granary/internal/miniotest"
+	"github.com/granary-dev/granary/internal/poll"
 	"github.com/granary-dev/granary/internal/syncbuf"
 	"github.com/granary-dev/granary/internal/testcerts"
 	"github.com/granary-dev/granary/store"
@@ -95,18 +96,6 @@ func within(t *testing.T, what string, f func()) {
 	f()
 	if d := time.Since(start); d > bound {
 		t.Fatalf("%s took %v, more than %v (10x the origin timeout)", what, d, bound)
-	}
-}
-
-// waitFor polls cond until it holds, failing t after a generous deadline.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -191,7 +180,7 @@ func TestHungOriginOpensTheBreaker(t *testing.T) {
 	if err := r.proxy.Set(faultproxy.Forward); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the probe to close the breaker", func() bool { return r.g.Health().State == StateUp })
+	poll.Until(t, "the probe to close the breaker", func() bool { return r.g.Health().State == StateUp })
 	if _, err := r.o.Stat(ctx, "guard-hung", "k"); !errors.Is(err, store.ErrNoSuchKey) {
 		t.Fatalf("stat after recovery: %v, want NoSuchKey from the origin", err)
 	}
@@ -330,7 +319,7 @@ func TestRefusedThenBack(t *testing.T) {
 	if err := r.proxy.Set(faultproxy.Forward); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the origin to be up again", func() bool { return r.g.Health().State == StateUp })
+	poll.Until(t, "the origin to be up again", func() bool { return r.g.Health().State == StateUp })
 }
 
 // closedPort is a loopback address nothing listens on.
