@@ -124,6 +124,11 @@ func TestCachedReadsThroughAHungOrigin(t *testing.T) {
 			t.Fatalf("warming %s: %d bytes, %v", key, len(got), err)
 		}
 	}
+	ctx := context.Background()
+	listed, err := r.e.List(ctx, b, store.ListOptions{})
+	if err != nil || len(listed.Objects) != len(objs) {
+		t.Fatalf("list: %d objects, %v", len(listed.Objects), err)
+	}
 	for _, mode := range []faultproxy.Mode{faultproxy.Hang, faultproxy.Refuse} {
 		if err := r.proxy.Set(mode); err != nil {
 			t.Fatal(err)
@@ -136,6 +141,9 @@ func TestCachedReadsThroughAHungOrigin(t *testing.T) {
 					t.Fatalf("%v, round %d: GET %s: %d bytes, %v; want the cached %d bytes", mode, round, key, len(got), err, len(want))
 				}
 			}
+		}
+		if page, err := r.e.List(ctx, b, store.ListOptions{}); err != nil || len(page.Objects) != len(objs) {
+			t.Fatalf("%v: a cached listing past its TTL: %d objects, %v", mode, len(page.Objects), err)
 		}
 		poll.Until(t, "the background revalidations to open the breaker", func() bool { return !r.g.Health().Up() })
 		_, err := r.read(t, b, "never-cached-"+mode.String())
