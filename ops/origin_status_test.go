@@ -1,17 +1,21 @@
 // The origin's health in the status report, as the CLI and the console
-// read it (JSON).
+// read it (JSON), and warm-ups refused while it is down.
 package ops
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/granary-dev/granary/gateway"
+	"github.com/granary-dev/granary/store"
+	"github.com/granary-dev/granary/store/catalog"
 	"github.com/granary-dev/granary/store/origin/guard"
 	"github.com/granary-dev/granary/store/origin/s3"
 	"github.com/granary-dev/granary/store/ram"
@@ -33,8 +37,13 @@ func TestStatusShowsTheOrigin(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
+	cat, err := catalog.Open(catalog.Options{Path: filepath.Join(t.TempDir(), "catalog.db"), Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.Close()
 	e, err := gateway.New(gateway.Options{Origin: g.Origin(), RAM: ram.New(ram.Options{Capacity: 1 << 20}),
-		Health: g.Health, Logger: zerolog.Nop()})
+		Catalog: cat, Health: g.Health, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,5 +77,9 @@ func TestStatusShowsTheOrigin(t *testing.T) {
 	if h.State != guard.StateDown || h.Breaker != "open" || h.Cause != guard.CauseRefused || h.LastError == "" ||
 		h.Since.IsZero() || h.Name != "s3://"+refused {
 		t.Fatalf("origin in the status JSON: %+v\n%s", h, raw)
+	}
+	// A warm-up honours the open breaker: refused at once.
+	if _, err := o.StartWarm(context.Background(), WarmSpec{Bucket: "data"}); !errors.Is(err, store.ErrOriginDown) {
+		t.Fatalf("a warm-up with the origin down: %v, want ErrOriginDown", err)
 	}
 }
