@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/granary-dev/granary/internal/faultproxy"
@@ -48,6 +49,22 @@ func TestOriginDownAtStartIsReported(t *testing.T) {
 	s := startServe(t, env, "--origin", refusedOrigin(t), "--origin-timeout", "2s")
 	if n := strings.Count(s.stderr.String(), `"message":"origin down: refused`); n != 1 {
 		t.Fatalf("%d start-up lines naming the cause, want 1:\n%s", n, s.stderr.String())
+	}
+	// Requests during the outage say nothing more: no line per request.
+	// One attempt each: minio-go would retry a 503 with backoff.
+	cl, err := minio.New(s.addr, &minio.Options{MaxRetries: 1, Region: "us-east-1",
+		Creds: credentials.NewStaticV4(env["GRANARY_ACCESS_KEY"], env["GRANARY_SECRET_KEY"], "")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		_, err := cl.StatObject(context.Background(), "data", "k", minio.StatObjectOptions{})
+		if resp := minio.ToErrorResponse(err); resp.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("a miss with the origin down: %v, want 503", err)
+		}
+	}
+	if n := strings.Count(s.stderr.String(), `"level":"error"`); n != 1 {
+		t.Fatalf("%d error lines after 20 refused requests, want the 1 that says the origin is down:\n%s", n, s.stderr.String())
 	}
 	if body := httpGet(t, "http://"+s.addr+"/readyz"); !strings.Contains(body, "origin down (refused)") {
 		t.Fatalf("readyz: %q", body)
