@@ -8,11 +8,17 @@ export MINIO_BIN
 
 .PHONY: run build deps test unit e2e bench bench-deps lint fuzz cluster
 
+# build stamps the binary with VERSION (granary --version): the git
+# description of the checkout (tag, commits since, hash, -dirty), or
+# "devel" outside git. BIN is where the binary goes.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+BIN ?= bin/granary
+
 run:
 	$(GO) run ./cmd/granary serve
 
 build:
-	$(GO) build -o bin/granary ./cmd/granary
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/granary
 
 # deps installs what the tests need: the MinIO server (cached in GOPATH) and
 # the Debian clients for the end-to-end tests.

@@ -3,7 +3,8 @@
 // Options.ReadyNeedsOrigin also reaches its origin; always open) and GET
 // /metrics (open, or behind a bearer token: Options.MetricsToken). A request for
 // those paths that carries SigV4 credentials is an S3 request for the
-// bucket of that name.
+// bucket of that name. The web console's assets under /_granary/console/
+// are open too (package console; no bucket name starts with '_').
 package api
 
 import (
@@ -16,10 +17,17 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/granary-dev/granary/console"
 )
 
 // serveAdmin answers r if it is an admin request, and reports whether it was.
 func (s *Server) serveAdmin(c *fiber.Ctx, r *request) bool {
+	if console.Match(c.Request().URI().PathOriginal()) {
+		r.op = opConsole
+		s.console.Serve(c)
+		return true
+	}
 	if r.method != mGET {
 		return false
 	}

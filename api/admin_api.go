@@ -43,6 +43,8 @@ func (s *Server) serveAdminAPI(c *fiber.Ctx, r *request) error {
 		r.op = opStatus
 	case path == pinRoute:
 		r.op = pinOp(r.method)
+	case path == historyRoute && r.method == mGET:
+		r.op = opHistory
 	}
 	auth, err := s.authenticate(c, r)
 	if err != nil {
@@ -61,6 +63,8 @@ func (s *Server) serveAdminAPI(c *fiber.Ctx, r *request) error {
 		return s.status(c, r)
 	case opPin, opUnpin, opPins:
 		return s.pin(c, r)
+	case opHistory:
+		return s.history(c, r)
 	}
 	return s3err.New(s3err.InvalidRequest, "unknown admin call "+r.method+" "+path)
 }

@@ -5,7 +5,8 @@
 //	GET    /_granary/pin                     every pin
 //
 // Each answers 200 with the JSON list of pins ([]pins.Pin). Pinned data
-// is never evicted; pinning does not fetch anything (warm the prefix).
+// is never evicted; pinning does not fetch anything (warm the prefix). A
+// pin of a bucket the origin does not have is NoSuchBucket.
 package api
 
 import (
@@ -47,6 +48,11 @@ func (s *Server) pin(c *fiber.Ctx, r *request) error {
 			return err
 		}
 		if r.op == opPin {
+			// Pin only a bucket that exists (a typo would pin nothing,
+			// silently); an unpin may name one that is gone.
+			if err := s.engine.HeadBucket(r.ctx, bucket); err != nil {
+				return err
+			}
 			err = set.Add(bucket, prefix)
 		} else {
 			err = set.Remove(bucket, prefix)

@@ -4,6 +4,7 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -12,7 +13,10 @@ import (
 )
 
 func TestAdminPin(t *testing.T) {
-	base, root := openS3(t)
+	base, root := openFS(t)
+	if err := os.Mkdir(filepath.Join(root, "data"), 0o755); err != nil { // the bucket pinned
+		t.Fatal(err)
+	}
 	set, err := pins.Open(map[string][]string{"fixed": {"x/"}}, filepath.Join(t.TempDir(), "pins.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -47,6 +51,7 @@ func TestAdminPin(t *testing.T) {
 		{rawRequest{method: http.MethodDelete, path: "/_granary/pin", query: "bucket=data&prefix=train%2F"}, "NoSuchKey"},
 		{rawRequest{method: http.MethodDelete, path: "/_granary/pin", query: "bucket=fixed&prefix=x%2F"}, "InvalidRequest"},
 		{rawRequest{method: http.MethodPost, path: "/_granary/pin", query: "bucket=Bad_Name"}, "InvalidBucketName"},
+		{rawRequest{method: http.MethodPost, path: "/_granary/pin", query: "bucket=no-such-bucket&prefix=x%2F"}, "NoSuchBucket"},
 		{rawRequest{method: http.MethodPost, path: "/_granary/pin", query: "bucket=data", unsigned: true}, "AccessDenied"},
 		{rawRequest{method: http.MethodPut, path: "/_granary/pin"}, "InvalidRequest"},
 	} {

@@ -22,11 +22,14 @@ type ClusterStatus struct {
 
 // NodeStatus is one member's status document, or why it has none.
 type NodeStatus struct {
-	ID      string          `json:"id"`
-	Addr    string          `json:"addr"`
-	Healthy bool            `json:"healthy"`
-	Error   string          `json:"error,omitempty"`
-	Status  json.RawMessage `json:"status,omitempty"`
+	ID      string `json:"id"`
+	Addr    string `json:"addr"`
+	Healthy bool   `json:"healthy"`
+	// RingShare is the member's share of the ring's partitions as their
+	// primary owner (0 for a member that is not live).
+	RingShare float64         `json:"ringShare"`
+	Error     string          `json:"error,omitempty"`
+	Status    json.RawMessage `json:"status,omitempty"`
 }
 
 func (s *Server) status(c *fiber.Ctx, r *request) error {
@@ -47,14 +50,14 @@ func (s *Server) status(c *fiber.Ctx, r *request) error {
 			return err
 		}
 	}
-	members := p.Node.Known()
+	members, shares := p.Node.Known(), p.Node.Shares()
 	out := ClusterStatus{Self: p.Self.ID, Nodes: make([]NodeStatus, len(members))}
 	// The request's context, taken once: fiber's Ctx is not safe for
 	// concurrent use.
 	ctx := context.WithoutCancel(r.ctx)
 	var wg sync.WaitGroup
 	for i, m := range members {
-		out.Nodes[i] = NodeStatus{ID: m.ID, Addr: m.Addr}
+		out.Nodes[i] = NodeStatus{ID: m.ID, Addr: m.Addr, RingShare: shares[m.ID]}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

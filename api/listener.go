@@ -152,18 +152,18 @@ func silenceIfUnused(conn net.Conn) bool {
 }
 
 // connState is the TLS state of conn as fasthttp hands it to a handler
-// (one of ours, around a *tls.Conn when serving HTTPS; its handshake is
+// (one of ours, around a tlsConn when serving HTTPS; its handshake is
 // done once a request was read from it), nil for plain HTTP. fasthttp's
 // own IsTLS and TLSConnectionState do not see through our wrapper.
 func connState(conn net.Conn) *tls.ConnectionState {
 	if tc, ok := conn.(*trackedConn); ok {
 		conn = tc.Conn
 	}
-	tlsConn, ok := conn.(*tls.Conn)
+	tc, ok := conn.(*tlsConn)
 	if !ok {
 		return nil
 	}
-	st := tlsConn.ConnectionState()
+	st := tc.ConnectionState()
 	return &st
 }
 

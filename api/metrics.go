@@ -26,6 +26,8 @@ const (
 	opPin
 	opUnpin
 	opPins
+	opHistory
+	opConsole
 	opPeer
 	opListBuckets
 	opCreateBucket
@@ -65,6 +67,8 @@ var opNames = [numOps]string{
 	opPin:                     "Pin",
 	opUnpin:                   "Unpin",
 	opPins:                    "Pins",
+	opHistory:                 "History",
+	opConsole:                 "Console",
 	opPeer:                    "Peer",
 	opListBuckets:             "ListBuckets",
 	opCreateBucket:            "CreateBucket",

@@ -183,6 +183,7 @@ func (s *Server) finish(c *fiber.Ctx, r *request) {
 func (s *Server) report(r *request, bytes int64, streamErr error) {
 	elapsed := time.Since(r.start)
 	s.metrics.observe(r.op, r.status, elapsed.Seconds())
+	s.served.add(r, bytes)
 	var ev *zerolog.Event
 	switch {
 	case errors.Is(r.cause, store.ErrOriginDown) && streamErr == nil:

@@ -21,8 +21,10 @@ import (
 	"github.com/granary-dev/granary/access"
 	"github.com/granary-dev/granary/api/sigv4"
 	"github.com/granary-dev/granary/cluster/peer"
+	"github.com/granary-dev/granary/console"
 	"github.com/granary-dev/granary/gateway"
 	"github.com/granary-dev/granary/ops"
+	"github.com/granary-dev/granary/ops/history"
 )
 
 // Options configure a Server. Engine and Access are required.
@@ -77,6 +79,10 @@ type Options struct {
 	// (--serve-stale-when-down=false); by default ready means the cache
 	// is up, since it serves what it holds whatever the origin does.
 	ReadyNeedsOrigin bool
+	// HistoryEvery is how often the node samples its traffic for
+	// /_granary/history (the console's charts), which keeps the last
+	// hour; 0 means history.DefaultEvery (5 s).
+	HistoryEvery time.Duration
 	// MaxConnsPerIP bounds the connections one client address may hold
 	// open at once; a connection over it is closed as soon as it is
 	// accepted (see trackingListener.Accept). 0 means
@@ -167,6 +173,11 @@ type Server struct {
 	shutdown   sync.Once
 	// ln is the listener Serve runs on, nil before Serve.
 	ln atomic.Pointer[trackingListener]
+
+	console      *console.Handler  // the web console's assets
+	recorder     *history.Recorder // the last hour's traffic, sampled from Serve to Shutdown
+	recorderOnce sync.Once         // starts the recorder (see startRecorder)
+	served       servedBytes       // object bytes sent, for the recorder
 }
 
 // New returns a Server for opts.
@@ -195,6 +206,10 @@ func New(opts Options) (*Server, error) {
 		}
 		s.ownOps = true
 	}
+	if s.console, err = console.New(console.Options{Region: opts.Region}); err != nil {
+		return nil, err
+	}
+	s.recorder = s.newRecorder()
 	for _, d := range opts.Domains {
 		s.domainSuffixes = append(s.domainSuffixes, "."+d)
 	}
@@ -253,10 +268,11 @@ func (s *Server) headerReceived(*fasthttp.RequestHeader) fasthttp.RequestConfig 
 // Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
 	if s.opts.TLS != nil {
-		ln = tls.NewListener(ln, s.opts.TLS)
+		ln = newTLSListener(ln, s.opts.TLS)
 	}
 	tl := newTrackingListener(ln, s.opts.MaxConnsPerIP, s.metrics.refused.Inc)
 	s.ln.Store(tl)
+	s.startRecorder()
 	return s.app.Listener(tl)
 }
 
@@ -269,6 +285,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	err := s.app.ShutdownWithContext(ctx)
 	close(done)
 	s.shutdown.Do(func() {
+		s.stopRecorder()
 		s.cancelBase()
 		if s.ownOps {
 			s.ops.Close()

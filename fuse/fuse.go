@@ -32,6 +32,11 @@ type Options struct {
 	// created, written (staged in StageDir, uploaded on close and
 	// fsync), renamed and deleted, and directories made and removed.
 	ReadOnly bool
+	// AllowOther lets users other than the one mounting use the mount
+	// (FUSE's allow_other): a sidecar mounting as root for a trainer
+	// that runs as another user. Only root may set it unless
+	// /etc/fuse.conf says user_allow_other.
+	AllowOther bool
 	// UID and GID own every file; FileMode and DirMode are their
 	// permission bits. Zero values: the mounting process's IDs, 0644, 0755.
 	UID, GID          uint32

@@ -130,7 +130,7 @@ func mountOptions(o *Options) *fs.Options {
 	mo := fuse.MountOptions{
 		FsName:     "granary:" + o.Bucket,
 		Name:       "granary",
-		AllowOther: false,
+		AllowOther: o.AllowOther,
 		// Many kernel read-aheads in flight keep sequential
 		// readers streaming while our own read-ahead fills in.
 		MaxBackground: 64,

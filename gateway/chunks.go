@@ -93,7 +93,7 @@ func (e *Engine) lookupRAM(id store.ChunkID, record bool) ([]byte, bool) {
 	if err != nil {
 		return nil, false
 	}
-	e.m.hits.WithLabelValues(tier).Inc()
+	e.m.hit(id.Bucket, tier, len(b))
 	e.buckets.of(id.Bucket).hits.Add(1)
 	return b, true
 }
@@ -107,7 +107,7 @@ func (e *Engine) lookupDisk(id store.ChunkID, record bool) ([]byte, bool) {
 	if err != nil {
 		return nil, false
 	}
-	e.m.hits.WithLabelValues("disk").Inc()
+	e.m.hit(id.Bucket, "disk", len(b))
 	e.buckets.of(id.Bucket).hits.Add(1)
 	if e.opts.RAM != nil {
 		e.opts.RAM.Put(id, b) // best effort: a full RAM tier just misses later
@@ -162,7 +162,7 @@ func (e *Engine) startFlight(id store.ChunkID, size int64, want intent) (f *flig
 	if want.has(wantAhead) && e.flightBytes+size > e.opts.FlightBytes {
 		return nil, false
 	}
-	e.m.misses.Inc()
+	e.m.miss(id.Bucket)
 	e.buckets.of(id.Bucket).misses.Add(1)
 	e.flightBytes += size
 	f = newFlight(size, want)

@@ -5,6 +5,7 @@ package gateway
 import (
 	"context"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,16 +13,20 @@ import (
 	"github.com/granary-dev/granary/store"
 )
 
+// The hit, miss and byte counters carry a bucket label, bounded by
+// bucketLabels.
 type metrics struct {
-	hits          *prometheus.CounterVec // by tier
-	misses        prometheus.Counter     // chunk found in no tier
+	buckets       bucketLabels
+	hits          *prometheus.CounterVec // by bucket, tier
+	hitBytes      *prometheus.CounterVec // by bucket, tier
+	misses        *prometheus.CounterVec // chunk found in no tier, by bucket
 	joins         prometheus.Counter     // miss collapsed into a running flight
 	metaHits      prometheus.Counter
 	metaMisses    prometheus.Counter
 	staleServed   prometheus.Counter
 	revalidations prometheus.Counter     // background revalidations started
 	originReqs    *prometheus.CounterVec // by op, result
-	originBytes   prometheus.Counter
+	originBytes   *prometheus.CounterVec // by bucket
 	originLatency *prometheus.HistogramVec
 	fills         prometheus.Gauge       // background cache fills running
 	listIndexed   prometheus.Counter     // LIST pages answered from the catalog
@@ -30,13 +35,16 @@ type metrics struct {
 }
 
 func newMetrics() *metrics {
-	return &metrics{
+	m := &metrics{
 		hits: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "granary_cache_hits_total", Help: "Chunks served from a cache tier.",
-		}, []string{"tier"}),
-		misses: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "granary_cache_misses_total", Help: "Chunks found in no tier (fetched from the origin or joined to a fetch).",
-		}),
+			Name: "granary_cache_hits_total", Help: "Chunks served from a cache tier, by bucket (the first 64, then _other) and tier.",
+		}, []string{"bucket", "tier"}),
+		hitBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "granary_cache_hit_bytes_total", Help: "Bytes of the chunks served from a cache tier (what the origin was spared), by bucket and tier.",
+		}, []string{"bucket", "tier"}),
+		misses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "granary_cache_misses_total", Help: "Chunks found in no tier (fetched from the origin or joined to a fetch), by bucket.",
+		}, []string{"bucket"}),
 		joins: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "granary_cache_miss_joins_total", Help: "Misses that joined a fetch already in flight instead of reading the origin.",
 		}),
@@ -55,9 +63,9 @@ func newMetrics() *metrics {
 		originReqs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "granary_origin_requests_total", Help: "Requests sent to the origin.",
 		}, []string{"op", "result"}),
-		originBytes: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "granary_origin_read_bytes_total", Help: "Object bytes read from the origin.",
-		}),
+		originBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "granary_origin_read_bytes_total", Help: "Object bytes read from the origin, by bucket.",
+		}, []string{"bucket"}),
 		originLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "granary_origin_request_duration_seconds", Help: "Origin request latency (to the first byte for reads).",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
@@ -75,10 +83,61 @@ func newMetrics() *metrics {
 			Name: "granary_peer_errors_total", Help: "Peer calls that failed or timed out, by call (get, head, put, forget).",
 		}, []string{"call"}),
 	}
+	// Every peer call's series exists from the start at 0, so a rate over
+	// it (a dashboard, an alert) has something to start from.
+	for _, call := range []string{"get", "head", "put", "forget"} {
+		m.peerErrors.WithLabelValues(call)
+	}
+	return m
+}
+
+// hit counts a chunk of n bytes served from tier.
+func (m *metrics) hit(bucket, tier string, n int) {
+	b := m.buckets.label(bucket)
+	m.hits.WithLabelValues(b, tier).Inc()
+	m.hitBytes.WithLabelValues(b, tier).Add(float64(n))
+}
+
+// miss counts a chunk found in no tier.
+func (m *metrics) miss(bucket string) { m.misses.WithLabelValues(m.buckets.label(bucket)).Inc() }
+
+// maxBucketLabels bounds the bucket label's values: the first buckets
+// counted get their own series, every later one shares otherBucket, so
+// clients creating buckets cannot grow /metrics without bound.
+// otherBucket cannot be a bucket's name (S3 names have no '_').
+const (
+	maxBucketLabels = 64
+	otherBucket     = "_other"
+)
+
+// bucketLabels hands out the bucket label values.
+type bucketLabels struct {
+	own sync.Map   // bucket name -> struct{}: the buckets with their own label
+	mu  sync.Mutex // guards n, and admissions to own
+	n   int
+}
+
+// label is bucket's label value: its name, or otherBucket once
+// maxBucketLabels others have theirs.
+func (b *bucketLabels) label(bucket string) string {
+	if _, ok := b.own.Load(bucket); ok {
+		return bucket
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.own.Load(bucket); ok {
+		return bucket
+	}
+	if b.n >= maxBucketLabels {
+		return otherBucket
+	}
+	b.n++
+	b.own.Store(bucket, struct{}{})
+	return bucket
 }
 
 func (m *metrics) register(reg prometheus.Registerer, ram, disk, hot store.Tier, extra ...prometheus.Collector) error {
-	cs := append([]prometheus.Collector{m.hits, m.misses, m.joins, m.metaHits, m.metaMisses,
+	cs := append([]prometheus.Collector{m.hits, m.hitBytes, m.misses, m.joins, m.metaHits, m.metaMisses,
 		m.staleServed, m.revalidations, m.originReqs, m.originBytes, m.originLatency, m.fills,
 		m.listIndexed, m.peerReads, m.peerErrors}, extra...)
 	for name, t := range map[string]store.Tier{"ram": ram, "disk": disk, "hot": hot} {
@@ -142,7 +201,7 @@ func (o countingOrigin) Get(ctx context.Context, bucket, key string, r store.Rea
 	if err != nil {
 		return nil, info, err
 	}
-	return &countingReader{ReadCloser: rc, c: o.m.originBytes}, info, nil
+	return &countingReader{ReadCloser: rc, c: o.m.originBytes.WithLabelValues(o.m.buckets.label(bucket))}, info, nil
 }
 
 func (o countingOrigin) Put(ctx context.Context, bucket, key string, body io.Reader, size int64, meta store.ObjectMeta) (store.ObjectInfo, error) {

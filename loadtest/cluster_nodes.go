@@ -242,9 +242,9 @@ type servedCounts struct {
 func servedOf(ms []metricSet) servedCounts {
 	var c servedCounts
 	for _, m := range ms {
-		c.ram += m[`granary_cache_hits_total{tier="ram"}`]
-		c.hot += m[`granary_cache_hits_total{tier="hot"}`]
-		c.disk += m[`granary_cache_hits_total{tier="disk"}`]
+		c.ram += m.sumLabel("granary_cache_hits_total", `tier="ram"`)
+		c.hot += m.sumLabel("granary_cache_hits_total", `tier="hot"`)
+		c.disk += m.sumLabel("granary_cache_hits_total", `tier="disk"`)
 		c.misses += m.sum("granary_cache_misses_total")
 		c.peerReads += m.sum("granary_peer_chunk_reads_total")
 		c.originGets += m.originGets()

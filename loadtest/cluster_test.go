@@ -159,10 +159,12 @@ func TestHotBudget(t *testing.T) {
 
 func TestServedCounts(t *testing.T) {
 	text := func(ram, hot, peer, gets, stats, bytes string) string {
-		return "granary_cache_hits_total{tier=\"ram\"} " + ram + "\ngranary_cache_hits_total{tier=\"hot\"} " + hot +
-			"\ngranary_cache_hits_total{tier=\"disk\"} 2\ngranary_cache_misses_total 4\ngranary_peer_chunk_reads_total " + peer +
+		// As a node writes them, by bucket: ram and hot hits split over two.
+		return "granary_cache_hits_total{bucket=\"a\",tier=\"ram\"} " + ram + "\ngranary_cache_hits_total{bucket=\"a\",tier=\"hot\"} " + hot +
+			"\ngranary_cache_hits_total{bucket=\"b\",tier=\"ram\"} 0\ngranary_cache_hits_total{bucket=\"b\",tier=\"hot\"} 0" +
+			"\ngranary_cache_hits_total{bucket=\"a\",tier=\"disk\"} 2\ngranary_cache_misses_total{bucket=\"a\"} 4\ngranary_peer_chunk_reads_total " + peer +
 			"\ngranary_origin_requests_total{op=\"get\",result=\"ok\"} " + gets + "\ngranary_origin_requests_total{op=\"get\",result=\"error\"} 1" +
-			"\ngranary_origin_requests_total{op=\"stat\",result=\"ok\"} " + stats + "\ngranary_origin_read_bytes_total " + bytes + "\n"
+			"\ngranary_origin_requests_total{op=\"stat\",result=\"ok\"} " + stats + "\ngranary_origin_read_bytes_total{bucket=\"a\"} " + bytes + "\n"
 	}
 	parse := func(s string) metricSet {
 		m, err := parseMetrics(strings.NewReader(s))

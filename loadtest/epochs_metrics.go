@@ -138,8 +138,8 @@ func scrapeMetrics(ctx context.Context, endpoint string) (metricSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := m["granary_cache_misses_total"]; !ok {
-		return nil, fmt.Errorf("GET %s/metrics: no granary_cache_misses_total", endpoint)
+	if _, ok := m[`granary_tier_capacity_bytes{tier="ram"}`]; !ok {
+		return nil, fmt.Errorf("GET %s/metrics: no granary_tier_capacity_bytes of the RAM tier", endpoint)
 	}
 	return m, nil
 }

@@ -47,6 +47,9 @@ type nginxOptions struct {
 	upstream string // host:port of the origin (MinIO or the slow proxy in front of it)
 	objects  int    // objects the cache must index (sizes keys_zone)
 	bytes    int64  // bytes the cache must hold (sizes max_size)
+	// certFile and keyFile, if set, make nginx serve HTTPS (TLS 1.2 and
+	// 1.3, OpenSSL's default ciphers) with that pair.
+	certFile, keyFile string
 }
 
 // nginxProc is a running nginx.
@@ -55,6 +58,7 @@ type nginxProc struct {
 	dir    string // prefix: nginx.conf, pid, error log, temporary paths
 	cache  string // proxy_cache_path, under /dev/shm
 	addr   string // 127.0.0.1:port
+	https  bool
 	exited chan struct{}
 	log    *os.File
 }
@@ -81,7 +85,7 @@ func startNginx(o nginxOptions) (*nginxProc, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &nginxProc{addr: fmt.Sprintf("127.0.0.1:%d", port), exited: make(chan struct{})}
+	n := &nginxProc{addr: fmt.Sprintf("127.0.0.1:%d", port), https: o.certFile != "", exited: make(chan struct{})}
 	if err := n.prepare(o); err != nil {
 		n.cleanup()
 		return nil, err
@@ -131,6 +135,7 @@ func confData(o nginxOptions, n *nginxProc) map[string]any {
 	return map[string]any{
 		"Root": os.Geteuid() == 0, "Dir": n.dir, "Cache": n.cache, "Addr": n.addr, "Upstream": o.upstream,
 		"ZoneMiB": zoneMiB, "MaxSize": max(256<<20, o.bytes+o.bytes/4),
+		"Cert": o.certFile, "Key": o.keyFile,
 	}
 }
 
@@ -169,7 +174,12 @@ http {
 		keepalive 128;
 	}
 	server {
-		listen {{.Addr}} backlog=4096;
+		listen {{.Addr}} backlog=4096{{if .Cert}} ssl{{end}};
+{{- if .Cert}}
+		ssl_certificate {{.Cert}};
+		ssl_certificate_key {{.Key}};
+		ssl_protocols TLSv1.2 TLSv1.3;
+{{- end}}
 		location / {
 			proxy_pass http://origin;
 			proxy_http_version 1.1;
@@ -192,7 +202,12 @@ http {
 }
 `))
 
-func (n *nginxProc) endpoint() string { return "http://" + n.addr }
+func (n *nginxProc) endpoint() string {
+	if n.https {
+		return "https://" + n.addr
+	}
+	return "http://" + n.addr
+}
 
 // awaitReady dials the port until it answers, nginx exits, or limit
 // passes.

@@ -3,12 +3,17 @@
 // made for the run), both warmed with the same data, are read by the
 // same client: warm GETs of small objects at 64 concurrent keep-alive
 // connections, signed and unsigned, and one large object as a single
-// stream, every byte checked. The passes alternate between the two
-// nodes, several rounds each, and the report gives HTTPS / HTTP.
+// stream, every byte checked. nginx proxy_cache, also warm, over HTTP and
+// over HTTPS with the same certificate, is read the same way (unsigned):
+// what TLS costs the cache a user would otherwise deploy. The passes
+// alternate between the targets, several rounds each, and the report
+// gives HTTPS / HTTP and Granary / nginx.
 package main
 
 import (
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -16,6 +21,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/granary-dev/granary/internal/miniotest"
@@ -42,16 +48,19 @@ func quickTLSPlan() tlsPlan {
 
 // Protocols and clients of the rows.
 const (
-	protoHTTP      = "HTTP"
-	protoHTTPS     = "HTTPS"
-	clientSigned   = "signed"
-	clientUnsigned = "unsigned"
+	protoHTTP       = "HTTP"
+	protoHTTPS      = "HTTPS"
+	protoNginxHTTP  = "nginx HTTP"
+	protoNginxHTTPS = "nginx HTTPS"
+	clientSigned    = "signed"
+	clientUnsigned  = "unsigned"
 )
 
-// tlsNodes are the two nodes measured, and how the HTTPS one was reached.
+// tlsNodes are the targets measured, and how the HTTPS node was reached.
 type tlsNodes struct {
-	plain, secure *granaryProc
-	negotiated    string // TLS version and cipher suite of a connection to secure
+	plain, secure           *granaryProc
+	nginxPlain, nginxSecure *nginxProc
+	negotiated              string // TLS version and cipher suite of a connection to secure
 }
 
 // runTLS measures the scenario at its full or -quick size.
@@ -76,12 +85,13 @@ func runTLSPlan(ctx context.Context, o options, p tlsPlan, logw io.Writer) (*tls
 		return nil, err
 	}
 	defer mio.Stop()
-	nodes, stop, err := startTLSNodes(o.granary, mio, d.bucket, p.ram)
+	nodes, stop, err := startTLSNodes(ctx, o.granary, mio, d, p.ram)
 	if err != nil {
 		return nil, err
 	}
 	defer stop()
 	rep := &tlsReport{plan: p, quick: o.quick, started: time.Now(), negotiated: nodes.negotiated}
+	rep.seal, rep.open = aesGCMRates()
 	err = measureLogged(&rep.loadStart, &rep.loadEnd, func() error { return measureTLS(ctx, d, nodes, rep, logf) },
 		func() bool { return len(rep.rows) > 0 }, rep.markdown, logf)
 	if err != nil {
@@ -92,9 +102,11 @@ func runTLSPlan(ctx context.Context, o options, p tlsPlan, logw io.Writer) (*tls
 
 // startTLSNodes starts the HTTP and the HTTPS node in front of mio, each
 // with ram and no disk tier, immutable metadata (a warm pass never asks
-// the origin) and bucket anonymous-read (for the unsigned rows); stop
-// stops both and removes what they used.
-func startTLSNodes(bin string, mio *miniotest.Server, bucket string, ram int64) (n tlsNodes, stop func(), err error) {
+// the origin) and d's bucket anonymous-read (for the unsigned rows), and
+// nginx over HTTP and HTTPS (the bucket public-read at mio); stop stops
+// them all and removes what they used.
+func startTLSNodes(ctx context.Context, bin string, mio *miniotest.Server, d *dataset, ram int64) (n tlsNodes, stop func(), err error) {
+	bucket := d.bucket
 	dir, err := os.MkdirTemp("", "granary-loadtest-tls-")
 	if err != nil {
 		return n, nil, err
@@ -135,8 +147,23 @@ func startTLSNodes(bin string, mio *miniotest.Server, bucket string, ram int64) 
 		return n, nil, err
 	}
 	cleanup = append(cleanup, n.secure.stop)
-	n.negotiated, err = negotiated(n.secure)
-	return n, stop, err
+	if n.negotiated, err = negotiated(n.secure); err != nil {
+		return n, nil, err
+	}
+	if err = publicRead(ctx, mio, bucket); err != nil {
+		return n, nil, err
+	}
+	o := nginxOptions{upstream: mio.Endpoint, objects: len(d.all()), bytes: d.bytes()}
+	if n.nginxPlain, err = startNginx(o); err != nil {
+		return n, nil, err
+	}
+	cleanup = append(cleanup, n.nginxPlain.stop)
+	o.certFile, o.keyFile = cert, key
+	if n.nginxSecure, err = startNginx(o); err != nil {
+		return n, nil, err
+	}
+	cleanup = append(cleanup, n.nginxSecure.stop)
+	return n, stop, nil
 }
 
 // negotiated names the TLS version and cipher suite a client of g (HTTPS)
@@ -153,7 +180,8 @@ func negotiated(g *granaryProc) (string, error) {
 	return tls.VersionName(resp.TLS.Version) + ", " + tls.CipherSuiteName(resp.TLS.CipherSuite), nil
 }
 
-// tlsTargets are the rows' targets: each node read signed and unsigned.
+// tlsTargets are the rows' targets: each node read signed and unsigned,
+// each nginx unsigned.
 func tlsTargets(n tlsNodes) map[[2]string]target {
 	t := map[[2]string]target{}
 	for proto, g := range map[string]*granaryProc{protoHTTP: n.plain, protoHTTPS: n.secure} {
@@ -162,13 +190,23 @@ func tlsTargets(n tlsNodes) map[[2]string]target {
 		t[[2]string{proto, clientUnsigned}] = target{name: proto + " " + clientUnsigned, endpoint: g.endpoint(),
 			anonymous: true, roots: g.roots}
 	}
+	for proto, ngx := range map[string]*nginxProc{protoNginxHTTP: n.nginxPlain, protoNginxHTTPS: n.nginxSecure} {
+		t[[2]string{proto, clientUnsigned}] = target{name: proto, endpoint: ngx.endpoint(), anonymous: true,
+			roots: n.secure.roots}
+	}
 	return t
 }
 
-// measureTLS warms both nodes (every object read once through each,
-// then their cache fills settled) and every client's connections (so no
-// measured pass pays for a handshake), and measures every row, rounds
-// times on each node, alternating which node goes first.
+// tlsProtos are the targets in the order of even rounds; odd rounds
+// reverse it.
+var tlsProtos = []string{protoHTTP, protoHTTPS, protoNginxHTTP, protoNginxHTTPS}
+
+// measureTLS warms every target (every object read once through each
+// node, then their cache fills settled; through each nginx until it
+// answers every read from its cache) and every client's connections (so
+// no measured pass pays for a handshake), and measures every row, rounds
+// times on each target, alternating the order. A measured nginx read
+// that was not a cache hit fails the run.
 func measureTLS(ctx context.Context, d *dataset, n tlsNodes, rep *tlsReport, logf func(string, ...any)) error {
 	targets := tlsTargets(n)
 	clients := map[[2]string]*client{}
@@ -176,6 +214,32 @@ func measureTLS(ctx context.Context, d *dataset, n tlsNodes, rep *tlsReport, log
 		clients[k] = newClient(t, d.bucket, rep.plan.conc)
 		defer clients[k].close()
 	}
+	if err := warmTLSTargets(ctx, d, n, clients); err != nil {
+		return err
+	}
+	var ngx []*client
+	for _, proto := range []string{protoNginxHTTP, protoNginxHTTPS} {
+		ngx = append(ngx, clients[[2]string{proto, clientUnsigned}])
+	}
+	_, missesBefore := cacheStatuses(ngx)
+	for round := range rep.plan.rounds {
+		order := slices.Clone(tlsProtos)
+		if round%2 == 1 {
+			slices.Reverse(order)
+		}
+		if err := measureRound(ctx, d, clients, order, round, rep, logf); err != nil {
+			return err
+		}
+	}
+	if _, misses := cacheStatuses(ngx); misses != missesBefore {
+		return fmt.Errorf("nginx answered %d measured reads from the origin, not its cache", misses-missesBefore)
+	}
+	return nil
+}
+
+// warmTLSTargets reads every object through each node and nginx, and
+// opens every client's connections.
+func warmTLSTargets(ctx context.Context, d *dataset, n tlsNodes, clients map[[2]string]*client) error {
 	for _, proto := range []string{protoHTTP, protoHTTPS} {
 		if err := readAll(ctx, d, clients[[2]string{proto, clientSigned}], proto+" warm-up"); err != nil {
 			return err
@@ -190,16 +254,30 @@ func measureTLS(ctx context.Context, d *dataset, n tlsNodes, rep *tlsReport, log
 			return err
 		}
 	}
-	for round := range rep.plan.rounds {
-		order := []string{protoHTTP, protoHTTPS}
-		if round%2 == 1 {
-			order = []string{protoHTTPS, protoHTTP}
-		}
-		if err := measureRound(ctx, d, clients, order, round, rep, logf); err != nil {
-			return err
+	for _, proto := range []string{protoNginxHTTP, protoNginxHTTPS} {
+		cl := clients[[2]string{proto, clientUnsigned}]
+		// The first pass fills the cache; the second must be all hits.
+		for pass := range 2 {
+			_, before := cacheStatuses([]*client{cl})
+			if err := readAll(ctx, d, cl, proto+" warm-up"); err != nil {
+				return err
+			}
+			if _, after := cacheStatuses([]*client{cl}); pass == 1 && after != before {
+				return fmt.Errorf("%s: %d reads of a warm pass missed its cache", proto, after-before)
+			}
 		}
 	}
 	return nil
+}
+
+// cacheStatuses sums the cache hits and other cache statuses (misses,
+// expired, ...) the clients saw.
+func cacheStatuses(cls []*client) (hits, others int64) {
+	for _, cl := range cls {
+		h, o := cl.cacheHits()
+		hits, others = hits+h, others+o
+	}
+	return hits, others
 }
 
 // readAll reads every object of d once through cl, unmeasured.
@@ -217,12 +295,18 @@ func readAll(ctx context.Context, d *dataset, cl *client, label string) error {
 	return nil
 }
 
-// measureRound measures each row once on each node, in order.
+// measureRound measures each row once on each target, in order: small
+// sets signed and unsigned (nginx unsigned only), and the large stream,
+// signed where the target takes signatures.
 func measureRound(ctx context.Context, d *dataset, clients map[[2]string]*client, order []string, round int, rep *tlsReport, logf func(string, ...any)) error {
 	for _, set := range d.sets {
 		for _, mode := range []string{clientSigned, clientUnsigned} {
 			for _, proto := range order {
-				r, err := runSmall(ctx, clients[[2]string{proto, mode}], set, proto+" "+mode)
+				cl := clients[[2]string{proto, mode}]
+				if cl == nil {
+					continue
+				}
+				r, err := runSmall(ctx, cl, set, proto+" "+mode)
 				if err != nil {
 					return err
 				}
@@ -235,17 +319,53 @@ func measureRound(ctx context.Context, d *dataset, clients map[[2]string]*client
 	}
 	for _, obj := range d.large {
 		for _, proto := range order {
-			r, err := runLarge(ctx, clients[[2]string{proto, clientSigned}], obj, 1, proto)
+			mode := clientSigned
+			if clients[[2]string{proto, mode}] == nil {
+				mode = clientUnsigned
+			}
+			r, err := runLarge(ctx, clients[[2]string{proto, mode}], obj, 1, proto)
 			if err != nil {
 				return err
 			}
-			row := tlsRow{read: largeRead(obj), client: clientSigned, proto: proto, round: round, large: true,
+			row := tlsRow{read: largeRead(obj), client: mode, proto: proto, round: round, large: true,
 				rate: r.mbPerSec(), bytes: r.bytes}
 			logf("round %d: %s over %s: %.0f MB/s", round+1, row.read, proto, row.rate)
 			rep.rows = append(rep.rows, row)
 		}
 	}
 	return nil
+}
+
+// aesGCMRates measures AES-128-GCM on one core of this machine, in MB/s
+// of 16 KiB records sealed (what a server does to every byte it sends)
+// and opened (what its client does): the cipher's share of a CPU-bound
+// HTTPS transfer.
+func aesGCMRates() (seal, open float64) {
+	block, err := aes.NewCipher(make([]byte, 16))
+	if err != nil {
+		panic(err) // a 16-byte key is always valid
+	}
+	gcm, err := cipher.NewGCM(block)
+	if err != nil {
+		panic(err)
+	}
+	nonce, record := make([]byte, gcm.NonceSize()), make([]byte, 16<<10)
+	sealed := gcm.Seal(nil, nonce, record, nil)
+	out := make([]byte, 0, len(sealed))
+	rate := func(op func()) float64 {
+		const span = 200 * time.Millisecond
+		n, start := 0, time.Now()
+		for ; time.Since(start) < span; n++ {
+			op()
+		}
+		return float64(n*len(record)) / time.Since(start).Seconds() / 1e6
+	}
+	seal = rate(func() { out = gcm.Seal(out[:0], nonce, record, nil) })
+	open = rate(func() { out, err = gcm.Open(out[:0], nonce, sealed, nil) })
+	if err != nil {
+		panic(err)
+	}
+	return seal, open
 }
 
 func smallRead(set objectSet) string {

@@ -25,8 +25,9 @@ func TestTLSScenario(t *testing.T) {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
 	t.Log("\n" + rep.markdown())
-	// Per round and node: each set signed and unsigned, and the stream.
-	if want := p.rounds * 2 * (2*len(p.sizes) + 1); len(rep.rows) != want {
+	// Per round, on each node each set signed and unsigned and the
+	// stream, on each nginx each set unsigned and the stream.
+	if want := p.rounds * (2*(2*len(p.sizes)+1) + 2*(len(p.sizes)+1)); len(rep.rows) != want {
 		t.Fatalf("%d rows, want %d", len(rep.rows), want)
 	}
 	for _, r := range rep.rows {
@@ -38,14 +39,26 @@ func TestTLSScenario(t *testing.T) {
 			t.Errorf("row %+v: want %d bytes read", r, want)
 		}
 	}
+	if rep.seal <= 0 || rep.open <= 0 {
+		t.Errorf("AES-GCM rates %.0f / %.0f MB/s", rep.seal, rep.open)
+	}
 	if !strings.HasPrefix(rep.negotiated, "TLS 1.3") {
 		t.Errorf("negotiated %q, want TLS 1.3", rep.negotiated)
 	}
 	md := rep.markdown()
 	for _, want := range []string{"| 40 x 4KiB, c=8 | signed |", "| 40 x 100KiB, c=8 | unsigned |", "| 8MiB, one stream | signed |",
-		"| 40 x 4KiB, c=8 | unsigned | HTTPS | 2 |", ">= 0.8x", ">= 0.9x"} {
+		"| 40 x 4KiB, c=8 | unsigned | HTTPS | 2 |", ">= 0.8x", ">= 0.9x", "| 40 x 100KiB, c=8 | unsigned | nginx HTTPS | 2 |",
+		"| 8MiB, one stream | unsigned | nginx HTTP | 1 |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	// The nginx table has a row per small set and the stream.
+	_, nginxTable, _ := strings.Cut(md, "Against nginx proxy_cache:")
+	nginxTable, _, _ = strings.Cut(nginxTable, "Every round:")
+	for _, want := range []string{"| 40 x 4KiB, c=8 | ", "| 40 x 100KiB, c=8 | ", "| 8MiB, one stream | "} {
+		if !strings.Contains(nginxTable, want) {
+			t.Errorf("the nginx table lacks %q:\n%s", want, md)
 		}
 	}
 }

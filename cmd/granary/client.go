@@ -1,7 +1,7 @@
 // The pattern every client subcommand (version, warm, status, flush, pin,
 // mount) shares: --endpoint URL and --ca-file (each over its environment
 // variable) plus credentials from GRANARY_ACCESS_KEY and
-// GRANARY_SECRET_KEY, turned into the node it reaches and a minio-go
+// GRANARY_SECRET_KEY (or the AWS_* pair), turned into the node it reaches and a minio-go
 // client of it.
 package main
 
@@ -32,7 +32,7 @@ type clientFlags struct {
 func (c *clientFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.endpoint, "endpoint", "",
 		"`URL` of a Granary node, http://HOST:PORT or https://HOST:PORT (default "+defaultEndpoint+") [env GRANARY_ENDPOINT]; "+
-			"credentials come from GRANARY_ACCESS_KEY and GRANARY_SECRET_KEY (or their _FILE variants)")
+			"credentials come from GRANARY_ACCESS_KEY and GRANARY_SECRET_KEY (or their _FILE variants), else AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
 	fs.StringVar(&c.caFile, "ca-file", "",
 		"PEM CA `file` an https endpoint's certificate is verified against, beside the system's pool [env GRANARY_CA_FILE]")
 }
@@ -136,7 +136,10 @@ func (r remote) s3Client(getenv Getenv) (*minio.Client, error) {
 type clientCreds struct{ access, secret, region string }
 
 // clientCredentials reads GRANARY_ACCESS_KEY and GRANARY_SECRET_KEY (or
-// their _FILE variants) and GRANARY_REGION (default us-east-1).
+// their _FILE variants), else AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY
+// (what the node's banner exports for aws and boto3), and the region
+// from GRANARY_REGION, else AWS_REGION or AWS_DEFAULT_REGION, else
+// us-east-1. A pair is taken whole from one family, never mixed.
 func clientCredentials(getenv Getenv) (clientCreds, error) {
 	ak, err := secretFromEnv(getenv, "GRANARY_ACCESS_KEY")
 	if err != nil {
@@ -146,13 +149,20 @@ func clientCredentials(getenv Getenv) (clientCreds, error) {
 	if err != nil {
 		return clientCreds{}, err
 	}
-	if ak == "" || sk == "" {
-		return clientCreds{}, errors.New("set GRANARY_ACCESS_KEY and GRANARY_SECRET_KEY (granary serve prints them at start; " +
-			"generated ones are in <data-dir>/credentials)")
+	if ak == "" && sk == "" {
+		ak, _ = getenv("AWS_ACCESS_KEY_ID")
+		sk, _ = getenv("AWS_SECRET_ACCESS_KEY")
 	}
-	region, _ := getenv("GRANARY_REGION")
-	if region == "" {
-		region = "us-east-1"
+	if ak == "" || sk == "" {
+		return clientCreds{}, errors.New("set GRANARY_ACCESS_KEY and GRANARY_SECRET_KEY, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY " +
+			"(granary serve prints them at start; generated ones are in <data-dir>/credentials)")
+	}
+	region := "us-east-1"
+	for _, name := range []string{"GRANARY_REGION", "AWS_REGION", "AWS_DEFAULT_REGION"} {
+		if v, _ := getenv(name); v != "" {
+			region = v
+			break
+		}
 	}
 	return clientCreds{access: ak, secret: sk, region: region}, nil
 }

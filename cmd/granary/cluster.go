@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/granary-dev/granary/api"
@@ -227,6 +228,14 @@ func (p *clusterParts) peerOptions() *api.PeerOptions {
 	}
 	return &api.PeerOptions{Self: p.node.Self(), Secret: p.secret, Copies: p.copies, Node: p.node, Client: p.client,
 		RequireClientCert: p.mtls}
+}
+
+// membersGauge is granary_cluster_members: the live members this node
+// sees, itself included (a drop is a member lost).
+func (p *clusterParts) membersGauge() prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "granary_cluster_members", Help: "Live members of the cluster as this node sees them, itself included.",
+	}, func() float64 { return float64(len(p.node.Members())) })
 }
 
 func (p *clusterParts) Close() error {

@@ -83,7 +83,8 @@ var serveSettings = []setting{
 		func(c *Config) *Size { return &c.RAM }),
 	sizeSetting("disk", "disk cache budget, a `size` (units as --ram); 0 disables the disk tier",
 		func(c *Config) *Size { return &c.Disk }),
-	stringSetting("origin", "`URL` of the data: file:///ABS/DIR (each sub-directory a bucket) or s3://HOST:PORT?secure=false&region=us-east-1; "+
+	stringSetting("origin", "`URL` of the data: file:///ABS/DIR (each sub-directory a bucket), s3://HOST:PORT?secure=false&region=us-east-1 "+
+		"or hdfs://NN1:8020[,NN2:8020]/BASE (each directory under BASE a bucket; see the --hdfs-* flags); "+
 		"origin credentials come from GRANARY_ORIGIN_ACCESS_KEY and GRANARY_ORIGIN_SECRET_KEY, or from the files named by GRANARY_ORIGIN_ACCESS_KEY_FILE and GRANARY_ORIGIN_SECRET_KEY_FILE "+
 		"(default file://<data-dir>/origin)",
 		func(c *Config) *string { return &c.Origin }),
@@ -113,7 +114,7 @@ var serveSettings = []setting{
 		func(c *Config) *string { return &c.HDFSServicePrincipal }),
 	stringSetting("hdfs-data-protection", "datanode transfer protection with Kerberos: authentication, integrity or privacy",
 		func(c *Config) *string { return &c.HDFSDataProtection }),
-	sizeSetting("dirty-limit", "write-back data not yet at the origin that the node accepts before it answers 503 SlowDown, a `size` (default: a quarter of --disk, at least 1GiB)",
+	sizeSetting("dirty-limit", "write-back data not yet at the origin that the node accepts before it answers 503 SlowDown, a `size` (default: a quarter of --disk, at least 1GiB; shown for the default --disk)",
 		func(c *Config) *Size { return &c.DirtyLimit }),
 	stringSetting("region", "`region` reported to clients (GetBucketLocation)",
 		func(c *Config) *string { return &c.Region }),

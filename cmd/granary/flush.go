@@ -22,16 +22,18 @@ import (
 func newFlushCmd(getenv Getenv) *cobra.Command {
 	var cf clientFlags
 	var timeout time.Duration
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "flush s3://BUCKET[/PREFIX]",
 		Short: "Wait until write-back data under a bucket or prefix is at the origin",
 		Long: `Wait until every object written to a write-back bucket (under PREFIX, if
 given) before this call has been uploaded to the origin. A progress line
-shows what is still waiting. Exits 0 once all of it is at the origin, 1 if
+shows what is still waiting (with --json, the node's progress lines, raw
+numbers, on stdout instead). Exits 0 once all of it is at the origin, 1 if
 the node reports an upload it cannot complete (the data stays on the node
 and is retried) or the timeout passes.`,
 		Example: `  granary flush --endpoint http://127.0.0.1:9000 s3://checkpoints/run-42/`,
-		Args:    cobra.ExactArgs(1),
+		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			bucket, prefix, err := parseS3URL(args[0])
 			if err != nil {
@@ -47,11 +49,16 @@ and is retried) or the timeout passes.`,
 				ctx, cancel = context.WithTimeout(ctx, timeout)
 				defer cancel()
 			}
-			return flush(ctx, getenv, node, bucket, prefix, cmd.ErrOrStderr())
+			var raw io.Writer
+			if asJSON {
+				raw = cmd.OutOrStdout()
+			}
+			return flush(ctx, getenv, node, bucket, prefix, cmd.ErrOrStderr(), raw)
 		},
 	}
 	cf.register(cmd.Flags())
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up after this `duration` (0: wait as long as it takes)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the node's progress lines (JSON, raw numbers) on stdout instead of the human ones")
 	return cmd
 }
 
@@ -68,8 +75,9 @@ func parseS3URL(raw string) (bucket, prefix string, err error) {
 	return bucket, prefix, nil
 }
 
-// flush runs node's flush and prints its progress to w.
-func flush(ctx context.Context, getenv Getenv, node remote, bucket, prefix string, w io.Writer) error {
+// flush runs node's flush and prints its progress to w, or, if raw is
+// set, the node's lines as they are to raw.
+func flush(ctx context.Context, getenv Getenv, node remote, bucket, prefix string, w, raw io.Writer) error {
 	q := url.Values{"bucket": {bucket}, "prefix": {prefix}}
 	resp, err := adminCall(ctx, getenv, node, "POST", "/_granary/flush", q)
 	if err != nil {
@@ -78,27 +86,27 @@ func flush(ctx context.Context, getenv Getenv, node remote, bucket, prefix strin
 	defer resp.Body.Close()
 	target := "s3://" + bucket + "/" + prefix
 	sc := bufio.NewScanner(resp.Body)
-	var shown api.FlushLine
-	var shownAt time.Time
+	p := flushProgress{w: w, target: target, start: time.Now()}
 	for sc.Scan() {
 		var l api.FlushLine
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			return fmt.Errorf("flush: bad line from node: %q", sc.Text())
 		}
+		if raw != nil {
+			fmt.Fprintf(raw, "%s\n", sc.Bytes())
+		}
 		switch {
 		case l.Error != "":
 			return fmt.Errorf("flush %s: %s", target, l.Error)
 		case l.Done:
-			fmt.Fprintf(w, "flush %s: done, %d object(s) uploaded\n", target, l.Uploaded)
+			if raw == nil {
+				fmt.Fprintf(w, "flush %s: done, %d object(s) uploaded in %v\n", target, l.Uploaded, time.Since(p.start).Round(time.Millisecond))
+			}
 			return nil
 		}
-		// A line when something changed, else one every quiet period.
-		if l == shown && time.Since(shownAt) < flushQuiet {
-			continue
+		if raw == nil {
+			p.show(l)
 		}
-		shown, shownAt = l, time.Now()
-		fmt.Fprintf(w, "flush %s: %d object(s), %s waiting; %d uploaded%s\n",
-			target, l.Pending, Size(l.PendingBytes), l.Uploaded, lastError(l.LastError))
 	}
 	if err := sc.Err(); err != nil {
 		if ctx.Err() != nil {
@@ -107,6 +115,35 @@ func flush(ctx context.Context, getenv Getenv, node remote, bucket, prefix strin
 		return fmt.Errorf("flush %s: %w", target, err)
 	}
 	return errors.New("flush " + target + ": the node closed the stream before it finished")
+}
+
+// flushProgress prints the human progress lines of a flush: a line when
+// something changed, else one every quiet period, with the rate at which
+// the data waiting went down.
+type flushProgress struct {
+	w       io.Writer
+	target  string
+	start   time.Time
+	first   int64 // bytes waiting at the first line, -1 before it
+	seen    bool
+	shown   api.FlushLine
+	shownAt time.Time
+}
+
+func (p *flushProgress) show(l api.FlushLine) {
+	if !p.seen {
+		p.seen, p.first = true, l.PendingBytes
+	}
+	if l == p.shown && time.Since(p.shownAt) < flushQuiet {
+		return
+	}
+	p.shown, p.shownAt = l, time.Now()
+	rate := ""
+	if done := p.first - l.PendingBytes; done > 0 {
+		rate = ", " + humanRate(float64(done)/max(time.Since(p.start).Seconds(), 0.001))
+	}
+	fmt.Fprintf(p.w, "flush %s: %d object(s), %s waiting; %d uploaded%s%s\n",
+		p.target, l.Pending, humanBytes(l.PendingBytes), l.Uploaded, rate, lastError(l.LastError))
 }
 
 // flushQuiet is how often an unchanged progress line is repeated.

@@ -73,17 +73,28 @@ flags, in increasing order of precedence.`,
 			return cmd.Help()
 		},
 	}
+	root.Version = Version()
+	root.SetVersionTemplate(versionLine() + "\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddCommand(newServeCmd(getenv), newFlushCmd(getenv), newWarmCmd(getenv), newStatusCmd(getenv), newPinCmd(getenv), newMountCmd(getenv), newUserCmd(getenv), newVersionCmd(getenv))
 	return root
 }
 
-// noArgs refuses positional arguments as a usage error (an unknown
-// subcommand lands here too).
-func noArgs(cmd *cobra.Command, args []string) error {
-	if err := cobra.NoArgs(cmd, args); err != nil {
-		return usageError{err}
+// usageArgs makes check's refusal of the positional arguments a usage
+// error (exit 2), as every other mistake on the command line is.
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return usageError{err}
+		}
+		return nil
 	}
-	return nil
 }
+
+// noArgs refuses positional arguments (an unknown subcommand lands here
+// too); exactArgs and maxArgs want n, or at most n.
+var noArgs = usageArgs(cobra.NoArgs)
+
+func exactArgs(n int) cobra.PositionalArgs { return usageArgs(cobra.ExactArgs(n)) }
+func maxArgs(n int) cobra.PositionalArgs   { return usageArgs(cobra.MaximumNArgs(n)) }

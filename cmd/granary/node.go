@@ -124,6 +124,11 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, keys *access.Regist
 	if err != nil {
 		return n, err
 	}
+	if cl != nil {
+		if err := reg.Register(cl.membersGauge()); err != nil {
+			return n, err
+		}
+	}
 	fresh, buckets, err := cfg.Freshnesses()
 	if err != nil {
 		return n, usageError{err}

@@ -29,7 +29,7 @@ Prints the node's pins.`,
 		Example: `  granary pin --endpoint http://127.0.0.1:9000 s3://datasets/imagenet/train/
   granary pin --endpoint http://127.0.0.1:9000 --remove s3://datasets/imagenet/train/
   granary pin --endpoint http://127.0.0.1:9000 --list`,
-		Args: cobra.MaximumNArgs(1),
+		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if list != (len(args) == 0) || (list && remove) {
 				return usageError{fmt.Errorf("give one s3://BUCKET[/PREFIX], or --list alone")}

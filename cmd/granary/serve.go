@@ -36,8 +36,19 @@ buckets, and prints the credentials it generated (kept in
 print the access key and that file's path, not the secret).
 
 Precedence: defaults < YAML file (--config) < GRANARY_* environment < flags.
-The YAML keys are the flag names; the file may also hold a 'buckets:' map of
-per-bucket 'freshness' and 'ttl'. Secrets are never read from the file:
+The YAML keys are the flag names; the file may also hold 'users:' and
+'anonymous:' (see the README) and a 'buckets:' map, by bucket name, of:
+  freshness       immutable, ttl or always (else the node's --freshness)
+  ttl             metadata time-to-live, e.g. 10s (alone: freshness ttl)
+  write-mode      read-only, write-through or write-back
+  pin             prefixes whose cached data is never evicted
+  quota           the most the bucket may hold in each tier, e.g. 20GiB
+  anonymous-read  true: unsigned GETs and HEADs of its objects are served
+  warm            scheduled warm-ups: a list of {prefix, schedule (cron or
+                  @daily, @every 6h), metadata-only, parallel}
+The origin is a file:// directory, an s3:// service, or HDFS
+(hdfs://NN1:8020[,NN2:8020]/BASE, with the --hdfs-* flags).
+Secrets are never read from the file:
   GRANARY_ACCESS_KEY, GRANARY_SECRET_KEY          the node's S3 credentials
   GRANARY_ORIGIN_ACCESS_KEY, GRANARY_ORIGIN_SECRET_KEY  the s3 origin's
 Each may instead be given as a file path in the same name + _FILE.
@@ -49,13 +60,19 @@ Metrics are served at /metrics, health at /healthz; logs are JSON on stderr.`,
     granary serve --origin 's3://minio.internal:9000?secure=false'`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if p, _ := cmd.Flags().GetBool("print-config"); p {
+				return printConfig(cmd.OutOrStdout(), cmd.Flags(), getenv)
+			}
 			return runServe(cmd.Context(), cmd.Flags(), getenv, cmd.ErrOrStderr())
 		},
 	}
 	fl := cmd.Flags()
 	fl.SortFlags = false
 	fl.String("config", "", "YAML configuration `file` [env GRANARY_CONFIG]")
+	fl.Bool("print-config", false, "print the configuration the file, environment and flags give, as YAML, and exit without serving (exit 2 if it is not valid)")
 	registerFlags(fl, serveSettings, Defaults())
+	// Its zero value means "derived from --disk": show what that gives.
+	fl.Lookup("dirty-limit").DefValue = Size(Defaults().DirtyBytes()).String()
 	return cmd
 }
 
@@ -162,7 +179,9 @@ func printBanner(w io.Writer, url, gossip string, cfg Config, c Credentials) {
 	}
 	fmt.Fprintf(&b, "  origin: %s\n  cache:  %s RAM, %s disk in %s\n", cfg.Origin, cfg.RAM, cfg.Disk, filepath.Join(cfg.DataDir, "cache"))
 	b.WriteString(credentialsBanner(c, cfg.Region))
-	fmt.Fprintf(&b, "  try:    aws --endpoint-url %s s3 ls\n\n", url)
+	b.WriteString("  clients: aws and boto3 read those AWS_* variables; granary warm, mount, status, flush and pin read\n" +
+		"    GRANARY_ACCESS_KEY / GRANARY_SECRET_KEY, or the AWS_* ones when those are unset\n")
+	fmt.Fprintf(&b, "  try:    aws --endpoint-url %s s3 ls\n          granary status --endpoint %s\n\n", url, url)
 	io.WriteString(w, b.String())
 }
 
@@ -181,9 +200,11 @@ func credentialsBanner(c Credentials, region string) string {
 			"    . %s && export AWS_ACCESS_KEY_ID=$GRANARY_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$GRANARY_SECRET_KEY AWS_DEFAULT_REGION=%s\n",
 			c.AccessKey, c.Path, c.Path, region)
 	case c.Path != "":
-		return fmt.Sprintf("  credentials: access key %s (from the environment), secret in %s (GRANARY_SECRET_KEY_FILE)\n", c.AccessKey, c.Path)
+		return fmt.Sprintf("  credentials: access key %s (from the environment), secret in %s (GRANARY_SECRET_KEY_FILE); to use them:\n"+
+			"    export AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=$(cat %s) AWS_DEFAULT_REGION=%s\n", c.AccessKey, c.Path, c.AccessKey, c.Path, region)
 	}
-	return fmt.Sprintf("  credentials: access key %s, secret from the environment (GRANARY_SECRET_KEY)\n", c.AccessKey)
+	return fmt.Sprintf("  credentials: access key %s, secret from the environment (GRANARY_SECRET_KEY); to use them:\n"+
+		"    export AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=$GRANARY_SECRET_KEY AWS_DEFAULT_REGION=%s\n", c.AccessKey, c.AccessKey, region)
 }
 
 // gcHeadroom is how far past the memory budget the Go heap may grow

@@ -31,7 +31,7 @@ with --object, for the object s3://BUCKET/KEY names, how much of it each
 member holds (so a scheduler can place a job next to its data).
 --json prints the node's answer as it is.`,
 		Example: `  granary status --endpoint http://127.0.0.1:9000 s3://datasets/imagenet/`,
-		Args:    cobra.MaximumNArgs(1),
+		Args:    maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			q := url.Values{}
 			if len(args) == 1 {
@@ -82,7 +82,7 @@ func printStatus(w io.Writer, st ops.Status) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "node up since %s\n%s\nTIER\tUSED\tCAPACITY\tCHUNKS\tEVICTED\tDECLINED\n", st.Started.Format(time.RFC3339), originLine(st.Origin))
 	for _, t := range st.Tiers {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\n", t.Name, Size(t.UsedBytes), Size(t.CapacityBytes), t.Chunks, t.Evictions, t.Declined)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\n", t.Name, humanBytes(t.UsedBytes), humanBytes(t.CapacityBytes), t.Chunks, t.Evictions, t.Declined)
 	}
 	fmt.Fprintf(tw, "\nBUCKET\tOBJECTS\tBYTES\tCACHED\tRAM\tDISK\tQUOTA\tHIT RATE\tPINNED\tLISTED PREFIXES\n")
 	for _, b := range st.Buckets {
@@ -96,21 +96,21 @@ func printStatus(w io.Writer, st ops.Status) error {
 		}
 		quota := "-"
 		if b.Quota > 0 {
-			quota = Size(b.Quota).String()
+			quota = humanBytes(b.Quota)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%.1f%%\t%s\t%s\t%s\t%s\t%s\t%s\n", name, b.Objects, Size(b.Bytes), b.CachedPercent,
-			Size(b.TierBytes["ram"]), Size(b.TierBytes["disk"]), quota, hitRate(b), strings.Join(b.Pinned, ", "), strings.Join(cov, ", "))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.1f%%\t%s\t%s\t%s\t%s\t%s\t%s\n", name, b.Objects, humanBytes(b.Bytes), b.CachedPercent,
+			humanBytes(b.TierBytes["ram"]), humanBytes(b.TierBytes["disk"]), quota, hitRate(b), strings.Join(b.Pinned, ", "), strings.Join(cov, ", "))
 	}
 	if len(st.Warm) > 0 {
 		fmt.Fprintf(tw, "\nWARM-UP\tTARGET\tSTATE\tLISTED\tFETCHED\tCACHED\tFAILED\n")
 		for _, j := range st.Warm {
 			fmt.Fprintf(tw, "%s\ts3://%s/%s\t%s\t%d\t%d (%s)\t%d\t%d\n", j.ID, j.Spec.Bucket, j.Spec.Prefix, j.State,
-				j.Listed, j.Fetched, Size(j.FetchedBytes), j.Cached, j.Failed)
+				j.Listed, j.Fetched, humanBytes(j.FetchedBytes), j.Cached, j.Failed)
 		}
 	}
 	if o := st.Object; o != nil {
-		fmt.Fprintf(tw, "\nOBJECT s3://%s/%s (%s, etag %s): %s held (ram %s, disk %s)\n", o.Bucket, o.Key, Size(o.Size), o.ETag,
-			Size(o.Held), Size(o.ByTier["ram"]), Size(o.ByTier["disk"]))
+		fmt.Fprintf(tw, "\nOBJECT s3://%s/%s (%s, etag %s): %s held (ram %s, disk %s)\n", o.Bucket, o.Key, humanBytes(o.Size), o.ETag,
+			humanBytes(o.Held), humanBytes(o.ByTier["ram"]), humanBytes(o.ByTier["disk"]))
 	}
 	return tw.Flush()
 }

@@ -89,21 +89,21 @@ func printLocation(tw io.Writer, cs api.ClusterStatus, reports []*ops.Status) {
 		}
 		o := st.Object
 		if !header {
-			fmt.Fprintf(tw, "\nOBJECT s3://%s/%s (%s, etag %s)\nNODE\tHELD\tRAM\tHOT\tDISK\n", o.Bucket, o.Key, Size(o.Size), o.ETag)
+			fmt.Fprintf(tw, "\nOBJECT s3://%s/%s (%s, etag %s)\nNODE\tHELD\tRAM\tHOT\tDISK\n", o.Bucket, o.Key, humanBytes(o.Size), o.ETag)
 			header = true
 		}
 		pct := 0.0
 		if o.Size > 0 {
 			pct = 100 * float64(o.Held) / float64(o.Size)
 		}
-		fmt.Fprintf(tw, "%s\t%.1f%%\t%s\t%s\t%s\n", n.ID, pct, Size(o.ByTier["ram"]), Size(o.ByTier["hot"]), Size(o.ByTier["disk"]))
+		fmt.Fprintf(tw, "%s\t%.1f%%\t%s\t%s\t%s\n", n.ID, pct, humanBytes(o.ByTier["ram"]), humanBytes(o.ByTier["hot"]), humanBytes(o.ByTier["disk"]))
 	}
 }
 
 func tierUsed(st *ops.Status, name string) string {
 	for _, t := range st.Tiers {
 		if t.Name == name {
-			return fmt.Sprintf("%s of %s", Size(t.UsedBytes), Size(t.CapacityBytes))
+			return fmt.Sprintf("%s of %s", humanBytes(t.UsedBytes), humanBytes(t.CapacityBytes))
 		}
 	}
 	return "-"

@@ -230,7 +230,7 @@ func TestMountOverTLS(t *testing.T) {
 }
 
 func TestClusterOverTLS(t *testing.T) {
-	readThroughPeerOverTLS(t, newTLSFiles(t))
+	readThroughPeerOverTLS(t, newTLSFiles(t), 3)
 }
 
 // TestClusterOverMutualTLS: members that present their certificates to
@@ -239,7 +239,7 @@ func TestClusterOverTLS(t *testing.T) {
 // and one with a certificate of another CA fails its handshake.
 func TestClusterOverMutualTLS(t *testing.T) {
 	f := newTLSFiles(t)
-	r := readThroughPeerOverTLS(t, f, "--peer-mtls")
+	r := readThroughPeerOverTLS(t, f, 2, "--peer-mtls")
 	ctx := context.Background()
 	n1 := cluster.Member{ID: r.ids[0], Addr: r.addrs[0]}
 	member := peerClientPresenting(t, f, f.cert, f.key)
@@ -277,29 +277,29 @@ func peerClientPresenting(t *testing.T, f tlsFiles, cert, key string) *peer.Clie
 	return c
 }
 
-// readThroughPeerOverTLS starts a two-node cluster serving f's pair over
-// HTTPS (extra flags added), reads objects through both nodes with S3
-// clients that present no certificate, and checks that node 2 read
-// chunks from its peer over HTTPS without a peer error.
-func readThroughPeerOverTLS(t *testing.T, f tlsFiles, extra ...string) *clusterRig {
+// readThroughPeerOverTLS starts a cluster of n nodes serving f's pair
+// over HTTPS (extra flags added), reads objects through every node with
+// S3 clients that present no certificate, and checks that every node but
+// the first read chunks from its peers over HTTPS without a peer error.
+func readThroughPeerOverTLS(t *testing.T, f tlsFiles, n int, extra ...string) *clusterRig {
 	t.Helper()
 	mio := miniotest.StartT(t)
-	r := startClusterWith(t, mio, "s3://"+mio.Endpoint+"?secure=false", 2,
+	r := startClusterWith(t, mio, "s3://"+mio.Endpoint+"?secure=false", n,
 		map[string]string{"GRANARY_CA_FILE": f.ca.File},
 		append([]string{"--tls-cert", f.cert, "--tls-key", f.key, "--peer-ca-file", f.ca.File, "--chunk-size", "256KiB"}, extra...)...)
 	ctx := context.Background()
 	env := envMap(r.env)
-	waitMembersAt(t, "https://"+r.addrs[1], r.env, 2)
-	a, err := (&clientFlags{endpoint: "https://" + r.addrs[0]}).Client(env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := (&clientFlags{endpoint: "https://" + r.addrs[1]}).Client(env)
-	if err != nil {
-		t.Fatal(err)
+	clients := make([]*minio.Client, n)
+	for i := range clients {
+		waitMembersAt(t, "https://"+r.addrs[i], r.env, n)
+		cl, err := (&clientFlags{endpoint: "https://" + r.addrs[i]}).Client(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients[i] = cl
 	}
 	// Written at the origin, so that no node holds them yet (written
-	// through a node, they would be placed on both).
+	// through a node, they would be placed on their owners).
 	direct := directClient(t, mio)
 	if err := direct.MakeBucket(ctx, "set", minio.MakeBucketOptions{}); err != nil {
 		t.Fatal(err)
@@ -311,22 +311,24 @@ func readThroughPeerOverTLS(t *testing.T, f tlsFiles, extra ...string) *clusterR
 			t.Fatal(err)
 		}
 	}
-	for i := range objs { // a fills what it owns; b then asks a for it
-		for _, cl := range []*minio.Client{a, b} {
+	for i := range objs { // the first fills what it owns; the others then ask their peers
+		for _, cl := range clients {
 			if !bytes.Equal(getAll(t, cl, "set", fmt.Sprintf("o%d", i)), objs[i]) {
 				t.Fatalf("o%d read through a node differs", i)
 			}
 		}
 	}
-	node, err := (&clientFlags{endpoint: "https://" + r.addrs[1]}).Remote(env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := node.transport()
-	reads := metricOver(t, tr, "https://"+r.addrs[1], "granary_peer_chunk_reads_total")
-	errs := metricOver(t, tr, "https://"+r.addrs[1], "granary_peer_errors_total")
-	if reads == 0 || errs != 0 {
-		t.Fatalf("node 2 read %v chunks from its peer over HTTPS, with %v peer errors", reads, errs)
+	for i := 1; i < n; i++ {
+		node, err := (&clientFlags{endpoint: "https://" + r.addrs[i]}).Remote(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := node.transport()
+		reads := metricOver(t, tr, "https://"+r.addrs[i], "granary_peer_chunk_reads_total")
+		errs := metricOver(t, tr, "https://"+r.addrs[i], "granary_peer_errors_total")
+		if reads == 0 || errs != 0 {
+			t.Fatalf("node %d read %v chunks from its peers over HTTPS, with %v peer errors", i+1, reads, errs)
+		}
 	}
 	return r
 }

@@ -70,15 +70,6 @@ func usersFiles(fs *pflag.FlagSet, getenv Getenv) (string, string, error) {
 	return file, key, nil
 }
 
-func exactArgs(n int) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if err := cobra.ExactArgs(n)(cmd, args); err != nil {
-			return usageError{err}
-		}
-		return nil
-	}
-}
-
 func newUserAddCmd(getenv Getenv) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "add ACCESS_KEY",

@@ -53,6 +53,12 @@ func Version() string {
 	return "devel-" + rev
 }
 
+// versionLine is what `granary version` and `granary --version` print
+// first.
+func versionLine() string {
+	return fmt.Sprintf("granary %s (%s, %s/%s)", Version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
 func newVersionCmd(getenv Getenv) *cobra.Command {
 	var cf clientFlags
 	cmd := &cobra.Command{
@@ -61,7 +67,7 @@ func newVersionCmd(getenv Getenv) *cobra.Command {
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "granary %s (%s, %s/%s)\n", Version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			fmt.Fprintln(out, versionLine())
 			if env, _ := getenv("GRANARY_ENDPOINT"); !cmd.Flags().Changed("endpoint") && env == "" {
 				return nil // no node named: the binary's version only
 			}

@@ -28,6 +28,8 @@ type warmFlags struct {
 	metadataOnly bool
 	parallel     int
 	timeout      time.Duration
+	strict       bool // a prefix with no objects is a failure
+	json         bool // the final job status, raw, on stdout
 }
 
 func newWarmCmd(getenv Getenv) *cobra.Command {
@@ -41,12 +43,14 @@ bucket's freshness rule allows) and, unless --metadata-only, the objects
 themselves into its cache. A repeated warm-up fetches only objects that
 changed at the origin and drops the cached data of deleted ones.
 
-Shows a progress bar on a terminal, progress lines otherwise. Exits 0 when
-everything was loaded; 1 naming what failed, or if the cache cannot hold
-the prefix (the listing is loaded, the data only up to the cache's size).
-Interrupting the command cancels the warm-up.`,
+Shows a progress bar on a terminal, progress lines otherwise (on stderr;
+--json prints the job's final status, raw numbers, on stdout). Exits 0
+when everything was loaded; 1 naming what failed, or if the cache cannot
+hold the prefix (the listing is loaded, the data only up to the cache's
+size). A prefix with no objects at the origin is said so, and exits 1
+with --strict. Interrupting the command cancels the warm-up.`,
 		Example: `  granary warm --endpoint http://127.0.0.1:9000 s3://datasets/imagenet/train/`,
-		Args:    cobra.ExactArgs(1),
+		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			bucket, prefix, err := parseS3URL(args[0])
 			if err != nil {
@@ -65,7 +69,10 @@ Interrupting the command cancels the warm-up.`,
 				ctx, cancel = context.WithTimeout(ctx, f.timeout)
 				defer cancel()
 			}
-			w := &warmer{getenv: getenv, node: node, out: cmd.ErrOrStderr()}
+			w := &warmer{getenv: getenv, node: node, out: cmd.ErrOrStderr(), strict: f.strict}
+			if f.json {
+				w.json = cmd.OutOrStdout()
+			}
 			return w.run(ctx, ops.WarmSpec{Bucket: bucket, Prefix: prefix, MetadataOnly: f.metadataOnly, Parallel: f.parallel})
 		},
 	}
@@ -73,6 +80,8 @@ Interrupting the command cancels the warm-up.`,
 	cmd.Flags().BoolVar(&f.metadataOnly, "metadata-only", false, "load the listing only, no data")
 	cmd.Flags().IntVar(&f.parallel, "parallel", 16, "objects fetched at once (`N`, 1 to 256)")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "cancel the warm-up after this `duration` (0: no limit)")
+	cmd.Flags().BoolVar(&f.strict, "strict", false, "exit 1 if the prefix holds no objects at the origin")
+	cmd.Flags().BoolVar(&f.json, "json", false, "print the job's final status as JSON (raw numbers) on stdout")
 	return cmd
 }
 
@@ -80,7 +89,9 @@ Interrupting the command cancels the warm-up.`,
 type warmer struct {
 	getenv Getenv
 	node   remote
-	out    io.Writer
+	out    io.Writer // progress and the summary
+	json   io.Writer // the final status as JSON, if set
+	strict bool
 }
 
 // run starts the job, shows its progress, and returns its verdict.
@@ -109,6 +120,17 @@ func (w *warmer) run(ctx context.Context, spec ops.WarmSpec) error {
 		}
 	}
 	show.done(st)
+	if w.json != nil {
+		if err := json.NewEncoder(w.json).Encode(st); err != nil {
+			return err
+		}
+	}
+	if st.State == ops.WarmDone && st.Listed == 0 {
+		fmt.Fprintf(w.out, "warm s3://%s/%s: no objects under this prefix at the origin (is the bucket or prefix misspelt?)\n", st.Spec.Bucket, st.Spec.Prefix)
+		if w.strict {
+			return fmt.Errorf("warm-up of s3://%s/%s: no objects (--strict)", st.Spec.Bucket, st.Spec.Prefix)
+		}
+	}
 	return warmVerdict(st)
 }
 

@@ -49,9 +49,9 @@ func (p *warmProgress) done(st ops.WarmStatus) {
 		fmt.Fprint(p.w, "\r\033[K")
 	}
 	took := st.Ended.Sub(st.Started).Round(time.Millisecond)
-	fmt.Fprintf(p.w, "warm s3://%s/%s: %s in %v: %d objects listed (%s), %d changed, %d removed; %d fetched (%s), %d already cached, %d failed\n",
-		st.Spec.Bucket, st.Spec.Prefix, st.State, took, st.Listed, Size(st.ListedBytes), st.Changed, st.Removed,
-		st.Fetched, Size(st.FetchedBytes), st.Cached, st.Failed)
+	fmt.Fprintf(p.w, "warm s3://%s/%s: %s in %v: %d objects listed (%s), %d changed, %d removed; %d fetched (%s at %s), %d already cached, %d failed\n",
+		st.Spec.Bucket, st.Spec.Prefix, st.State, took, st.Listed, humanBytes(st.ListedBytes), st.Changed, st.Removed,
+		st.Fetched, humanBytes(st.FetchedBytes), humanRate(float64(st.FetchedBytes)/max(took.Seconds(), 0.001)), st.Cached, st.Failed)
 }
 
 // warmLine renders a running job: the listing count while it lists, then
@@ -77,6 +77,6 @@ func warmLine(st ops.WarmStatus, now time.Time) string {
 	if rate > 0 && !st.Listing {
 		eta = (time.Duration(float64(st.QueuedBytes-st.FetchedBytes)/rate) * time.Second).Round(time.Second).String()
 	}
-	return fmt.Sprintf("%s%s %d/%d objects, %s/%s, %s/s, ETA %s; %s, %d cached, %d failed", head, bar,
-		st.Fetched, st.Queued, Size(st.FetchedBytes), Size(st.QueuedBytes), Size(int64(rate)), eta, listed, st.Cached, st.Failed)
+	return fmt.Sprintf("%s%s %d/%d objects, %s of %s, %s, ETA %s; %s, %d cached, %d failed", head, bar,
+		st.Fetched, st.Queued, humanBytes(st.FetchedBytes), humanBytes(st.QueuedBytes), humanRate(rate), eta, listed, st.Cached, st.Failed)
 }

@@ -31,7 +31,10 @@ func newMetrics(l *Log) *metrics {
 	dirtyObjects := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "granary_writeback_dirty_objects", Help: "Write-back operations not yet at the origin.",
 	}, func() float64 { return float64(l.Stats().DirtyObjects) })
-	m.all = []prometheus.Collector{m.uploads, m.bytes, m.retries, dirtyBytes, dirtyObjects}
+	dirtyLimit := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "granary_writeback_dirty_limit_bytes", Help: "Dirty bytes past which writes get 503 SlowDown (--dirty-limit).",
+	}, func() float64 { return float64(l.opts.DirtyLimit) })
+	m.all = []prometheus.Collector{m.uploads, m.bytes, m.retries, dirtyBytes, dirtyObjects, dirtyLimit}
 	return m
 }
 

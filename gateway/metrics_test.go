@@ -1,0 +1,71 @@
+package gateway
+
+import (
+	"bytes"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// TestBucketMetrics: a cold read counts a miss and origin bytes for its
+// bucket, a warm one a hit and its bytes, under the bucket's label.
+func TestBucketMetrics(t *testing.T) {
+	r := newRig(t, rigOptions{fresh: Freshness{Mode: Immutable}})
+	data := randBytes(t, 10000)
+	r.seed("k", data)
+	for range 2 {
+		if got := r.read("k", nil); !bytes.Equal(got, data) {
+			t.Fatal("wrong bytes")
+		}
+	}
+	b := r.bucket
+	if got := testutil.ToFloat64(r.e.m.misses.WithLabelValues(b)); got != 1 {
+		t.Errorf("misses{bucket=%s} = %v, want 1", b, got)
+	}
+	if got := testutil.ToFloat64(r.e.m.originBytes.WithLabelValues(b)); got != float64(len(data)) {
+		t.Errorf("origin bytes{bucket=%s} = %v, want %d", b, got, len(data))
+	}
+	if got := testutil.ToFloat64(r.e.m.hits.WithLabelValues(b, "ram")); got != 1 {
+		t.Errorf("hits{bucket=%s,tier=ram} = %v, want 1", b, got)
+	}
+	if got := testutil.ToFloat64(r.e.m.hitBytes.WithLabelValues(b, "ram")); got != float64(len(data)) {
+		t.Errorf("hit bytes{bucket=%s,tier=ram} = %v, want %d", b, got, len(data))
+	}
+}
+
+// TestBucketLabelsBounded: the first maxBucketLabels buckets keep their
+// own label, every later one gets otherBucket, whoever asks first and
+// however many ask at once.
+func TestBucketLabelsBounded(t *testing.T) {
+	var l bucketLabels
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range maxBucketLabels {
+				l.label(fmt.Sprintf("b-%d-%d", g%2, i)) // two goroutines per name
+			}
+		})
+	}
+	wg.Wait()
+	own := 0
+	for g := range 2 {
+		for i := range maxBucketLabels {
+			name := fmt.Sprintf("b-%d-%d", g, i)
+			switch got := l.label(name); got {
+			case name:
+				own++
+			case otherBucket:
+			default:
+				t.Fatalf("label(%s) = %s", name, got)
+			}
+		}
+	}
+	if own != maxBucketLabels {
+		t.Errorf("%d buckets with their own label, want %d", own, maxBucketLabels)
+	}
+	if got := l.label("a-new-one"); got != otherBucket {
+		t.Errorf("a bucket past the bound got %q, want %q", got, otherBucket)
+	}
+}
