@@ -63,4 +63,5 @@ bench: deps bench-deps build
 	$(GO) run ./loadtest -granary bin/granary -scenario hdfs-epochs
 	$(GO) run ./loadtest -granary bin/granary -scenario cluster
 	$(GO) run ./loadtest -granary bin/granary -scenario tls
+	$(GO) run ./loadtest -granary bin/granary -scenario origin-faults
 	$(GO) test ./api -run '^$$' -bench BenchmarkListCatalog1M -benchtime 1x

@@ -1,5 +1,6 @@
 // Admin routes outside SigV4: GET /healthz (liveness, always open), GET
-// /readyz (readiness: the node serves from its cache; always open) and GET
+// /readyz (readiness: the node serves from its cache, or with
+// Options.ReadyNeedsOrigin also reaches its origin; always open) and GET
 // /metrics (open, or behind a bearer token: Options.MetricsToken). A request for
 // those paths that carries SigV4 credentials is an S3 request for the
 // bucket of that name. The web console's assets under /_granary/console/
@@ -10,7 +11,9 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
+	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/common/expfmt"
@@ -50,17 +53,34 @@ func (s *Server) serveAdmin(c *fiber.Ctx, r *request) bool {
 		resp.SetStatusCode(http.StatusOK)
 		return true
 	case opReadyz:
-		// The listener is up and the cache answers from here on; a node
-		// never starts serving before its tiers are open.
-		resp.Header.SetContentType("text/plain; charset=utf-8")
-		resp.SetBodyString("ready")
-		resp.SetStatusCode(http.StatusOK)
+		s.serveReadyz(c)
 		return true
 	}
 	if s.metricsAllowed(c) {
 		s.serveMetrics(c, r)
 	}
 	return true
+}
+
+// serveReadyz answers readiness. The listener is up and the cache answers
+// from here on (a node never starts serving before its tiers are open);
+// with ReadyNeedsOrigin, an origin that is down makes the node unready.
+// The body names the origin's state when it is down, either way.
+func (s *Server) serveReadyz(c *fiber.Ctx) {
+	resp := c.Response()
+	resp.Header.SetContentType("text/plain; charset=utf-8")
+	h, known := s.engine.OriginHealth()
+	switch {
+	case !known || h.Up():
+		resp.SetBodyString("ready")
+		resp.SetStatusCode(http.StatusOK)
+	case s.opts.ReadyNeedsOrigin:
+		resp.SetBodyString(fmt.Sprintf("not ready: origin down (%s) since %s\n", h.Cause, h.Since.UTC().Format(time.RFC3339)))
+		resp.SetStatusCode(http.StatusServiceUnavailable)
+	default:
+		resp.SetBodyString(fmt.Sprintf("ready (serving from the cache; origin down (%s) since %s)\n", h.Cause, h.Since.UTC().Format(time.RFC3339)))
+		resp.SetStatusCode(http.StatusOK)
+	}
 }
 
 // bearerPrefix starts an Authorization header that carries a bearer

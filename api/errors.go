@@ -32,6 +32,9 @@ var sentinels = []struct {
 	{store.ErrInvalidBucketName, s3err.InvalidBucketName},
 	{store.ErrInvalidKey, s3err.InvalidArgument},
 	{store.ErrAccessDenied, s3err.AccessDenied},
+	// The origin's breaker is open: fail at once, and say when to retry
+	// (see writeError). Before ErrUnavailable, which it wraps.
+	{store.ErrOriginDown, s3err.SlowDown},
 	{store.ErrUnavailable, s3err.ServiceUnavailable},
 	// The object changed at the origin while it was read: the read is
 	// abandoned rather than mixing versions, and the client may retry.
@@ -53,6 +56,11 @@ var sentinels = []struct {
 	{ops.ErrNoCatalog, s3err.NotImplemented},
 	{gateway.ErrNoPins, s3err.NotImplemented},
 }
+
+// retryAfter is the Retry-After of a SlowDown, in seconds: the origin's
+// guard probes a down origin every second (guard.Options.ProbeInterval),
+// and the write-back log frees room as uploads land.
+const retryAfter = "1"
 
 // toS3 translates err. It returns nil for a request whose client is gone
 // (context cancelled), and known=false for an error no layer translated.
@@ -100,6 +108,9 @@ func (s *Server) writeError(c *fiber.Ctx, err error) {
 		r.cause = err // the answer says only "unavailable"; the log says why
 	}
 	resp.SetStatusCode(e.Status())
+	if e.Code == s3err.SlowDown {
+		resp.Header.Set("Retry-After", retryAfter)
+	}
 	if r.method == mHEAD || e.Code == s3err.NotModified {
 		return
 	}

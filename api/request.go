@@ -20,6 +20,7 @@ import (
 	"github.com/granary-dev/granary/api/sigv4"
 	"github.com/granary-dev/granary/cluster/peer"
 	"github.com/granary-dev/granary/gateway"
+	"github.com/granary-dev/granary/store"
 )
 
 // request is the state of one request. It holds only copies, never slices
@@ -177,13 +178,16 @@ func (s *Server) finish(c *fiber.Ctx, r *request) {
 
 // report records a finished request in the metrics and the access log.
 // Routine outcomes log at debug, client mistakes at warn, server failures
-// (and responses cut short) at error.
+// (and responses cut short) at error; a request refused because the
+// origin is down logs at debug (the outage is logged once, by the guard).
 func (s *Server) report(r *request, bytes int64, streamErr error) {
 	elapsed := time.Since(r.start)
 	s.metrics.observe(r.op, r.status, elapsed.Seconds())
 	s.served.add(r, bytes)
 	var ev *zerolog.Event
 	switch {
+	case errors.Is(r.cause, store.ErrOriginDown) && streamErr == nil:
+		ev = s.log.Debug() // the origin's guard logged the outage once
 	case r.status >= 500 || (streamErr != nil && !errors.Is(streamErr, errClientGone)):
 		ev = s.log.Error()
 	case (r.status >= 400 && !routineStatus(r.status)) || streamErr != nil:

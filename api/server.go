@@ -75,6 +75,10 @@ type Options struct {
 	// IdleTimeout bounds how long a keep-alive connection may wait for its
 	// next request. 0 means DefaultIdleTimeout.
 	IdleTimeout time.Duration
+	// ReadyNeedsOrigin makes /readyz answer 503 while the origin is down
+	// (--serve-stale-when-down=false); by default ready means the cache
+	// is up, since it serves what it holds whatever the origin does.
+	ReadyNeedsOrigin bool
 	// HistoryEvery is how often the node samples its traffic for
 	// /_granary/history (the console's charts), which keeps the last
 	// hour; 0 means history.DefaultEvery (5 s).

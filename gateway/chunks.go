@@ -275,8 +275,11 @@ func (e *Engine) flightFailed(id store.ChunkID, f *flight, err error) {
 		// The version we cached metadata for is gone from the origin.
 		e.forgetObject(id.Bucket, id.Key)
 	}
-	e.log.Warn().Err(err).Str("bucket", id.Bucket).Str("key", id.Key).
-		Int64("chunk", id.Index).Msg("chunk fetch failed")
+	ev := e.log.Warn()
+	if errors.Is(err, store.ErrOriginDown) {
+		ev = e.log.Debug() // the guard logged the outage, once
+	}
+	ev.Err(err).Str("bucket", id.Bucket).Str("key", id.Key).Int64("chunk", id.Index).Msg("chunk fetch failed")
 }
 
 // storeChunk puts a complete chunk into RAM at once and, if toDisk, queues

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/granary-dev/granary/store"
+	"github.com/granary-dev/granary/store/origin/guard"
 )
 
 // ErrInvalidRange means a range does not overlap the object.
@@ -99,7 +100,8 @@ type Engine struct {
 	tees   *tees       // nil without Options.TeeDir
 	peer   *peerState  // nil without Options.Peers
 
-	fills     sync.WaitGroup // background fills (see fill.go)
+	fills     sync.WaitGroup // background fills (see fill.go) and revalidations
+	revals    revalidations  // background revalidations (see revalidate.go)
 	buckets   bucketStats    // chunk lookups per bucket
 	started   time.Time
 	writing   atomic.Int64 // request bodies being written (fills yield)
@@ -171,6 +173,15 @@ func (e *Engine) Close() error {
 		}
 	})
 	return nil
+}
+
+// OriginHealth reports the origin's health, and false if the engine was
+// given no way to know it (Options.Health).
+func (e *Engine) OriginHealth() (guard.Health, bool) {
+	if e.opts.Health == nil {
+		return guard.Health{}, false
+	}
+	return e.opts.Health(), true
 }
 
 func (e *Engine) freshness(bucket string) Freshness {

@@ -83,12 +83,17 @@ func (e *Engine) List(ctx context.Context, bucket string, opts store.ListOptions
 	if page, ok := e.listFromCatalog(ctx, bucket, opts, fr); ok {
 		return page, nil
 	}
-	if ent, ok := e.lists.get(bucket, opts); ok && fr.fresh(ent.fetched, e.opts.Now()) {
+	ent, had := e.lists.get(bucket, opts)
+	if had && fr.fresh(ent.fetched, e.opts.Now()) {
 		return ent.page, nil
 	}
 	seq := e.lists.sequence()
 	page, err := e.origin.List(ctx, bucket, opts)
 	if err != nil {
+		if had && unavailable(err) && !fr.NoStale {
+			e.m.staleServed.Inc() // the origin's guard bounded the wait
+			return ent.page, nil
+		}
 		return page, err
 	}
 	if fr.Mode != Always {

@@ -24,6 +24,7 @@ type metrics struct {
 	metaHits      prometheus.Counter
 	metaMisses    prometheus.Counter
 	staleServed   prometheus.Counter
+	revalidations prometheus.Counter     // background revalidations started
 	originReqs    *prometheus.CounterVec // by op, result
 	originBytes   *prometheus.CounterVec // by bucket
 	originLatency *prometheus.HistogramVec
@@ -55,6 +56,9 @@ func newMetrics() *metrics {
 		}),
 		staleServed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "granary_metadata_stale_served_total", Help: "Stale metadata served because the origin was unavailable.",
+		}),
+		revalidations: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "granary_metadata_revalidations_total", Help: "Stale metadata served at once and revalidated with the origin in the background.",
 		}),
 		originReqs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "granary_origin_requests_total", Help: "Requests sent to the origin.",
@@ -134,7 +138,7 @@ func (b *bucketLabels) label(bucket string) string {
 
 func (m *metrics) register(reg prometheus.Registerer, ram, disk, hot store.Tier, extra ...prometheus.Collector) error {
 	cs := append([]prometheus.Collector{m.hits, m.hitBytes, m.misses, m.joins, m.metaHits, m.metaMisses,
-		m.staleServed, m.originReqs, m.originBytes, m.originLatency, m.fills,
+		m.staleServed, m.revalidations, m.originReqs, m.originBytes, m.originLatency, m.fills,
 		m.listIndexed, m.peerReads, m.peerErrors}, extra...)
 	for name, t := range map[string]store.Tier{"ram": ram, "disk": disk, "hot": hot} {
 		if t != nil {

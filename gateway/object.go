@@ -6,7 +6,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"time"
 
 	"github.com/granary-dev/granary/store"
 )
@@ -92,10 +94,23 @@ type loaded struct {
 // once for all concurrent callers. A load that is not wantNoChunk fetches the
 // first chunk in the same origin call (with that intent) when no tier holds the
 // object, and returns its flight.
+//
+// Past its freshness, a cached entry is served at once and revalidated in
+// the background (a ttl bucket's reads, which must not wait on the
+// origin); otherwise the caller waits for the load at most OriginTimeout
+// and then gets the stale entry or, under NoStale, ErrUnavailable. A
+// warm-up (wantKept) always waits: it must see the origin's version.
 func (e *Engine) objectInfo(ctx context.Context, bucket, key string, first intent) (store.ObjectInfo, *flight, error) {
 	k := metaKey(bucket, key)
-	if ent, ok := e.meta.get(k); ok && e.freshness(bucket).fresh(ent.checked, e.opts.Now()) {
+	f := e.freshness(bucket)
+	ent, had := e.meta.get(k)
+	if had && f.fresh(ent.checked, e.opts.Now()) {
 		e.m.metaHits.Inc()
+		return ent.info, nil, nil
+	}
+	if had && f.Mode == TTL && !f.NoStale && !first.has(wantKept) {
+		e.m.metaHits.Inc()
+		e.revalidate(bucket, key)
 		return ent.info, nil, nil
 	}
 	e.m.metaMisses.Inc()
@@ -104,6 +119,12 @@ func (e *Engine) objectInfo(ctx context.Context, bucket, key string, first inten
 		defer cancel()
 		return e.loadInfo(ctx, bucket, key, first)
 	})
+	var late <-chan time.Time // fires when a stale entry's wait is over
+	if had && !first.has(wantKept) {
+		t := time.NewTimer(e.opts.OriginTimeout)
+		defer t.Stop()
+		late = t.C
+	}
 	select {
 	case res := <-ch:
 		if res.Err != nil {
@@ -111,6 +132,14 @@ func (e *Engine) objectInfo(ctx context.Context, bucket, key string, first inten
 		}
 		l := res.Val.(loaded)
 		return l.info, l.first, nil
+	case <-late:
+		// The load goes on in the background and updates the cache.
+		if f.NoStale {
+			return store.ObjectInfo{}, nil, fmt.Errorf("%w: no answer within %v to revalidate %s/%s",
+				store.ErrUnavailable, e.opts.OriginTimeout, bucket, key)
+		}
+		e.m.staleServed.Inc()
+		return ent.info, nil, nil
 	case <-ctx.Done():
 		return store.ObjectInfo{}, nil, ctx.Err()
 	}
@@ -136,15 +165,17 @@ func (e *Engine) loadInfo(ctx context.Context, bucket, key string, first intent)
 	default:
 		info, err = e.origin.Stat(ctx, bucket, key)
 	}
+	noStale := e.freshness(bucket).NoStale
 	switch {
-	case had && unavailable(err):
+	case had && unavailable(err) && !noStale:
 		// Serve what we had rather than fail (stale-if-error), and trust
-		// it for another TTL so an outage costs one probe per TTL.
+		// it for another TTL so an outage costs one probe per TTL. The
+		// outage itself is logged once, by the origin's guard.
 		e.m.staleServed.Inc()
-		e.logFor(ctx).Warn().Err(err).Str("bucket", bucket).Str("key", key).Msg("origin unavailable; serving stale metadata")
+		e.logFor(ctx).Debug().Err(err).Str("bucket", bucket).Str("key", key).Msg("origin unavailable; serving stale metadata")
 		e.meta.putIf(seq, k, stale.info, e.opts.Now())
 		return loaded{info: stale.info}, nil
-	case unavailable(err):
+	case unavailable(err) && !noStale:
 		if info, ok := e.catalogInfo(ctx, bucket, key); ok {
 			e.m.staleServed.Inc()
 			e.meta.putIf(seq, k, info, e.opts.Now())

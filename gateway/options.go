@@ -10,6 +10,7 @@ import (
 
 	"github.com/granary-dev/granary/store"
 	"github.com/granary-dev/granary/store/catalog"
+	"github.com/granary-dev/granary/store/origin/guard"
 	"github.com/granary-dev/granary/store/pins"
 )
 
@@ -27,10 +28,18 @@ const (
 )
 
 // Freshness is a bucket's metadata rule. The zero value is TTL with a
-// one-minute TTL.
+// one-minute TTL, serving stale metadata when the origin cannot answer.
+//
+// Metadata past its TTL is served at once and revalidated in the
+// background (stale-while-revalidate); with Always, a request waits for
+// the origin at most Options.OriginTimeout, then gets the stale copy.
+// NoStale never serves metadata past its rule: TTL and Always requests
+// wait (at most OriginTimeout) and fail with store.ErrUnavailable when the
+// origin does not answer.
 type Freshness struct {
-	Mode FreshMode
-	TTL  time.Duration
+	Mode    FreshMode
+	TTL     time.Duration
+	NoStale bool
 }
 
 func (f Freshness) normalize() (Freshness, error) {
@@ -76,6 +85,14 @@ type Options struct {
 	// fetch may go without receiving a byte (a slow fetch that makes
 	// progress runs as long as it needs); 0 means 2 minutes.
 	FetchTimeout time.Duration
+	// OriginTimeout bounds how long a request waits for a revalidation
+	// it may not skip (see Freshness) before it is answered from stale
+	// metadata or fails; 0 means 5 s. (The origin's own calls are bounded
+	// by the guard in front of it, store/origin/guard.)
+	OriginTimeout time.Duration
+	// Health, if set, reports the origin's health (the guard in front
+	// of it) for the status report and readiness.
+	Health func() guard.Health
 	// PutCacheBytes bounds the memory that write-through PUTs may hold to
 	// fill the cache with what they wrote (objects of one chunk at most);
 	// 0 means 256 MiB, < 0 means PUTs do not fill the cache.
@@ -141,6 +158,9 @@ func (o Options) normalize() (Options, error) {
 	}
 	if o.FetchTimeout <= 0 {
 		o.FetchTimeout = 2 * time.Minute
+	}
+	if o.OriginTimeout <= 0 {
+		o.OriginTimeout = guard.DefaultTimeout
 	}
 	if o.FlightBytes <= 0 {
 		o.FlightBytes = 128 << 20

@@ -10,6 +10,7 @@ import (
 
 	"github.com/granary-dev/granary/gateway"
 	"github.com/granary-dev/granary/store"
+	"github.com/granary-dev/granary/store/origin/guard"
 )
 
 // TierStatus is one cache tier's usage.
@@ -64,6 +65,9 @@ type Status struct {
 	Access string `json:"access,omitempty"`
 	// Object is what the node holds of one object, when asked.
 	Object *ObjectHeld `json:"object,omitempty"`
+	// Origin is the origin's health: up or down, since when, the last
+	// error and its cause, the breaker, timeouts (nil if unknown).
+	Origin *guard.Health `json:"origin,omitempty"`
 }
 
 // ObjectHeld is how much of an object's current version a node holds,
@@ -100,6 +104,9 @@ func (o *Ops) HeldObject(ctx context.Context, bucket, key string) (ObjectHeld, e
 // objects.
 func (o *Ops) Status(ctx context.Context, bucket, prefix string) (Status, error) {
 	st := Status{Started: o.e.Started(), Warm: o.WarmJobs()}
+	if h, ok := o.e.OriginHealth(); ok {
+		st.Origin = &h
+	}
 	for _, t := range o.e.Tiers() {
 		st.Tiers = append(st.Tiers, TierStatus{Name: t.Name, TierStats: t.Stats()})
 	}

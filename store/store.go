@@ -8,6 +8,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"time"
@@ -31,6 +32,10 @@ var (
 	// ErrNotSupported means the origin lacks an optional ability (such as
 	// keeping tags).
 	ErrNotSupported = errors.New("store: not supported by this origin")
+	// ErrOriginDown means the origin was not asked at all: it failed
+	// repeatedly and its circuit breaker is open until a probe finds it
+	// answering again (store/origin/guard). It wraps ErrUnavailable.
+	ErrOriginDown = fmt.Errorf("%w: the origin is down (circuit breaker open)", ErrUnavailable)
 	// ErrIncompleteBody means a Put body ended before the declared size.
 	ErrIncompleteBody = errors.New("store: body shorter than its declared size")
 

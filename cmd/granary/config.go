@@ -19,6 +19,7 @@ import (
 	"github.com/granary-dev/granary/cluster/peer"
 	"github.com/granary-dev/granary/gateway"
 	"github.com/granary-dev/granary/store"
+	"github.com/granary-dev/granary/store/origin/guard"
 )
 
 // Config holds every non-secret setting of a node. The YAML keys are the
@@ -44,6 +45,13 @@ type Config struct {
 	PeerCAFile   string `yaml:"peer-ca-file"`
 	PeerMTLS     bool   `yaml:"peer-mtls"`
 	OriginCAFile string `yaml:"origin-ca-file"`
+	// OriginTimeout bounds each wait for the origin (connect, answer,
+	// a stalled body); RequireOrigin makes a failed start-up check of
+	// the origin fatal; ServeStaleWhenDown keeps /readyz at 200 while the
+	// origin is down (the cache still serves what it holds).
+	OriginTimeout      Duration `yaml:"origin-timeout"`
+	RequireOrigin      bool     `yaml:"require-origin"`
+	ServeStaleWhenDown bool     `yaml:"serve-stale-when-down"`
 	// UsersFile holds the users `granary user` manages, their secrets
 	// sealed with the key in UsersKeyFile (users.go); "" means users.json
 	// and users.key under DataDir.
@@ -84,6 +92,10 @@ type BucketConfig struct {
 	Freshness string   `yaml:"freshness"`
 	TTL       Duration `yaml:"ttl"`
 	WriteMode string   `yaml:"write-mode"`
+	// ServeStale false never serves the bucket's metadata past its
+	// freshness rule: with the origin down, such reads fail (503) after
+	// --origin-timeout instead of being answered from the cache.
+	ServeStale *bool `yaml:"serve-stale"`
 	// Warm lists scheduled warm-ups of the bucket (schedule.go).
 	Warm []WarmSchedule `yaml:"warm"`
 	// Pin lists prefixes whose cached data is never evicted.
@@ -155,6 +167,9 @@ func Defaults() Config {
 		Eviction:  "tinylfu",
 		Cluster:   ClusterConfig{Owners: 1, PeerTimeout: Duration(peer.DefaultTimeout)},
 
+		OriginTimeout:      Duration(guard.DefaultTimeout),
+		ServeStaleWhenDown: true,
+
 		MaxConnsPerIP: api.DefaultMaxConnsPerIP,
 		MetricsAuth:   metricsAuthOpen,
 		// DirtyLimit 0: a quarter of the disk budget (see DirtyBytes).
@@ -222,6 +237,9 @@ func (c Config) Normalize() (Config, error) {
 	}
 	if _, err := metricsTokenFile(c.MetricsAuth); err != nil {
 		return c, err
+	}
+	if c.OriginTimeout <= 0 {
+		return c, errors.New("origin-timeout: must be positive")
 	}
 	if c.MaxConnsPerIP < 0 {
 		return c, fmt.Errorf("max-conns-per-ip: %d is negative (0 means no limit)", c.MaxConnsPerIP)
@@ -349,6 +367,11 @@ func (c Config) Freshnesses() (gateway.Freshness, map[string]gateway.Freshness, 
 		}
 		if buckets[name], err = freshness("buckets."+name+".", mode, ttl); err != nil {
 			return def, nil, err
+		}
+		if b.ServeStale != nil && !*b.ServeStale {
+			f := buckets[name]
+			f.NoStale = true
+			buckets[name] = f
 		}
 	}
 	return def, buckets, nil

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -82,9 +83,7 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, keys *access.Regist
 	} else {
 		spec.CAFile = cfg.OriginCAFile
 		spec.Private = spec.Scheme == "file" && within(spec.Dir, cfg.DataDir)
-		if origin, err = openOrigin(spec, oak, osk); err == nil {
-			probeOriginTLS(spec, log)
-		}
+		origin, err = openOrigin(spec, oak, osk, time.Duration(cfg.OriginTimeout))
 	}
 	if err != nil {
 		return n, err
@@ -92,6 +91,17 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, keys *access.Regist
 	if c, ok := origin.(io.Closer); ok {
 		n.closers = append(n.closers, namedCloser{"origin", c})
 	}
+	reg, err := newRegistry()
+	if err != nil {
+		return n, err
+	}
+	// Everything below reaches the origin through its guard.
+	g, err := guardOrigin(cfg, origin, reg, log)
+	if err != nil {
+		return n, err
+	}
+	n.closers = append([]namedCloser{{"origin guard", g}}, n.closers...)
+	origin = g.Origin()
 	pinSet, err := pins.Open(cfg.ConfiguredPins(), filepath.Join(cfg.DataDir, "pins.json"))
 	if err != nil {
 		return n, err
@@ -111,10 +121,6 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, keys *access.Regist
 		}
 	}
 	ramTier, diskTier, hotTier, err := openTiers(cfg, pinSet, cl != nil, n, log)
-	if err != nil {
-		return n, err
-	}
-	reg, err := newRegistry()
 	if err != nil {
 		return n, err
 	}
@@ -155,7 +161,8 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, keys *access.Regist
 		Origin: wb, RAM: ramTier, Disk: diskTier, ChunkSize: int64(cfg.ChunkSize),
 		FlightBytes: reserve / 2, DiskQueueBytes: diskQueueBytes(reserve, int64(cfg.ChunkSize)),
 		Freshness: fresh, Buckets: buckets, WriteMode: mode, WriteModes: modes,
-		TeeDir:     filepath.Join(cfg.DataDir, "tee"),
+		TeeDir:        filepath.Join(cfg.DataDir, "tee"),
+		OriginTimeout: time.Duration(cfg.OriginTimeout), Health: g.Health,
 		Registerer: reg, Logger: log, // the engine names itself
 	})
 	if err != nil {
@@ -189,7 +196,7 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, keys *access.Regist
 		Engine: eng, Ops: jobs, TLS: n.tls, Access: keys,
 		Region: cfg.Region, Domains: cfg.Domains, Registerer: reg, Gatherer: reg,
 		Logger: log.With().Str("component", "api").Logger(), Peer: cl.peerOptions(),
-		MaxConnsPerIP: cfg.ConnsPerIP(), MetricsToken: token,
+		MaxConnsPerIP: cfg.ConnsPerIP(), MetricsToken: token, ReadyNeedsOrigin: !cfg.ServeStaleWhenDown,
 	})
 	return n, err
 }
@@ -231,8 +238,9 @@ func within(path, dir string) bool {
 // Each constructor's result is checked before it becomes an interface, so
 // a failed open never yields a non-nil store.Origin holding a nil pointer.
 // An s3 origin's region is the one in its URL (the origin package's
-// default when absent), independent of the region this node reports.
-func openOrigin(spec originSpec, access, secret string) (store.Origin, error) {
+// default when absent), independent of the region this node reports;
+// timeout bounds its connect, its answers and a write that stalls.
+func openOrigin(spec originSpec, access, secret string, timeout time.Duration) (store.Origin, error) {
 	switch spec.Scheme {
 	case "file":
 		o, err := fs.New(fs.Options{Root: spec.Dir, Private: spec.Private})
@@ -248,6 +256,7 @@ func openOrigin(spec originSpec, access, secret string) (store.Origin, error) {
 		o, err := s3.New(s3.Options{
 			Endpoint: spec.endpointHostPort(), Secure: spec.Secure, Region: spec.Region,
 			AccessKey: access, SecretKey: secret, RootCAs: cas,
+			DialTimeout: timeout, ResponseHeaderTimeout: timeout, WriteStallTimeout: timeout,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("origin: %w", err)

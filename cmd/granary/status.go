@@ -80,7 +80,7 @@ member holds (so a scheduler can place a job next to its data).
 // printStatus renders st as three tables: tiers, buckets, warm-ups.
 func printStatus(w io.Writer, st ops.Status) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "node up since %s\n\nTIER\tUSED\tCAPACITY\tCHUNKS\tEVICTED\tDECLINED\n", st.Started.Format(time.RFC3339))
+	fmt.Fprintf(tw, "node up since %s\n%s\nTIER\tUSED\tCAPACITY\tCHUNKS\tEVICTED\tDECLINED\n", st.Started.Format(time.RFC3339), originLine(st.Origin))
 	for _, t := range st.Tiers {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\n", t.Name, humanBytes(t.UsedBytes), humanBytes(t.CapacityBytes), t.Chunks, t.Evictions, t.Declined)
 	}

@@ -4,7 +4,6 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -192,39 +191,6 @@ func peerTLS(cfg Config, certs *certFiles) (*tls.Config, error) {
 		tc.GetClientCertificate = certs.GetClientCertificate
 	}
 	return tc, nil
-}
-
-// originProbeTimeout bounds the start-up check of an https origin.
-const originProbeTimeout = 10 * time.Second
-
-// probeOriginTLS checks once, in the background, that an https s3
-// origin presents a certificate this node trusts, and logs an error
-// naming the fix if it does not: otherwise the first sign would be 503
-// answers. An origin that cannot be reached is left to the requests (it
-// may come up later); the check never holds up the start.
-func probeOriginTLS(spec originSpec, log zerolog.Logger) {
-	if spec.Scheme != "s3" || !spec.Secure {
-		return
-	}
-	tc, err := clientTLS(spec.CAFile)
-	if err != nil {
-		return // openOrigin refused it already
-	}
-	addr := spec.endpointHostPort()
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), originProbeTimeout)
-		defer cancel()
-		conn, err := (&tls.Dialer{Config: tc}).DialContext(ctx, "tcp", addr)
-		if err == nil {
-			conn.Close()
-			return
-		}
-		var bad *tls.CertificateVerificationError
-		if errors.As(err, &bad) {
-			log.Error().Err(err).Str("origin", addr).
-				Msg("the origin's TLS certificate is not trusted: give its CA with --origin-ca-file; every origin request fails (503) until then")
-		}
-	}()
 }
 
 // CAs is the pool client commands verify a node's HTTPS with: the

@@ -75,7 +75,10 @@ func translate(ctx context.Context, err error) error {
 		return cerr // the caller gave up; the origin is not to blame
 	}
 	if isTransport(err) {
-		return fmt.Errorf("%w: %v", store.ErrUnavailable, err)
+		// The transport's error stays in the chain (standard library
+		// types only: net, tls, x509, syscall), so a health check can
+		// name the cause (store/origin/guard).
+		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	}
 	return errors.New(err.Error())
 }

@@ -43,6 +43,10 @@ type Options struct {
 	// S3 servers answer long operations (copy, complete multipart) with
 	// early headers, so they are not cut short.
 	ResponseHeaderTimeout time.Duration
+	// WriteStallTimeout bounds each write to the origin's connection
+	// (a request body the origin stops reading fails instead of hanging);
+	// a write that makes progress runs as long as it needs. Default 30 s.
+	WriteStallTimeout time.Duration
 	// MaxAttempts is how often a request is tried (minio-go retries with
 	// backoff). Default 3, so a down origin errors in a few seconds.
 	MaxAttempts int
@@ -74,6 +78,9 @@ func (o Options) normalize() (Options, error) {
 	}
 	if o.ResponseHeaderTimeout <= 0 {
 		o.ResponseHeaderTimeout = defaultRespTimeout
+	}
+	if o.WriteStallTimeout <= 0 {
+		o.WriteStallTimeout = defaultRespTimeout
 	}
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = defaultAttempts
@@ -139,9 +146,16 @@ func (o *Origin) Requests() int64 { return o.requests.Load() }
 // as stored).
 func newTransport(opts Options) *http.Transport {
 	dialer := &net.Dialer{Timeout: opts.DialTimeout, KeepAlive: 30 * time.Second}
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dialer.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &stallConn{Conn: c, d: opts.WriteStallTimeout}, nil
+	}
 	return &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           dialer.DialContext,
+		DialContext:           dial,
 		MaxIdleConns:          1024,
 		MaxIdleConnsPerHost:   256,
 		IdleConnTimeout:       90 * time.Second,
@@ -151,6 +165,19 @@ func newTransport(opts Options) *http.Transport {
 		DisableCompression:    true,
 		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: opts.RootCAs},
 	}
+}
+
+// stallConn fails a write that makes no progress for d.
+type stallConn struct {
+	net.Conn
+	d time.Duration
+}
+
+func (c *stallConn) Write(p []byte) (int, error) {
+	if err := c.Conn.SetWriteDeadline(time.Now().Add(c.d)); err != nil {
+		return 0, err
+	}
+	return c.Conn.Write(p)
 }
 
 // countingTransport counts requests on their way out.

@@ -1,0 +1,222 @@
+// Package faultproxy is a TCP proxy in front of a real server (MinIO in
+// tests and the loadtest) that can turn, on the same address, into the
+// faults an origin shows on a bad day: a hung origin (accepts TCP, never
+// answers), one that sends its response headers and then stalls the body,
+// and a refused port. Turning hung black-holes the open connections too (a
+// wedged route: what they carry goes nowhere); every other change of mode
+// drops them, so a client's pooled connections see the new mode.
+package faultproxy
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"sync"
+)
+
+// Mode is what the proxy does with a connection.
+type Mode int
+
+const (
+	Forward   Mode = iota // relay to the upstream server
+	Hang                  // accept, read the request, never answer
+	StallBody             // relay the request, and of the answer only its headers
+	Refuse                // no listener: connections are refused
+)
+
+func (m Mode) String() string {
+	return [...]string{"forward", "hang", "stall-body", "refuse"}[m]
+}
+
+// Proxy relays connections to one upstream address, or fails them as its
+// mode says. Close ends every goroutine it started.
+type Proxy struct {
+	upstream string
+	addr     string
+
+	mu     sync.Mutex // guards mode, ln, conns and closed
+	mode   Mode
+	ln     net.Listener // nil while refusing
+	conns  map[net.Conn]struct{}
+	closed bool
+	wg     sync.WaitGroup // accept loops and connection handlers
+}
+
+// Start listens on a loopback port and relays to upstream (host:port).
+func Start(upstream string) (*Proxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxy{upstream: upstream, addr: ln.Addr().String(), ln: ln, conns: map[net.Conn]struct{}{}}
+	p.wg.Add(1)
+	go p.accept(ln)
+	return p, nil
+}
+
+// Addr is the address clients connect to; it stays the same across modes.
+func (p *Proxy) Addr() string { return p.addr }
+
+// Set switches to mode m: open connections hang (Hang) or are dropped;
+// Refuse closes the listener, any other mode listens again on the same
+// address.
+func (p *Proxy) Set(m Mode) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return net.ErrClosed
+	}
+	p.mode = m
+	if m != Hang {
+		p.dropLocked()
+	}
+	switch {
+	case m == Refuse && p.ln != nil:
+		p.ln.Close()
+		p.ln = nil
+	case m != Refuse && p.ln == nil:
+		ln, err := net.Listen("tcp", p.addr)
+		if err != nil {
+			return err
+		}
+		p.ln = ln
+		p.wg.Add(1)
+		go p.accept(ln)
+	}
+	return nil
+}
+
+// Close stops listening, drops every connection and waits for the
+// proxy's goroutines.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	if p.ln != nil {
+		p.ln.Close()
+		p.ln = nil
+	}
+	p.dropLocked()
+	p.mu.Unlock()
+	p.wg.Wait()
+	return nil
+}
+
+func (p *Proxy) dropLocked() {
+	for c := range p.conns {
+		c.Close()
+	}
+	clear(p.conns)
+}
+
+// track registers c (so a change of mode drops it) and returns the mode
+// it is served in; false if the proxy closed.
+func (p *Proxy) track(c net.Conn) (Mode, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return 0, false
+	}
+	p.conns[c] = struct{}{}
+	return p.mode, true
+}
+
+func (p *Proxy) untrack(c net.Conn) {
+	p.mu.Lock()
+	delete(p.conns, c)
+	p.mu.Unlock()
+	c.Close()
+}
+
+func (p *Proxy) accept(ln net.Listener) {
+	defer p.wg.Done()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		mode, ok := p.track(c)
+		if !ok {
+			c.Close()
+			return
+		}
+		p.wg.Add(1)
+		go p.serve(c, mode)
+	}
+}
+
+// serve handles one client connection in mode until either side ends it
+// or the proxy drops it.
+func (p *Proxy) serve(c net.Conn, mode Mode) {
+	defer p.wg.Done()
+	defer p.untrack(c)
+	if mode == Hang {
+		// Swallow the request, never answer, until either side closes.
+		io.Copy(io.Discard, c)
+		return
+	}
+	up, err := net.Dial("tcp", p.upstream)
+	if err != nil {
+		return
+	}
+	if _, ok := p.track(up); !ok {
+		up.Close()
+		return
+	}
+	defer p.untrack(up)
+	var relay sync.WaitGroup
+	relay.Add(1)
+	go func() {
+		defer relay.Done()
+		p.relay(up, c)
+		up.Close()
+	}()
+	if mode == StallBody {
+		copyHeaders(c, up)
+		relay.Wait() // the rest never comes: hold until either side closes
+	} else {
+		p.relay(c, up)
+	}
+	c.Close()
+	relay.Wait()
+}
+
+// relay copies src to dst until either fails; while the proxy hangs, what
+// arrives is dropped.
+func (p *Proxy) relay(dst io.Writer, src io.Reader) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !p.hanging() {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (p *Proxy) hanging() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mode == Hang
+}
+
+// copyHeaders relays the answer up to the end of its first header block.
+func copyHeaders(dst io.Writer, src io.Reader) {
+	var seen []byte
+	buf := make([]byte, 4096)
+	for {
+		n, err := src.Read(buf)
+		if end := bytes.Index(append(seen, buf[:n]...), []byte("\r\n\r\n")); end >= 0 {
+			dst.Write(buf[:end+4-len(seen)])
+			return
+		}
+		dst.Write(buf[:n])
+		seen = append(seen, buf[:n]...)
+		if err != nil {
+			return
+		}
+	}
+}
