@@ -27,8 +27,10 @@ deps:
 
 test: deps lint unit e2e
 
+# The console's browser tests keep a screenshot of each page they check
+# under artifacts/console/ (CI's test artifacts; ignored by git).
 unit:
-	$(GO) test -race -timeout 20m ./...
+	GRANARY_CONSOLE_ARTIFACTS=$(CURDIR)/artifacts/console $(GO) test -race -timeout 20m ./...
 
 e2e: build
 	scripts/e2e.sh bin/granary

@@ -381,6 +381,22 @@ func (r *consoleRig) checkChartsAndMembers(tab context.Context) {
 	if !strings.Contains(origin, "last 5 minutes") || !strings.Contains(origin, "requests") {
 		r.t.Fatalf("origin panel: %q", origin)
 	}
+	r.checkOriginState(tab)
+}
+
+// checkOriginState compares the origin's state and breaker on the page
+// with status --json (the page shows what the status said when it last
+// refreshed, so it is read until the two agree or the wait ends).
+func (r *consoleRig) checkOriginState(tab context.Context) {
+	st := r.status()
+	if st.Origin == nil || st.Origin.State == "" {
+		r.t.Fatalf("status has no origin state: %+v", st.Origin)
+	}
+	want := st.Origin.State + "/" + st.Origin.Breaker
+	r.do(tab, "the origin's state is "+want,
+		waitJS(`(() => { const v = k => { const tr = document.querySelector('#origin tr[data-origin="' + k + '"]');
+			return tr ? tr.cells[1].textContent : ''; };
+			return v('state') + '/' + v('breaker') === '`+want+`'; })()`))
 }
 
 // search looks an object up from the page and compares with status.
