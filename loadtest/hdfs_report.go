@@ -45,12 +45,14 @@ func (r *hdfsReport) header(b *strings.Builder) {
 		hdfsBase, hdfsUser, mib(ram), mib(disk), p.epochs, r.loadStart, r.loadEnd)
 }
 
-// targets renders the issue's figure: epoch 2 through the gateway against
-// direct epoch 2. The issue sets no number for HDFS; the epochs scenario's
-// target against a slow S3 origin was 10x, shown for comparison.
+// targets renders the issues' figures: epoch 2 through the gateway
+// against direct epoch 2 (issue 7 sets no number; the epochs scenario's
+// target against a slow S3 origin was 10x, shown for comparison), and the
+// cold epoch against direct epoch 1 (issue 14: at least 0.9x).
 func (r *hdfsReport) targets(b *strings.Builder) {
-	b.WriteString("## The issue's figure\n\nIssue 7 asks for epoch 2 through the gateway against direct reads with " +
-		"the HDFS client and sets no number; the MinIO epochs scenario's target (≥ 10x) is shown for comparison.\n\n" +
+	b.WriteString("## The issues' figures\n\nIssue 7 asks for epoch 2 through the gateway against direct reads with " +
+		"the HDFS client and sets no number; the MinIO epochs scenario's target (≥ 10x) is shown for comparison. " +
+		"Issue 14 asks for the cold epoch at 0.9x direct or better.\n\n" +
 		"| goal | measured | target | met |\n|---|---:|---:|---|\n")
 	gw := r.find(cfgHDFSGateway, "2")
 	d := r.find(cfgDirect, "2")
@@ -60,14 +62,17 @@ func (r *hdfsReport) targets(b *strings.Builder) {
 		met = map[bool]string{true: "yes (for comparison)", false: "no (for comparison)"}[s >= 10]
 	}
 	fmt.Fprintf(b, "| epoch 2, %s | %s | none (epochs scenario: ≥ 10x) | %s |\n", cfgHDFSGateway, measured, met)
+	if cold, d1 := r.find(cfgHDFSGateway, "1"), r.find(cfgDirect, "1"); cold.samplesPerSec() > 0 && d1.samplesPerSec() > 0 {
+		s := cold.samplesPerSec() / d1.samplesPerSec()
+		fmt.Fprintf(b, "| epoch 1 (cold), %s | %.2fx direct (%.0f vs %.0f samples/s) | ≥ 0.9x | %s |\n", cfgHDFSGateway,
+			s, cold.samplesPerSec(), d1.samplesPerSec(), map[bool]string{true: "yes", false: "**no**"}[s >= 0.9])
+	}
 	if h, ok := r.hitGoal(cfgHDFSGateway, 0.999); h != "" {
 		fmt.Fprintf(b, "| lowest hit rate from epoch 2 on | %s | ≥ 99.9%% (as the epochs scenario) | %s |\n",
 			h, map[bool]string{true: "yes", false: "**no**"}[ok])
 	}
-	b.WriteString("\n")
-	if cold, d1 := r.find(cfgHDFSGateway, "1"), r.find(cfgDirect, "1"); cold.samplesPerSec() > 0 && cold.samplesPerSec() < d1.samplesPerSec() {
-		fmt.Fprintf(b, "The gateway's cold epoch (%.0f samples/s) is slower than direct epoch 1 (%.0f): a cold sample costs the node "+
-			"more namenode round trips over the slow link than a direct read (file status, the object's metadata attribute, "+
-			"block locations, then the datanode), spread over its pool of clients.\n\n", cold.samplesPerSec(), d1.samplesPerSec())
-	}
+	b.WriteString("\nA cold sample costs the node the round trips of a direct read: the file's open (with its metadata " +
+		"attribute, read at once over another client), its block locations, then the datanode; the check that the " +
+		"blocks are still the version opened runs beside the datanode's round trips. Each read holds a client of " +
+		"its own, as each direct worker does.\n\n")
 }

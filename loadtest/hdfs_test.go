@@ -37,7 +37,7 @@ func TestHDFSReportFigure(t *testing.T) {
 		row(cfgHDFSGateway, "1", 5, 0, 1000), row(cfgHDFSGateway, "2", 2500, 1000, 0),
 	}}}
 	md := r.markdown()
-	for _, want := range []string{"20.0x direct (2500 vs 125 samples/s)", "yes (for comparison)", "100.00% (origin side 100.00%)", "cold epoch (5 samples/s) is slower than direct epoch 1 (100)"} {
+	for _, want := range []string{"20.0x direct (2500 vs 125 samples/s)", "yes (for comparison)", "100.00% (origin side 100.00%)", "0.05x direct (5 vs 100 samples/s) | ≥ 0.9x | **no**"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}

@@ -80,6 +80,9 @@ type Options struct {
 	// Clients is how many client connections the origin spreads its calls
 	// over (a client sends one namenode call at a time). Zero value: 16.
 	Clients int
+	// Readers is how many more clients reads take one each, from open to
+	// close; a read waits for a free one. Zero value: 32.
+	Readers int
 	// Logger receives failover and degradation reports. Zero: no logging.
 	Logger zerolog.Logger
 }
@@ -130,6 +133,9 @@ func New(opts Options) (*Origin, error) {
 	}
 	if opts.Clients <= 0 {
 		opts.Clients = defaultClients
+	}
+	if opts.Readers <= 0 {
+		opts.Readers = defaultReaders
 	}
 	pl, err := newPool(opts)
 	if err != nil {

@@ -236,3 +236,86 @@ func TestDeleteKeepsDirectories(t *testing.T) {
 		t.Fatalf("RemoveBucket with only empty directories left = %v", err)
 	}
 }
+
+// TestReplacedWhileOpening replaces a file between a read's open and its
+// block lookup: the read fails with ErrPreconditionFailed rather than
+// return the new bytes under the old version's info.
+func TestReplacedWhileOpening(t *testing.T) {
+	srv := hdfstest.Start(t, hdfstest.Options{})
+	o := newOrigin(t, "hdfs", "/data", srv.NameNode)
+	ctx := ctxT(t)
+	if err := o.MakeBucket(ctx, "bkt"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Put(ctx, "bkt", "k", strings.NewReader("version one"), 11, store.ObjectMeta{}); err != nil {
+		t.Fatal(err)
+	}
+	c := rawClient(t, srv.NameNode)
+	afterOpen = func() {
+		if err := c.Remove("/data/bkt/k"); err != nil {
+			t.Error(err)
+		}
+		w, err := c.Create("/data/bkt/k")
+		if err == nil {
+			io.WriteString(w, "version two")
+			err = w.Close()
+		}
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { afterOpen = nil }()
+	rc, info, err := o.Get(ctx, "bkt", "k", store.ReadRange{Length: -1})
+	if err == nil {
+		b, _ := io.ReadAll(rc)
+		rc.Close()
+		t.Fatalf("Get = %q with info %+v, want ErrPreconditionFailed", b, info)
+	}
+	if !errors.Is(err, store.ErrPreconditionFailed) {
+		t.Fatalf("Get = %v, want ErrPreconditionFailed", err)
+	}
+}
+
+// TestReadersAreGivenBack reads more objects than the origin has readers'
+// clients, one after another, with and without reading them to the end,
+// and with failures: every read gives its client back (a lost one would
+// leave a later read waiting until its context ends).
+func TestReadersAreGivenBack(t *testing.T) {
+	srv := hdfstest.Start(t, hdfstest.Options{})
+	o, err := New(Options{Addresses: []string{srv.NameNode}, Base: "/r", User: "hdfs", PartsDir: t.TempDir(), Readers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	ctx := ctxT(t)
+	if err := o.MakeBucket(ctx, "bkt"); err != nil {
+		t.Fatal(err)
+	}
+	put, err := o.Put(ctx, "bkt", "k", strings.NewReader("some bytes"), 10, store.ObjectMeta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 8 {
+		rc, _, err := o.Get(ctx, "bkt", "k", store.ReadRange{Length: -1})
+		if err != nil {
+			t.Fatalf("read %d: %v", i, err)
+		}
+		if i%2 == 0 {
+			if b, err := io.ReadAll(rc); err != nil || string(b) != "some bytes" {
+				t.Fatalf("read %d = %q, %v", i, b, err)
+			}
+		}
+		rc.Close()
+		if _, _, err := o.Get(ctx, "bkt", "missing", store.ReadRange{Length: -1}); !errors.Is(err, store.ErrNoSuchKey) {
+			t.Fatalf("missing key: %v", err)
+		}
+		if _, _, err := o.Get(ctx, "bkt", "k", store.ReadRange{Length: -1, ETag: "other"}); !errors.Is(err, store.ErrPreconditionFailed) {
+			t.Fatalf("other version: %v", err)
+		}
+		rc, _, err = o.Get(ctx, "bkt", "k", store.ReadRange{Offset: put.Size, Length: -1, ETag: put.ETag})
+		if err != nil {
+			t.Fatalf("empty range: %v", err)
+		}
+		rc.Close()
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 
 	hdfsclient "github.com/colinmarc/hdfs/v2"
 
@@ -53,6 +54,13 @@ func (o *Origin) statFile(ctx context.Context, bucket, key string) (os.FileInfo,
 		return nil, err
 	}
 	fi, err := o.cl().Stat(o.objectPath(bucket, key))
+	return o.checkFile(ctx, bucket, key, fi, err)
+}
+
+// checkFile turns the answer to a stat (or an open) of key's file into
+// the status of an object: a missing file or a directory is ErrNoSuchKey
+// (or ErrNoSuchBucket).
+func (o *Origin) checkFile(ctx context.Context, bucket, key string, fi os.FileInfo, err error) (os.FileInfo, error) {
 	if err == nil && fi.IsDir() {
 		err = os.ErrNotExist
 	}
@@ -65,34 +73,93 @@ func (o *Origin) statFile(ctx context.Context, bucket, key string) (os.FileInfo,
 	return fi, nil
 }
 
+// withRecord runs stat (a namenode call on the file at p, whose errors it
+// returns as they are) while the file's record is read over another
+// client of the pool, so the two cost one round trip, not two. A record
+// of another version than the one stat found (the file was replaced
+// between the two calls) is read again; an error reading it is op's.
+func (o *Origin) withRecord(op, bucket, key, p string, stat func() (os.FileInfo, error)) (os.FileInfo, *record, error) {
+	type answer struct {
+		rec *record
+		err error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		rec, err := o.readRecord(p)
+		ch <- answer{rec, err}
+	}()
+	fi, err := stat()
+	a := <-ch
+	if err != nil {
+		return nil, nil, err
+	}
+	if a.err == nil && a.rec != nil && a.rec.Version != fileETag(fi) {
+		a.rec, a.err = o.readRecord(p)
+	}
+	if a.err != nil {
+		return nil, nil, wrap(op, bucket, key, a.err, nil)
+	}
+	return fi, a.rec, nil
+}
+
+// statRecord returns the status of the file holding key and its record,
+// in one round trip (withRecord).
+func (o *Origin) statRecord(ctx context.Context, bucket, key string) (os.FileInfo, *record, error) {
+	if err := checkKey(bucket, key); err != nil {
+		return nil, nil, err
+	}
+	p := o.objectPath(bucket, key)
+	return o.withRecord("stat", bucket, key, p, func() (os.FileInfo, error) {
+		fi, err := o.cl().Stat(p)
+		return o.checkFile(ctx, bucket, key, fi, err)
+	})
+}
+
 // Stat returns the info of bucket/key.
 func (o *Origin) Stat(ctx context.Context, bucket, key string) (store.ObjectInfo, error) {
-	fi, err := o.statFile(ctx, bucket, key)
+	fi, rec, err := o.statRecord(ctx, bucket, key)
 	if err != nil {
 		return store.ObjectInfo{}, err
-	}
-	rec, err := o.readRecord(o.objectPath(bucket, key))
-	if err != nil {
-		return store.ObjectInfo{}, wrap("stat", bucket, key, err, nil)
 	}
 	return objectInfo(bucket, key, fi, rec), nil
 }
 
 // Get opens a range of bucket/key. With r.ETag set, the object's ETag is
-// checked when the file is opened and again once the reader holds its
-// block locations, so the bytes returned are all of that version.
+// checked when the file is opened. Whatever r.ETag, the file is checked
+// again once the reader holds its block locations, so the bytes returned
+// are all of the version the info names. The read holds a reader's
+// client of the pool until it is closed.
 func (o *Origin) Get(ctx context.Context, bucket, key string, r store.ReadRange) (io.ReadCloser, store.ObjectInfo, error) {
-	fi, err := o.statFile(ctx, bucket, key)
+	if err := checkKey(bucket, key); err != nil {
+		return nil, store.ObjectInfo{}, err
+	}
+	cn, err := o.pool.take(ctx)
+	if err != nil {
+		return nil, store.ObjectInfo{}, wrap("get", bucket, key, fmt.Errorf("waiting for a free client: %w", err), nil)
+	}
+	body, info, err := o.get(ctx, cn, bucket, key, r)
+	if err != nil {
+		o.pool.put(cn)
+		return nil, store.ObjectInfo{}, err
+	}
+	if body == nil {
+		o.pool.put(cn)
+		return io.NopCloser(bytes.NewReader(nil)), info, nil
+	}
+	body.done = func() { o.pool.put(cn) }
+	return body, info, nil
+}
+
+// get is Get over the reader's client cn: a nil reader for an empty
+// range, whose file it closed.
+func (o *Origin) get(ctx context.Context, cn *conn, bucket, key string, r store.ReadRange) (*rangeReader, store.ObjectInfo, error) {
+	p := o.objectPath(bucket, key)
+	f, info, err := o.open(ctx, cn, bucket, key, p)
 	if err != nil {
 		return nil, store.ObjectInfo{}, err
 	}
-	p := o.objectPath(bucket, key)
-	rec, err := o.readRecord(p)
-	if err != nil {
-		return nil, store.ObjectInfo{}, wrap("get", bucket, key, err, nil)
-	}
-	info := objectInfo(bucket, key, fi, rec)
 	if r.ETag != "" && r.ETag != info.ETag {
+		f.Close()
 		return nil, store.ObjectInfo{}, fmt.Errorf("%w: %s/%s is %s, not %s", store.ErrPreconditionFailed, bucket, key, info.ETag, r.ETag)
 	}
 	off := min(max(r.Offset, 0), info.Size)
@@ -101,33 +168,78 @@ func (o *Origin) Get(ctx context.Context, bucket, key string, r store.ReadRange)
 		n = min(n, r.Length)
 	}
 	if n == 0 {
-		return io.NopCloser(bytes.NewReader(nil)), info, nil
-	}
-	cn, err := o.pool.ready() // defaults fetched before its first datanode dial
-	if err != nil {
-		return nil, store.ObjectInfo{}, o.readError(ctx, bucket, key, err)
-	}
-	f, err := cn.Open(p)
-	if err != nil {
-		return nil, store.ObjectInfo{}, o.readError(ctx, bucket, key, err)
-	}
-	if fileETag(f.Stat()) != fileETag(fi) {
 		f.Close()
-		return nil, store.ObjectInfo{}, fmt.Errorf("%w: %s/%s changed while opened", store.ErrPreconditionFailed, bucket, key)
+		return nil, info, nil
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		f.SetDeadline(dl)
 	}
-	first, err := readFirst(f, off, min(n, firstReadMax))
-	if err == nil {
-		err = o.sameVersion(p, f.Stat())
+	if afterOpen != nil {
+		afterOpen()
 	}
+	first, err := o.readChecked(cn, f, p, off, min(n, firstReadMax))
 	if err != nil {
 		f.Close()
 		return nil, store.ObjectInfo{}, o.readError(ctx, bucket, key, err)
 	}
 	rest := &translatingReader{r: io.LimitReader(f, n-int64(len(first))), bucket: bucket, key: key}
 	return &rangeReader{Reader: io.MultiReader(bytes.NewReader(first), rest), f: f}, info, nil
+}
+
+// afterOpen, set only by tests before any read, runs between a read's
+// open and its first block lookup.
+var afterOpen func()
+
+// readChecked reads the first n bytes at off (readFirst) and checks that
+// the file at p is still the version f opened (sameVersion). The check
+// starts at the client's first datanode dial, so it runs beside the
+// datanode's round trips rather than after them: the reader has its
+// block locations by then, which is all the check must follow.
+func (o *Origin) readChecked(cn *conn, f *hdfsclient.FileReader, p string, off, n int64) ([]byte, error) {
+	checked := make(chan error, 1)
+	start := func() { go func() { checked <- o.sameVersion(p, f.Stat()) }() }
+	cn.dialed.Store(&start)
+	first, err := readFirst(f, off, n)
+	var verr error
+	if cn.dialed.Swap(nil) == nil {
+		verr = <-checked // the dial started the check
+	} else if err == nil {
+		verr = o.sameVersion(p, f.Stat()) // read with no dial: check now
+	}
+	if err == nil {
+		err = verr
+	}
+	return first, err
+}
+
+// open opens the file at p (key's) over the reader's client cn, with its
+// record: the open's status and the record come in one round trip
+// (withRecord), and the open's status is the version the reader reads.
+func (o *Origin) open(ctx context.Context, cn *conn, bucket, key, p string) (*hdfsclient.FileReader, store.ObjectInfo, error) {
+	if err := cn.fetchDefaults(); err != nil { // before its first datanode dial
+		return nil, store.ObjectInfo{}, o.readError(ctx, bucket, key, err)
+	}
+	var f *hdfsclient.FileReader // open once stat returned no error
+	fi, rec, err := o.withRecord("get", bucket, key, p, func() (os.FileInfo, error) {
+		opened, err := cn.c.Open(p)
+		if err != nil {
+			return nil, o.readError(ctx, bucket, key, err)
+		}
+		fi, err := o.checkFile(ctx, bucket, key, opened.Stat(), nil)
+		if err != nil {
+			opened.Close()
+			return nil, err
+		}
+		f = opened
+		return fi, nil
+	})
+	if err != nil {
+		if f != nil {
+			f.Close()
+		}
+		return nil, store.ObjectInfo{}, err
+	}
+	return f, objectInfo(bucket, key, fi, rec), nil
 }
 
 // errVersionChanged means a file was replaced while a Get opened it.
@@ -170,13 +282,24 @@ func (o *Origin) readError(ctx context.Context, bucket, key string, err error) e
 	return wrap("get", bucket, key, err, nil)
 }
 
-// rangeReader reads a range and closes the file under it.
+// rangeReader reads a range and closes the file under it, then calls
+// done (if set) once.
 type rangeReader struct {
 	io.Reader
-	f *hdfsclient.FileReader
+	f    *hdfsclient.FileReader
+	done func()
+	once sync.Once
 }
 
-func (r *rangeReader) Close() error { return r.f.Close() }
+func (r *rangeReader) Close() error {
+	err := r.f.Close()
+	r.once.Do(func() {
+		if r.done != nil {
+			r.done()
+		}
+	})
+	return err
+}
 
 // translatingReader turns the client's read errors into store sentinels.
 type translatingReader struct {

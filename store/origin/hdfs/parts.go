@@ -15,13 +15,9 @@ var _ store.PartLocator = (*Origin)(nil)
 // without recorded parts (written whole, changed since, or on a namenode
 // without extended attributes) is one part.
 func (o *Origin) PartRange(ctx context.Context, bucket, key string, n int) (int64, int64, int, error) {
-	fi, err := o.statFile(ctx, bucket, key)
+	fi, rec, err := o.statRecord(ctx, bucket, key)
 	if err != nil {
 		return 0, 0, 0, err
-	}
-	rec, err := o.readRecord(o.objectPath(bucket, key))
-	if err != nil {
-		return 0, 0, 0, wrap("stat", bucket, key, err, nil)
 	}
 	sizes := []int64{fi.Size()}
 	if rec != nil && len(rec.Parts) > 0 && rec.Version == fileETag(fi) {
