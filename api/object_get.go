@@ -5,10 +5,12 @@
 package api
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -145,7 +147,11 @@ func (s *Server) attachBody(c *fiber.Ctx, r *request, obj *gateway.Object, small
 		return
 	}
 	if b, ok := obj.Bytes(); ok && int64(len(b)) == obj.Length {
-		resp.SetBodyRaw(b) // immutable: the engine never modifies it
+		if len(b) >= directBody {
+			resp.SetBodyStream(&memBody{b: b, conn: c.Context().Conn()}, len(b))
+		} else {
+			resp.SetBodyRaw(b) // immutable: the engine never modifies it
+		}
 		obj.Close()
 		cancel()
 		return
@@ -207,4 +213,44 @@ func setContentRange(c *fiber.Ctx, off, n, size int64) {
 	b = append(b, '/')
 	b = strconv.AppendInt(b, size, 10)
 	c.Response().Header.SetBytesV("Content-Range", b)
+}
+
+// directBody is the size from which an in-memory body is written to the
+// connection directly (memBody) rather than copied into the response
+// buffer after the headers.
+const directBody = 32 << 10
+
+// memBody is an in-memory body that fasthttp writes after the headers:
+// the headers are flushed and the body written to the connection as it
+// is, not copied into the response buffer first (a copy of every warm
+// sample that cost a sixth of the node's CPU).
+type memBody struct {
+	b    []byte
+	off  int
+	conn net.Conn
+}
+
+func (m *memBody) Read(p []byte) (int, error) {
+	if m.off >= len(m.b) {
+		return 0, io.EOF
+	}
+	n := copy(p, m.b[m.off:])
+	m.off += n
+	return n, nil
+}
+
+// WriteTo writes the rest of the body to w, or past w straight to the
+// connection when w is the connection's buffered writer.
+func (m *memBody) WriteTo(w io.Writer) (int64, error) {
+	rest := m.b[m.off:]
+	m.off = len(m.b)
+	if bw, ok := w.(*bufio.Writer); ok && m.conn != nil {
+		if err := bw.Flush(); err != nil {
+			return 0, err
+		}
+		n, err := m.conn.Write(rest)
+		return int64(n), err
+	}
+	n, err := w.Write(rest)
+	return int64(n), err
 }
