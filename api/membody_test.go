@@ -22,7 +22,7 @@ func TestMemBodyWritesAfterTheHeaders(t *testing.T) {
 	}()
 	bw := bufio.NewWriterSize(server, 256<<10) // larger than the body: a copy would fit
 	bw.WriteString("HTTP/1.1 200 OK\r\n\r\n")
-	n, err := (&memBody{b: body, conn: server}).WriteTo(bw)
+	n, err := newMemBody(body, server).WriteTo(bw)
 	if err != nil || n != int64(len(body)) {
 		t.Fatalf("WriteTo = %d, %v", n, err)
 	}
@@ -35,10 +35,10 @@ func TestMemBodyWritesAfterTheHeaders(t *testing.T) {
 		t.Fatalf("the connection got %d bytes, want headers then the body (%d)", len(b), len(want))
 	}
 	var other bytes.Buffer
-	if n, err := io.Copy(&other, &memBody{b: body}); err != nil || n != int64(len(body)) || !bytes.Equal(other.Bytes(), body) {
+	if n, err := io.Copy(&other, newMemBody(body, nil)); err != nil || n != int64(len(body)) || !bytes.Equal(other.Bytes(), body) {
 		t.Fatalf("copy = %d, %v", n, err)
 	}
-	if b, err := io.ReadAll(io.LimitReader(&memBody{b: body}, 1<<20)); err != nil || !bytes.Equal(b, body) {
+	if b, err := io.ReadAll(io.LimitReader(newMemBody(body, nil), 1<<20)); err != nil || !bytes.Equal(b, body) {
 		t.Fatalf("read = %d bytes, %v", len(b), err)
 	}
 }

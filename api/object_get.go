@@ -6,6 +6,7 @@ package api
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -148,7 +149,7 @@ func (s *Server) attachBody(c *fiber.Ctx, r *request, obj *gateway.Object, small
 	}
 	if b, ok := obj.Bytes(); ok && int64(len(b)) == obj.Length {
 		if len(b) >= directBody {
-			resp.SetBodyStream(&memBody{b: b, conn: c.Context().Conn()}, len(b))
+			resp.SetBodyStream(newMemBody(b, c.Context().Conn()), len(b))
 		} else {
 			resp.SetBodyRaw(b) // immutable: the engine never modifies it
 		}
@@ -225,32 +226,22 @@ const directBody = 32 << 10
 // is, not copied into the response buffer first (a copy of every warm
 // sample that cost a sixth of the node's CPU).
 type memBody struct {
-	b    []byte
-	off  int
+	*bytes.Reader
 	conn net.Conn
 }
 
-func (m *memBody) Read(p []byte) (int, error) {
-	if m.off >= len(m.b) {
-		return 0, io.EOF
-	}
-	n := copy(p, m.b[m.off:])
-	m.off += n
-	return n, nil
+func newMemBody(b []byte, conn net.Conn) *memBody {
+	return &memBody{Reader: bytes.NewReader(b), conn: conn}
 }
 
 // WriteTo writes the rest of the body to w, or past w straight to the
 // connection when w is the connection's buffered writer.
 func (m *memBody) WriteTo(w io.Writer) (int64, error) {
-	rest := m.b[m.off:]
-	m.off = len(m.b)
 	if bw, ok := w.(*bufio.Writer); ok && m.conn != nil {
 		if err := bw.Flush(); err != nil {
 			return 0, err
 		}
-		n, err := m.conn.Write(rest)
-		return int64(n), err
+		w = m.conn
 	}
-	n, err := w.Write(rest)
-	return int64(n), err
+	return m.Reader.WriteTo(w)
 }
