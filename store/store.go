@@ -199,6 +199,19 @@ type PartLocator interface {
 	PartRange(ctx context.Context, bucket, key string, n int) (offset, length int64, parts int, err error)
 }
 
+// PartOf returns where part n of an object made from parts of the given
+// sizes lies, and how many parts it has; n past the last part (or below
+// 1) is ErrInvalidPart.
+func PartOf(sizes []int64, n int) (offset, length int64, parts int, err error) {
+	if n < 1 || n > len(sizes) {
+		return 0, 0, 0, fmt.Errorf("store: %d parts, not %d: %w", len(sizes), n, ErrInvalidPart)
+	}
+	for _, s := range sizes[:n-1] {
+		offset += s
+	}
+	return offset, sizes[n-1], len(sizes), nil
+}
+
 // ChunkID names one cached chunk: immutable, since the ETag is part of it.
 type ChunkID struct {
 	Bucket string

@@ -1,7 +1,8 @@
 // Tags and part ranges through the write-back log: tags live with the
 // object at the origin, so an object still staged here answers with the
 // tags it was written with, and new tags wait for it to reach the origin
-// first; part ranges come from the origin.
+// first. Part ranges of a staged object come from the part sizes its
+// completion recorded, the others' from the origin.
 package writeback
 
 import (
@@ -88,12 +89,25 @@ func (l *Log) SetBucketTags(ctx context.Context, bucket string, tags map[string]
 
 var _ store.PartLocator = (*Log)(nil)
 
-// PartRange asks the origin where part n of bucket/key lies; an object
-// still staged here is not at the origin yet, and the log keeps no part
-// boundaries: store.ErrNotSupported.
+// PartRange returns where part n of bucket/key lies: from the part sizes
+// recorded at completion for an object still staged here (one part for
+// one written whole), from the origin otherwise.
 func (l *Log) PartRange(ctx context.Context, bucket, key string, n int) (int64, int64, int, error) {
+	if o := l.pendingOp(bucket, key); o != nil {
+		if o.Kind == kindDelete {
+			return 0, 0, 0, noSuchKey(bucket, key)
+		}
+		sizes := []int64{o.Info.Size}
+		if o.Multipart {
+			sizes = make([]int64, len(o.Parts))
+			for i, p := range o.Parts {
+				sizes[i] = p.Size
+			}
+		}
+		return store.PartOf(sizes, n)
+	}
 	pl, ok := l.origin.(store.PartLocator)
-	if !ok || l.pendingOp(bucket, key) != nil {
+	if !ok {
 		return 0, 0, 0, store.ErrNotSupported
 	}
 	return pl.PartRange(ctx, bucket, key, n)

@@ -23,12 +23,9 @@ func (o *Origin) PartRange(ctx context.Context, bucket, key string, n int) (int6
 	if rec != nil && len(rec.Parts) > 0 && rec.Version == fileETag(fi) {
 		sizes = rec.Parts
 	}
-	if n < 1 || n > len(sizes) {
-		return 0, 0, 0, fmt.Errorf("hdfs: %s/%s has %d parts, not %d: %w", bucket, key, len(sizes), n, store.ErrInvalidPart)
+	off, length, parts, err := store.PartOf(sizes, n)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("hdfs: %s/%s: %w", bucket, key, err)
 	}
-	var off int64
-	for _, s := range sizes[:n-1] {
-		off += s
-	}
-	return off, sizes[n-1], len(sizes), nil
+	return off, length, parts, nil
 }
