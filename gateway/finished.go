@@ -1,7 +1,8 @@
 // Completed uploads remembered for a repeated CompleteMultipartUpload: a
 // client that lost the first answer (a timeout, a retry) completes again,
 // and S3 answers 200 with the object's ETag where the origin no longer
-// knows the upload. The memory is per node and bounded.
+// knows the upload. The memory is per node and bounded; a node without it
+// judges by the object's ETag (completedAgain in multipart.go).
 package gateway
 
 import (

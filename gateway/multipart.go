@@ -92,7 +92,7 @@ func (e *Engine) CompleteUpload(ctx context.Context, bucket, key, uploadID strin
 	info, err := mp.CompleteUpload(ctx, bucket, key, uploadID, parts)
 	e.observe("complete_upload", start, err)
 	if errors.Is(err, store.ErrNoSuchUpload) {
-		if done, ok := e.completedAgain(ctx, bucket, key, uploadID); ok {
+		if done, ok := e.completedAgain(ctx, bucket, key, uploadID, parts); ok {
 			return done, nil
 		}
 	}
@@ -114,16 +114,30 @@ func (e *Engine) CompleteUpload(ctx context.Context, bucket, key, uploadID strin
 }
 
 // completedAgain answers a completion of an upload the origin no longer
-// knows: if this node completed it as bucket/key and that object is still
-// the one it made, the answer is the first one's, as S3 gives it.
-func (e *Engine) completedAgain(ctx context.Context, bucket, key, uploadID string) (store.ObjectInfo, bool) {
-	done, ok := e.finished.lookup(bucket, key, uploadID)
-	if !ok {
-		return store.ObjectInfo{}, false
+// knows, as S3 does when the first answer was lost: 200 with the object
+// the first completion made, if bucket/key is still that object. This
+// node may remember the completion; if not (another node or an earlier
+// run of this one completed it), the object is taken to be the one the
+// listed parts made when its ETag is theirs (MultipartETag).
+func (e *Engine) completedAgain(ctx context.Context, bucket, key, uploadID string, parts []store.CompletePart) (store.ObjectInfo, bool) {
+	done, remembered := e.finished.lookup(bucket, key, uploadID)
+	if !remembered {
+		etags := make([]string, len(parts))
+		for i, p := range parts {
+			etags[i] = p.ETag
+		}
+		etag, err := store.MultipartETag(etags)
+		if err != nil {
+			return store.ObjectInfo{}, false
+		}
+		done.ETag = etag
 	}
 	cur, err := e.HeadFresh(ctx, bucket, key)
 	if err != nil || cur.ETag != done.ETag {
 		return store.ObjectInfo{}, false
+	}
+	if !remembered {
+		return cur, true
 	}
 	return done, true
 }

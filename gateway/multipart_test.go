@@ -215,3 +215,45 @@ func TestWriteThroughPutRestoresAtOnce(t *testing.T) {
 		t.Fatalf("disk tier holds %d bytes of %d", held, info.Size)
 	}
 }
+
+// A completion repeated on a node that did not make the first one (in a
+// cluster, or after a restart) answers as the first did, while the
+// object is still the one the listed parts made.
+func TestCompleteAgainOnAnotherNode(t *testing.T) {
+	first := newRig(t, rigOptions{})
+	other := newRig(t, rigOptions{})
+	ctx := context.Background()
+	b := first.bucket
+	id, err := first.e.CreateUpload(ctx, b, "obj", store.ObjectMeta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []store.CompletePart
+	for n, data := range [][]byte{randBytes(t, 5<<20), []byte("tail")} {
+		p, err := first.e.UploadPart(ctx, b, "obj", id, n+1, bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, store.CompletePart{Number: n + 1, ETag: p.ETag})
+	}
+	done, err := first.e.CompleteUpload(ctx, b, "obj", id, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := other.e.CompleteUpload(ctx, b, "obj", id, parts)
+	if err != nil || again.ETag != done.ETag || again.Size != done.Size {
+		t.Fatalf("completing again on another node: %+v, %v; first %+v", again, err, done)
+	}
+	if _, err := other.e.CompleteUpload(ctx, b, "obj", id, parts[:1]); !errors.Is(err, store.ErrNoSuchUpload) {
+		t.Fatalf("completing again with other parts: %v, want ErrNoSuchUpload", err)
+	}
+	if _, err := other.e.CompleteUpload(ctx, b, "elsewhere", id, parts); !errors.Is(err, store.ErrNoSuchUpload) {
+		t.Fatalf("completing again as another key: %v, want ErrNoSuchUpload", err)
+	}
+	if _, err := first.e.Put(ctx, b, "obj", strings.NewReader("replaced"), 8, store.ObjectMeta{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.e.CompleteUpload(ctx, b, "obj", id, parts); !errors.Is(err, store.ErrNoSuchUpload) {
+		t.Fatalf("completing again once the object was replaced: %v, want ErrNoSuchUpload", err)
+	}
+}
