@@ -403,9 +403,14 @@ def whitespace_keys(env):
     check(s3.get_object_tagging(Bucket=b, Key=" ")["TagSet"] == [{"Key": "ws", "Value": "yes"}], "tags of ' '")
     s3.copy_object(Bucket=b, Key="  ", CopySource={"Bucket": b, "Key": " "})
     check(s3.get_object(Bucket=b, Key="  ")["Body"].read() == b" ", "copy onto a white-space key")
+    up = s3.create_multipart_upload(Bucket=b, Key=" \t")
+    etag = s3.upload_part(Bucket=b, Key=" \t", UploadId=up["UploadId"], PartNumber=1, Body=b"in parts")["ETag"]
+    s3.complete_multipart_upload(Bucket=b, Key=" \t", UploadId=up["UploadId"],
+                                 MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]})
+    check(s3.get_object(Bucket=b, Key=" \t")["Body"].read() == b"in parts", "a white-space key uploaded in parts")
     listed = {o["Key"] for o in s3.list_objects_v2(Bucket=b, Prefix=" ").get("Contents", [])}
-    check({" ", "  "} <= listed, f"listed {listed}")
-    for k in keys + ["  "]:
+    check({" ", "  ", " \t"} <= listed, f"listed {listed}")
+    for k in keys + ["  ", " \t"]:
         s3.delete_object(Bucket=b, Key=k)
         expect_error("NoSuchKey", s3.get_object, Bucket=b, Key=k)
 

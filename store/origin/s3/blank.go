@@ -2,9 +2,9 @@
 // refuses before sending anything. For them the origin sends the request
 // itself: minio-go presigns it (Presign checks no key) and the origin's
 // own transport carries it. Stat, Get, Put, Delete and Copy take this
-// path; tagging needs none (minio-go checks no key there); multipart
-// uploads of such a key are refused with store.ErrInvalidKey. (rawDo also
-// carries the part HEADs of parts.go.)
+// path, and so do multipart uploads (blankmp.go); tagging needs none
+// (minio-go checks no key there). (rawDo also carries the part HEADs of
+// parts.go.)
 package s3
 
 import (
@@ -29,15 +29,6 @@ const blankPresignLife = 15 * time.Minute
 
 // isBlank reports whether key is white space only.
 func isBlank(key string) bool { return key != "" && strings.TrimSpace(key) == "" }
-
-// checkWhole is checkNames for the multipart calls, which only minio-go
-// sends and which refuse a blank key.
-func checkWhole(bucket, key string) error {
-	if isBlank(key) {
-		return fmt.Errorf("%w: %q: multipart uploads of a key of white space only are not supported", store.ErrInvalidKey, key)
-	}
-	return checkNames(bucket, key)
-}
 
 // blankDo sends one request for bucket/key with the headers signed. A
 // non-2xx answer is returned as minio-go's ErrorResponse, for wrap.

@@ -20,7 +20,7 @@ import (
 // an error of its own), and one with a "." or ".." path segment (MinIO
 // refuses every request with such a query value as a bad resource name).
 func checkUpload(bucket, key, uploadID string) error {
-	if err := checkWhole(bucket, key); err != nil {
+	if err := checkNames(bucket, key); err != nil {
 		return err
 	}
 	if uploadID == "" || hasDotSegment(uploadID) {
@@ -43,10 +43,16 @@ func hasDotSegment(s string) bool {
 // NewUpload starts an upload of bucket/key. meta travels with the
 // initiation, as S3 wants it: the server puts it on the completed object.
 func (o *Origin) NewUpload(ctx context.Context, bucket, key string, meta store.ObjectMeta) (string, error) {
-	if err := checkWhole(bucket, key); err != nil {
+	if err := checkNames(bucket, key); err != nil {
 		return "", err
 	}
-	id, err := o.core.NewMultipartUpload(ctx, bucket, key, putOptions(meta))
+	var id string
+	var err error
+	if isBlank(key) {
+		id, err = o.blankNewUpload(ctx, bucket, key, meta)
+	} else {
+		id, err = o.core.NewMultipartUpload(ctx, bucket, key, putOptions(meta))
+	}
 	if err != nil {
 		return "", wrap(ctx, "new upload", bucket, key, err)
 	}
@@ -71,7 +77,7 @@ func (o *Origin) PutPart(ctx context.Context, bucket, key, uploadID string, numb
 		return store.PartInfo{}, fmt.Errorf("s3: put part %s/%s: %d bytes exceed the part limit of %d", bucket, key, size, int64(store.MaxPartSize))
 	}
 	br := &bodyCounter{r: body, left: size}
-	p, err := o.core.PutObjectPart(ctx, bucket, key, uploadID, number, br, size, minio.PutObjectPartOptions{})
+	etag, err := o.putPart(ctx, bucket, key, uploadID, number, br, size)
 	if err != nil {
 		if berr := br.failure(); berr != nil {
 			return store.PartInfo{}, fmt.Errorf("s3: put part %d of %s/%s: %w", number, bucket, key, berr)
@@ -79,11 +85,20 @@ func (o *Origin) PutPart(ctx context.Context, bucket, key, uploadID string, numb
 		return store.PartInfo{}, wrap(ctx, fmt.Sprintf("put part %d of", number), bucket, key, err)
 	}
 	return store.PartInfo{
-		Number: number, ETag: strings.Trim(p.ETag, `"`), Size: size,
+		Number: number, ETag: etag, Size: size,
 		// A part's PUT response carries no Last-Modified; ListParts gives
 		// the origin's.
 		LastModified: time.Now().UTC(),
 	}, nil
+}
+
+// putPart sends one part and returns its ETag, unquoted.
+func (o *Origin) putPart(ctx context.Context, bucket, key, uploadID string, number int, body io.Reader, size int64) (string, error) {
+	if isBlank(key) {
+		return o.blankPutPart(ctx, bucket, key, uploadID, number, body, size)
+	}
+	p, err := o.core.PutObjectPart(ctx, bucket, key, uploadID, number, body, size, minio.PutObjectPartOptions{})
+	return strings.Trim(p.ETag, `"`), err
 }
 
 // CompleteUpload checks parts by S3's rules, asks the origin to join
@@ -103,20 +118,40 @@ func (o *Origin) CompleteUpload(ctx context.Context, bucket, key, uploadID strin
 	for i, p := range parts {
 		cps[i] = minio.CompletePart{PartNumber: p.Number, ETag: p.ETag}
 	}
-	ui, err := o.core.CompleteMultipartUpload(ctx, bucket, key, uploadID, cps, minio.PutObjectOptions{})
+	etag, err := o.complete(ctx, bucket, key, uploadID, cps)
 	if err != nil {
 		return store.ObjectInfo{}, wrap(ctx, "complete upload", bucket, key, err)
 	}
-	etag := strings.Trim(ui.ETag, `"`)
+	info, err := o.statMatch(ctx, bucket, key, etag)
+	if err != nil {
+		return store.ObjectInfo{Bucket: bucket, Key: key, ETag: etag, Size: -1, LastModified: time.Now().UTC()}, nil
+	}
+	info.ETag = etag // the same, unless the origin quotes differently
+	return info, nil
+}
+
+// complete asks the origin to join the parts and returns the object's
+// ETag, unquoted.
+func (o *Origin) complete(ctx context.Context, bucket, key, uploadID string, parts []minio.CompletePart) (string, error) {
+	if isBlank(key) {
+		return o.blankComplete(ctx, bucket, key, uploadID, parts)
+	}
+	ui, err := o.core.CompleteMultipartUpload(ctx, bucket, key, uploadID, parts, minio.PutObjectOptions{})
+	return strings.Trim(ui.ETag, `"`), err
+}
+
+// statMatch is the info of bucket/key if its ETag is etag.
+func (o *Origin) statMatch(ctx context.Context, bucket, key, etag string) (store.ObjectInfo, error) {
+	if isBlank(key) {
+		return o.blankStatMatch(ctx, bucket, key, etag)
+	}
 	var opts minio.StatObjectOptions
 	opts.SetMatchETag(etag)
 	oi, err := o.core.StatObject(ctx, bucket, key, opts)
 	if err != nil {
-		return store.ObjectInfo{Bucket: bucket, Key: key, ETag: etag, Size: -1, LastModified: time.Now().UTC()}, nil
+		return store.ObjectInfo{}, err
 	}
-	info := toInfo(bucket, oi)
-	info.ETag = etag // the same, unless the origin quotes differently
-	return info, nil
+	return toInfo(bucket, oi), nil
 }
 
 // AbortUpload ends the upload. S3 answers an unknown upload with
@@ -125,6 +160,9 @@ func (o *Origin) CompleteUpload(ctx context.Context, bucket, key, uploadID strin
 func (o *Origin) AbortUpload(ctx context.Context, bucket, key, uploadID string) error {
 	if err := checkUpload(bucket, key, uploadID); err != nil {
 		return err
+	}
+	if isBlank(key) {
+		return wrap(ctx, "abort upload", bucket, key, o.blankAbort(ctx, bucket, key, uploadID))
 	}
 	return wrap(ctx, "abort upload", bucket, key, o.core.AbortMultipartUpload(ctx, bucket, key, uploadID))
 }

@@ -27,7 +27,13 @@ func (o *Origin) ListParts(ctx context.Context, bucket, key, uploadID string, op
 	if opts.MaxParts <= 0 {
 		opts.MaxParts = defaultMaxList
 	}
-	res, err := o.core.ListObjectParts(ctx, bucket, key, uploadID, max(opts.After, 0), opts.MaxParts)
+	var res minio.ListObjectPartsResult
+	var err error
+	if isBlank(key) {
+		res, err = o.blankListParts(ctx, bucket, key, uploadID, max(opts.After, 0), opts.MaxParts)
+	} else {
+		res, err = o.core.ListObjectParts(ctx, bucket, key, uploadID, max(opts.After, 0), opts.MaxParts)
+	}
 	if err != nil {
 		return store.PartPage{}, wrap(ctx, "list parts", bucket, key, err)
 	}
