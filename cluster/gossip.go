@@ -62,8 +62,9 @@ type Gossip struct {
 	log    zerolog.Logger
 	addr   string // host:port others join at, fixed once bound
 
-	stop     chan struct{} // closed by Close: ends the join retry
-	joinDone chan struct{} // closed when the join retry has ended (or never ran)
+	stop          chan struct{} // closed by Close: ends the join retry and reconnects
+	joinDone      chan struct{} // closed when the join retry has ended (or never ran)
+	reconnectDone chan struct{} // closed when the reconnect loop has ended
 
 	closeOnce sync.Once
 	closeErr  error
@@ -92,13 +93,15 @@ func NewGossip(opts GossipOptions) (*Gossip, error) {
 		return nil, fmt.Errorf("cluster: gossip on %s: %w", opts.Bind, err)
 	}
 	g := &Gossip{
-		ml:       ml,
-		events:   events,
-		log:      opts.Logger,
-		addr:     ml.LocalNode().Address(),
-		stop:     make(chan struct{}),
-		joinDone: make(chan struct{}),
+		ml:            ml,
+		events:        events,
+		log:           opts.Logger,
+		addr:          ml.LocalNode().Address(),
+		stop:          make(chan struct{}),
+		joinDone:      make(chan struct{}),
+		reconnectDone: make(chan struct{}),
 	}
+	go g.reconnect(reconnectEvery(opts.ProbeInterval))
 	if len(opts.Join) == 0 || g.join(opts.Join) {
 		close(g.joinDone)
 		return g, nil
@@ -140,6 +143,8 @@ func gossipConfig(opts GossipOptions) (*memberlist.Config, *gossipEvents, error)
 		meta:    meta,
 		log:     opts.Logger,
 		members: make(map[string]string),
+		dead:    make(map[string]deadMember),
+		back:    make(chan string, 16),
 		changes: make(chan struct{}, 1),
 	}
 	conf.Delegate = events
@@ -235,6 +240,7 @@ func (g *Gossip) Close() error {
 	g.closeOnce.Do(func() {
 		close(g.stop)
 		<-g.joinDone // no Join may run after Leave
+		<-g.reconnectDone
 		g.downMu.Lock()
 		defer g.downMu.Unlock()
 		if g.down {
@@ -313,8 +319,10 @@ type gossipEvents struct {
 	log     zerolog.Logger
 	changes chan struct{} // buffer 1, never closed
 
-	mu      sync.Mutex        // guards members
-	members map[string]string // ID -> Addr of alive and suspect members with valid metadata
+	mu      sync.Mutex            // guards members and dead
+	members map[string]string     // ID -> Addr of alive and suspect members with valid metadata
+	dead    map[string]deadMember // ID -> members that dropped out, to reconnect (reconnect.go)
+	back    chan string           // gossip addresses of members that came back, to sync with
 }
 
 var (
@@ -332,9 +340,12 @@ func (e *gossipEvents) MergeRemoteState(buf []byte, join bool)     {}
 func (e *gossipEvents) NotifyJoin(n *memberlist.Node)   { e.upsert(n) }
 func (e *gossipEvents) NotifyUpdate(n *memberlist.Node) { e.upsert(n) }
 
+// NotifyLeave forgets a member that died or left, and remembers it to
+// reconnect to (memberlist's Node does not say which of the two it was).
 func (e *gossipEvents) NotifyLeave(n *memberlist.Node) {
 	e.mu.Lock()
 	delete(e.members, n.Name)
+	e.dead[n.Name] = deadMember{gossip: n.Address(), since: time.Now()}
 	e.mu.Unlock()
 	e.notify()
 }
@@ -345,6 +356,10 @@ func (e *gossipEvents) upsert(n *memberlist.Node) {
 	err := json.Unmarshal(n.Meta, &m)
 	valid := err == nil && validPeerAddr(m.Addr)
 	e.mu.Lock()
+	if _, was := e.dead[n.Name]; was {
+		delete(e.dead, n.Name)
+		e.cameBack(n.Address())
+	}
 	if valid {
 		e.members[n.Name] = m.Addr
 	} else {

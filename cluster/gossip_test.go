@@ -303,3 +303,23 @@ func TestGossipCloseLeavesNoGoroutines(t *testing.T) {
 		t.Fatalf("after Close: %v", err)
 	}
 }
+
+// A member that dropped out and comes back where it was, knowing no one
+// (as after a partition, where each side declared the other dead and
+// memberlist stops talking to it), is reconnected to by the others.
+func TestGossipReconnectsToAMemberThatDroppedOut(t *testing.T) {
+	a, b, c := startThree(t)
+	at := c.Addr()
+	c.kill()
+	for _, g := range []*Gossip{a, b} {
+		waitFor(t, 12*time.Second, "killed member dropped", func() bool { return !hasID(g, "c") })
+	}
+	opts := testOpts("c")
+	opts.Bind = at
+	back := startGossip(t, opts)
+	for name, g := range map[string]*Gossip{"a": a, "b": b, "c": back} {
+		waitFor(t, 20*time.Second, "the member that came back listed by "+name, func() bool {
+			return slices.Equal(ids(g.Members()), []string{"a", "b", "c"})
+		})
+	}
+}
