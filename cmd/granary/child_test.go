@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/granary-dev/granary/internal/netnstest"
 	"github.com/granary-dev/granary/internal/syncbuf"
 )
 
@@ -68,8 +69,22 @@ func startChild(t *testing.T, env map[string]string, args ...string) *child {
 // another process could take it.
 func startChildOn(t *testing.T, ln *net.TCPListener, env map[string]string, args ...string) *child {
 	t.Helper()
+	return spawnChild(t, exec.Command, ln, env, args...)
+}
+
+// startChildIn is startChild on host h of a netnstest segment (args name
+// the --listen address, an address of h).
+func startChildIn(t *testing.T, h *netnstest.Host, env map[string]string, args ...string) *child {
+	t.Helper()
+	return spawnChild(t, h.Command, nil, env, args...)
+}
+
+// spawnChild starts the child with command (exec.Command, or a host's)
+// and waits for its banner.
+func spawnChild(t *testing.T, command func(string, ...string) *exec.Cmd, ln *net.TCPListener, env map[string]string, args ...string) *child {
+	t.Helper()
 	argv, _ := json.Marshal(append([]string{"serve", "--listen", "127.0.0.1:0"}, args...))
-	c := &child{cmd: exec.Command(os.Args[0], "-test.run=^$"), stderr: &syncbuf.Buffer{}, exited: make(chan struct{})}
+	c := &child{cmd: command(os.Args[0], "-test.run=^$"), stderr: &syncbuf.Buffer{}, exited: make(chan struct{})}
 	c.cmd.Env = append(os.Environ(), childArgsEnv+"="+string(argv))
 	for k, v := range env {
 		c.cmd.Env = append(c.cmd.Env, k+"="+v)

@@ -1,5 +1,6 @@
 // Package miniotest starts a real MinIO server on a free loopback port for
-// tests, over HTTP or HTTPS. The binary comes from $MINIO_BIN, else
+// tests (or on an address of another host: Options.Host and Command), over
+// HTTP or HTTPS. The binary comes from $MINIO_BIN, else
 // $GOPATH/bin/minio (the Makefile installs it there with `go install`).
 package miniotest
 
@@ -14,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +29,11 @@ type Options struct {
 	// against.
 	CertsDir string
 	RootCAs  *x509.CertPool
+	// Host, if set, is the address the server listens on (default
+	// 127.0.0.1); Command, if set, makes the server's command (a host of
+	// its own: netnstest.Host.Command).
+	Host    string
+	Command func(name string, args ...string) *exec.Cmd
 }
 
 // Server is a running MinIO server.
@@ -101,8 +108,15 @@ func startOnce(bin, dir string, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	host, command := o.Host, o.Command
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	if command == nil {
+		command = exec.Command
+	}
 	s := &Server{
-		Endpoint:  fmt.Sprintf("127.0.0.1:%d", port),
+		Endpoint:  net.JoinHostPort(host, strconv.Itoa(port)),
 		AccessKey: "minioadmin-test",
 		SecretKey: "minioadmin-test-secret",
 		opts:      o,
@@ -113,7 +127,7 @@ func startOnce(bin, dir string, o Options) (*Server, error) {
 	if o.CertsDir != "" {
 		args = append(args, "--certs-dir", o.CertsDir)
 	}
-	s.cmd = exec.Command(bin, append(args, filepath.Join(dir, "data"))...)
+	s.cmd = command(bin, append(args, filepath.Join(dir, "data"))...)
 	s.cmd.Env = append(os.Environ(),
 		"MINIO_ROOT_USER="+s.AccessKey, "MINIO_ROOT_PASSWORD="+s.SecretKey,
 		"MINIO_BROWSER=off", "MINIO_UPDATE=off", "MINIO_API_REQUESTS_MAX=4096")
