@@ -17,11 +17,13 @@ import (
 	"time"
 
 	"github.com/granary-dev/granary/cluster"
+	"github.com/granary-dev/granary/internal/stallconn"
 	"github.com/granary-dev/granary/store"
 )
 
-// DefaultTimeout bounds a call's connect and its wait for the answer's
-// headers (a chunk's body is bounded by the caller's stall timeout).
+// DefaultTimeout bounds a call's connect, each write of its body and its
+// wait for the answer's headers (a chunk's body is bounded by the
+// caller's stall timeout).
 const DefaultTimeout = 3 * time.Second
 
 // Client makes calls from node self. Safe for concurrent use.
@@ -42,7 +44,10 @@ func NewClient(self string, secret []byte, timeout time.Duration) *Client {
 		timeout = DefaultTimeout
 	}
 	tr := &http.Transport{
-		DialContext:           (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext,
+		// A write that stalls for the timeout fails: a member that
+		// stopped reading (hung, its kernel still holding the
+		// connection) must not hold a replica's sender forever.
+		DialContext:           stallconn.Dial(&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}, timeout),
 		ResponseHeaderTimeout: timeout,
 		MaxIdleConnsPerHost:   64,
 		IdleConnTimeout:       90 * time.Second,

@@ -20,6 +20,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/minio/minio-go/v7/pkg/s3utils"
 
+	"github.com/granary-dev/granary/internal/stallconn"
 	"github.com/granary-dev/granary/store"
 )
 
@@ -145,14 +146,7 @@ func (o *Origin) Requests() int64 { return o.requests.Load() }
 // origin fails fast, and no transparent decompression (bytes are relayed
 // as stored).
 func newTransport(opts Options) *http.Transport {
-	dialer := &net.Dialer{Timeout: opts.DialTimeout, KeepAlive: 30 * time.Second}
-	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := dialer.DialContext(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		return &stallConn{Conn: c, d: opts.WriteStallTimeout}, nil
-	}
+	dial := stallconn.Dial(&net.Dialer{Timeout: opts.DialTimeout, KeepAlive: 30 * time.Second}, opts.WriteStallTimeout)
 	return &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           dial,
@@ -165,19 +159,6 @@ func newTransport(opts Options) *http.Transport {
 		DisableCompression:    true,
 		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: opts.RootCAs},
 	}
-}
-
-// stallConn fails a write that makes no progress for d.
-type stallConn struct {
-	net.Conn
-	d time.Duration
-}
-
-func (c *stallConn) Write(p []byte) (int, error) {
-	if err := c.Conn.SetWriteDeadline(time.Now().Add(c.d)); err != nil {
-		return 0, err
-	}
-	return c.Conn.Write(p)
 }
 
 // countingTransport counts requests on their way out.
