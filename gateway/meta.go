@@ -65,6 +65,13 @@ func (c *metaCache) putIf(seq uint64, k string, info store.ObjectInfo, checked t
 	c.put(k, info, checked)
 }
 
+// set stores info.
+func (c *metaCache) set(k string, info store.ObjectInfo, checked time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.put(k, info, checked)
+}
+
 // put stores info; c.mu must be held.
 func (c *metaCache) put(k string, info store.ObjectInfo, checked time.Time) {
 	if el, ok := c.m[k]; ok {

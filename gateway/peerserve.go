@@ -97,7 +97,7 @@ func (b peerBackend) Forget(bucket, key string, written *store.ObjectInfo, write
 		return
 	}
 	e.peer.pending.put(bucket, key, pendingWrite{etag: written.ETag, writer: writer, at: time.Now()})
-	e.meta.put(metaKey(bucket, key), *written, e.opts.Now())
+	e.meta.set(metaKey(bucket, key), *written, e.opts.Now())
 }
 
 // refReader reads a chunkRef from off to its end.
