@@ -122,7 +122,7 @@ func gossipConfig(opts GossipOptions) (*memberlist.Config, *gossipEvents, error)
 	if !validPeerAddr(opts.Self.Addr) {
 		return nil, nil, fmt.Errorf("cluster: gossip: Self.Addr %q is not host:port", opts.Self.Addr)
 	}
-	meta, err := json.Marshal(gossipMeta{Addr: opts.Self.Addr})
+	meta, err := json.Marshal(gossipMeta{Addr: opts.Self.Addr, Leaving: true}) // its longest form
 	if err != nil {
 		return nil, nil, fmt.Errorf("cluster: gossip metadata: %w", err)
 	}
@@ -140,9 +140,10 @@ func gossipConfig(opts GossipOptions) (*memberlist.Config, *gossipEvents, error)
 	setTiming(conf, opts.ProbeInterval)
 
 	events := &gossipEvents{
-		meta:    meta,
+		self:    gossipMeta{Addr: opts.Self.Addr},
 		log:     opts.Logger,
 		members: make(map[string]string),
+		leaving: make(map[string]bool),
 		dead:    make(map[string]deadMember),
 		back:    make(chan string, 16),
 		changes: make(chan struct{}, 1),
@@ -229,6 +230,11 @@ func (g *Gossip) Addr() string { return g.addr }
 // included while it has not left, sorted by ID.
 func (g *Gossip) Members() []Member { return g.events.snapshot() }
 
+// Known returns the live members and those that died (not those that
+// left) in the last reconnectFor, sorted by ID: `granary status` lists
+// the dead as unreachable.
+func (g *Gossip) Known() []Member { return g.events.known() }
+
 // Changes receives after membership events (join, leave, update).
 func (g *Gossip) Changes() <-chan struct{} { return g.events.changes }
 
@@ -247,6 +253,10 @@ func (g *Gossip) Close() error {
 			return
 		}
 		g.down = true
+		g.events.setLeaving()
+		if err := g.ml.UpdateNode(leaveTimeout); err != nil {
+			g.log.Debug().Err(err).Msg("gossip: announcing the leave")
+		}
 		if err := g.ml.Leave(leaveTimeout); err != nil {
 			g.log.Warn().Err(err).Msg("gossip: leave")
 		}
@@ -303,6 +313,9 @@ func (g *Gossip) retryJoin(addrs []string) {
 // (unknown ones are ignored by older nodes).
 type gossipMeta struct {
 	Addr string `json:"addr"`
+	// Leaving is set by a member shutting down (Close) just before it
+	// leaves: its departure is not a death, and it is not reconnected to.
+	Leaving bool `json:"leaving,omitempty"`
 }
 
 // validPeerAddr: addr is host:port with both parts present.
@@ -315,13 +328,14 @@ func validPeerAddr(addr string) bool {
 // metadata) and EventDelegate (it keeps the live members). memberlist
 // calls the event methods one at a time under its node lock, in order.
 type gossipEvents struct {
-	meta    []byte // this node's encoded gossipMeta
+	self    gossipMeta // this node's metadata (guarded by mu)
 	log     zerolog.Logger
 	changes chan struct{} // buffer 1, never closed
 
-	mu      sync.Mutex            // guards members and dead
+	mu      sync.Mutex            // guards self, members, leaving and dead
 	members map[string]string     // ID -> Addr of alive and suspect members with valid metadata
-	dead    map[string]deadMember // ID -> members that dropped out, to reconnect (reconnect.go)
+	leaving map[string]bool       // IDs of members that said they are leaving
+	dead    map[string]deadMember // ID -> members that died, to reconnect (reconnect.go)
 	back    chan string           // gossip addresses of members that came back, to sync with
 }
 
@@ -330,7 +344,19 @@ var (
 	_ memberlist.EventDelegate = (*gossipEvents)(nil)
 )
 
-func (e *gossipEvents) NodeMeta(limit int) []byte { return e.meta }
+func (e *gossipEvents) NodeMeta(limit int) []byte {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b, _ := json.Marshal(e.self) // a struct of a string and a bool
+	return b
+}
+
+// setLeaving marks this node's metadata as leaving.
+func (e *gossipEvents) setLeaving() {
+	e.mu.Lock()
+	e.self.Leaving = true
+	e.mu.Unlock()
+}
 
 func (e *gossipEvents) NotifyMsg([]byte)                           {}
 func (e *gossipEvents) GetBroadcasts(overhead, limit int) [][]byte { return nil }
@@ -340,12 +366,16 @@ func (e *gossipEvents) MergeRemoteState(buf []byte, join bool)     {}
 func (e *gossipEvents) NotifyJoin(n *memberlist.Node)   { e.upsert(n) }
 func (e *gossipEvents) NotifyUpdate(n *memberlist.Node) { e.upsert(n) }
 
-// NotifyLeave forgets a member that died or left, and remembers it to
-// reconnect to (memberlist's Node does not say which of the two it was).
+// NotifyLeave forgets a member that died or left; one that died (it did
+// not say it was leaving) is remembered, to reconnect to and to list.
 func (e *gossipEvents) NotifyLeave(n *memberlist.Node) {
 	e.mu.Lock()
+	if e.leaving[n.Name] {
+		delete(e.leaving, n.Name)
+	} else if addr, ok := e.members[n.Name]; ok {
+		e.dead[n.Name] = deadMember{addr: addr, gossip: n.Address(), since: time.Now()}
+	}
 	delete(e.members, n.Name)
-	e.dead[n.Name] = deadMember{gossip: n.Address(), since: time.Now()}
 	e.mu.Unlock()
 	e.notify()
 }
@@ -359,6 +389,9 @@ func (e *gossipEvents) upsert(n *memberlist.Node) {
 	if _, was := e.dead[n.Name]; was {
 		delete(e.dead, n.Name)
 		e.cameBack(n.Address())
+	}
+	if m.Leaving {
+		e.leaving[n.Name] = true
 	}
 	if valid {
 		e.members[n.Name] = m.Addr

@@ -137,6 +137,9 @@ func TestGossipLeave(t *testing.T) {
 	}
 	for _, g := range []*Gossip{a, b} {
 		waitFor(t, 3*time.Second, "left member dropped", func() bool { return !hasID(g, "c") })
+		if got := ids(g.Known()); !slices.Equal(got, []string{"a", "b"}) {
+			t.Fatalf("after c left, Known lists %v: a member that left is not dead", got)
+		}
 	}
 	t.Logf("leave seen by both others %v after Close began", time.Since(start))
 }
@@ -151,6 +154,9 @@ func TestGossipKilledMemberDropsOut(t *testing.T) {
 	t.Logf("killed member gone from both survivors after %v", time.Since(start))
 	if got := ids(a.Members()); !slices.Equal(got, []string{"a", "b"}) {
 		t.Fatalf("a lists %v, want [a b]", got)
+	}
+	if got := a.Known(); !slices.Equal(got, []Member{{"a", s3Addr("a")}, {"b", s3Addr("b")}, {"c", s3Addr("c")}}) {
+		t.Fatalf("a knows %v, want the dead member c with its address too", got)
 	}
 }
 

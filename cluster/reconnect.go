@@ -1,4 +1,4 @@
-// Reconnecting to members that dropped out. memberlist stops gossiping to
+// Reconnecting to members that died. memberlist stops gossiping to
 // a dead member GossipToTheDeadTime after its death, so the two sides of
 // a partition that heals later would stay apart for good, each serving
 // with a ring of its own. Every node remembers the members it saw drop
@@ -22,10 +22,11 @@ import (
 // member that left for good costs a failed dial per round until then).
 const reconnectFor = 24 * time.Hour
 
-// deadMember is a member that dropped out: where its gossip listened.
+// deadMember is a member that died: its S3 address, where its gossip
+// listened, and since when it is dead.
 type deadMember struct {
-	gossip string
-	since  time.Time
+	addr, gossip string
+	since        time.Time
 }
 
 // reconnectEvery is the reconnect period for probe interval p (0: 1s).
@@ -120,4 +121,18 @@ func (g *Gossip) isDown() bool {
 	g.downMu.Lock()
 	defer g.downMu.Unlock()
 	return g.down
+}
+
+// known returns the live members and the dead ones, sorted by ID.
+func (e *gossipEvents) known() []Member {
+	out := e.snapshot()
+	e.mu.Lock()
+	for id, d := range e.dead {
+		if _, alive := e.members[id]; !alive {
+			out = append(out, Member{ID: id, Addr: d.addr})
+		}
+	}
+	e.mu.Unlock()
+	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
+	return out
 }

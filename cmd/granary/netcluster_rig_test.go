@@ -237,8 +237,8 @@ func (c *netCluster) status(nd *netNode) (api.ClusterStatus, error) {
 	return cs, json.Unmarshal(body, &cs)
 }
 
-// converge waits until every node that is up sees the same n members,
-// all healthy, with the same ring shares.
+// converge waits until every node that is up sees the same n healthy
+// members with the same ring shares.
 func (c *netCluster) converge(n int) {
 	c.t.Helper()
 	var last string
@@ -257,7 +257,8 @@ func (c *netCluster) converge(n int) {
 }
 
 // agree reports whether every node that is up sees the same n healthy
-// members and ring, and if not, why.
+// members and ring (members that died may be listed besides, unhealthy),
+// and if not, why.
 func (c *netCluster) agree(n int) (bool, string) {
 	c.mu.Lock()
 	var up []*netNode
@@ -275,13 +276,12 @@ func (c *netCluster) agree(n int) (bool, string) {
 		}
 		view := make([]api.NodeStatus, 0, len(cs.Nodes))
 		for _, m := range cs.Nodes {
-			if !m.Healthy {
-				return false, fmt.Sprintf("%s sees %s unhealthy: %s", nd.id, m.ID, m.Error)
+			if m.Healthy { // a member that died is listed, unhealthy
+				view = append(view, api.NodeStatus{ID: m.ID, Addr: m.Addr, RingShare: m.RingShare})
 			}
-			view = append(view, api.NodeStatus{ID: m.ID, Addr: m.Addr, RingShare: m.RingShare})
 		}
 		if len(view) != n {
-			return false, fmt.Sprintf("%s sees %d members, not %d", nd.id, len(view), n)
+			return false, fmt.Sprintf("%s sees %d healthy members, not %d", nd.id, len(view), n)
 		}
 		slices.SortFunc(view, func(a, b api.NodeStatus) int { return strings.Compare(a.ID, b.ID) })
 		if first == nil {
