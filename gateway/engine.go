@@ -134,6 +134,10 @@ func New(opts Options) (*Engine, error) {
 		peer:    newPeerState(opts.Peers),
 	}
 	e.fillCtx, e.stopFills = context.WithCancel(context.Background())
+	if e.peer != nil {
+		e.peer.loop.Add(1)
+		go e.deliverOwed()
+	}
 	if opts.TeeDir != "" {
 		if e.tees, err = openTees(opts.TeeDir); err != nil {
 			return nil, fmt.Errorf("gateway: tee dir: %w", err)
@@ -161,6 +165,7 @@ func (e *Engine) Close() error {
 		e.stopFills()
 		e.fills.Wait()
 		if e.peer != nil {
+			e.peer.loop.Wait()
 			e.peer.pushes.Wait()
 		}
 		if e.tees != nil {

@@ -33,6 +33,7 @@ type fakeCluster struct {
 
 	mu     sync.Mutex
 	down   map[string]bool  // members that refuse every call
+	mute   map[string]bool  // members listed live whose calls fail (hung)
 	cut    map[string]int64 // members whose chunk bodies end after this many bytes
 	calls  map[string]int   // "from>to op" -> calls made
 	bucket string
@@ -48,7 +49,7 @@ type fakeClusterOptions struct {
 func newFakeCluster(t *testing.T, o fakeClusterOptions) *fakeCluster {
 	t.Helper()
 	base := newRig(t, rigOptions{chunk: o.chunk})
-	c := &fakeCluster{t: t, down: map[string]bool{}, cut: map[string]int64{}, calls: map[string]int{}, bucket: base.bucket}
+	c := &fakeCluster{t: t, down: map[string]bool{}, mute: map[string]bool{}, cut: map[string]int64{}, calls: map[string]int{}, bucket: base.bucket}
 	var ids []string
 	for i := range o.n {
 		id := fmt.Sprintf("n%d", i)
@@ -155,6 +156,7 @@ type fakePeers struct {
 
 func (p *fakePeers) Self() cluster.Member      { return p.c.members[p.self] }
 func (p *fakePeers) Members() []cluster.Member { return p.c.live() }
+func (p *fakePeers) Known() []cluster.Member   { return p.c.members }
 func (p *fakePeers) Owners(key []byte, n int) []cluster.Member {
 	return p.c.owners(key, n)
 }
@@ -193,7 +195,7 @@ func (f fakeClient) to(m cluster.Member, op string) (*Engine, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.calls[fmt.Sprintf("%d>%d %s", f.p.self, i, op)]++
-	if !ok || c.down[m.ID] {
+	if !ok || c.down[m.ID] || c.mute[m.ID] {
 		return nil, fmt.Errorf("peer %s: %w", m.ID, errDown)
 	}
 	return c.engines[i], nil
@@ -241,6 +243,15 @@ func (f fakeClient) Forget(_ context.Context, to cluster.Member, bucket, key str
 		return err
 	}
 	e.PeerBackend().Forget(bucket, key, written, f.p.Self().ID)
+	return nil
+}
+
+func (f fakeClient) ForgetAll(_ context.Context, to cluster.Member) error {
+	e, err := f.to(to, "forget-all")
+	if err != nil {
+		return err
+	}
+	e.PeerBackend().ForgetAll(f.p.Self().ID)
 	return nil
 }
 

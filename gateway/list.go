@@ -74,6 +74,14 @@ func (c *listCache) dropBucket(bucket string) {
 	delete(c.buckets, bucket)
 }
 
+// dropAll drops every page.
+func (c *listCache) dropAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seq++
+	c.buckets, c.n = make(map[string]map[store.ListOptions]listEntry), 0
+}
+
 // List returns one page of a bucket listing.
 func (e *Engine) List(ctx context.Context, bucket string, opts store.ListOptions) (store.ListPage, error) {
 	if opts.MaxKeys <= 0 || opts.MaxKeys > 1000 {

@@ -98,6 +98,15 @@ func (c *metaCache) drop(k string) {
 	}
 }
 
+// dropAll drops every entry.
+func (c *metaCache) dropAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seq++
+	clear(c.m)
+	c.lru.Init()
+}
+
 // fresh reports whether metadata confirmed at checked may be used at now.
 func (f Freshness) fresh(checked, now time.Time) bool {
 	switch f.Mode {

@@ -24,6 +24,9 @@ type Peers interface {
 	// Heir is who owns key when this node is left out: who held it
 	// before this node joined (see cluster.Node.Heir).
 	Heir(key []byte) (cluster.Member, bool)
+	// Known is the live members and those that died, not left (they are
+	// owed the forgets they miss: owed.go).
+	Known() []cluster.Member
 	Client() PeerClient
 }
 
@@ -35,6 +38,9 @@ type PeerClient interface {
 	GetChunk(ctx context.Context, to cluster.Member, r peer.ChunkRequest) (io.ReadCloser, error)
 	PutChunk(ctx context.Context, to cluster.Member, id store.ChunkID, chunk int64, data []byte) error
 	Forget(ctx context.Context, to cluster.Member, bucket, key string, written *store.ObjectInfo) error
+	// ForgetAll tells a member to drop every object's metadata and every
+	// listing it caches.
+	ForgetAll(ctx context.Context, to cluster.Member) error
 	Head(ctx context.Context, to cluster.Member, bucket, key string, cachedOnly bool) (store.ObjectInfo, error)
 }
 
@@ -48,6 +54,8 @@ type peerState struct {
 	slots   chan struct{}  // one per push in progress
 	pushes  sync.WaitGroup // pushes and invalidations in the background
 	pending pendingSet     // versions written through other members
+	owed    owedForgets    // forgets members missed (owed.go)
+	loop    sync.WaitGroup // deliverOwed, until the engine closes
 }
 
 func newPeerState(p Peers) *peerState {
@@ -163,8 +171,10 @@ func (e *Engine) invalidate(ctx context.Context, bucket, key string, written *st
 		return
 	}
 	self := e.peer.peers.Self().ID
+	live := make(map[string]bool)
 	var wg sync.WaitGroup
 	for _, m := range e.peer.peers.Members() {
+		live[m.ID] = true
 		if m.ID == self {
 			continue
 		}
@@ -173,10 +183,16 @@ func (e *Engine) invalidate(ctx context.Context, bucket, key string, written *st
 			defer wg.Done()
 			if err := e.peer.peers.Client().Forget(context.Background(), m, bucket, key, written); err != nil {
 				e.m.peerErrors.WithLabelValues("forget").Inc()
+				e.peer.owed.add(m.ID, bucket, key)
 				e.logFor(ctx).Warn().Err(err).Str("peer", m.ID).Str("bucket", bucket).Str("key", key).
-					Msg("peer did not forget a changed object; it may serve the old version until its metadata expires")
+					Msg("peer did not forget a changed object; it is told again when it answers")
 			}
 		}()
+	}
+	for _, m := range e.peer.peers.Known() {
+		if !live[m.ID] {
+			e.peer.owed.add(m.ID, bucket, key) // dead to this node: told if it comes back
+		}
 	}
 	wg.Wait()
 }

@@ -100,6 +100,20 @@ func (b peerBackend) Forget(bucket, key string, written *store.ObjectInfo, write
 	e.meta.set(metaKey(bucket, key), *written, e.opts.Now())
 }
 
+// ForgetAll is a member's word that this node missed more of its changes
+// than it could list: drop every object's metadata, every listing and
+// every version known to be written elsewhere (the data stays: chunks
+// are named by version, and none is served without metadata naming it).
+func (b peerBackend) ForgetAll(from string) {
+	e := b.e
+	e.meta.dropAll()
+	e.lists.dropAll()
+	if e.peer != nil {
+		e.peer.pending.dropAll()
+	}
+	e.log.Info().Str("peer", from).Msg("forgot every object's metadata: a member's changes were missed")
+}
+
 // refReader reads a chunkRef from off to its end.
 type refReader struct {
 	ctx context.Context

@@ -59,6 +59,12 @@ func (p *pendingSet) drop(bucket, key string) {
 	p.mu.Unlock()
 }
 
+func (p *pendingSet) dropAll() {
+	p.mu.Lock()
+	clear(p.m)
+	p.mu.Unlock()
+}
+
 // writer returns the member that wrote chunk id's version, if known.
 func (p *pendingSet) writer(id store.ChunkID) (string, bool) {
 	p.mu.Lock()

@@ -215,6 +215,12 @@ func (c *Client) Forget(ctx context.Context, to cluster.Member, bucket, key stri
 	return c.call(ctx, http.MethodPost, to, RouteForget, url.Values{"bucket": {bucket}, "key": {key}}, nil, hdr)
 }
 
+// ForgetAll tells member to to drop every object's metadata and listing
+// it caches (it missed more changes than this node could list).
+func (c *Client) ForgetAll(ctx context.Context, to cluster.Member) error {
+	return c.call(ctx, http.MethodPost, to, RouteForget, url.Values{"all": {"1"}}, nil, nil)
+}
+
 // Ping checks that member to answers as the node it is listed as.
 func (c *Client) Ping(ctx context.Context, to cluster.Member) error {
 	var who struct{ ID string }

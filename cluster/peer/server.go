@@ -39,6 +39,9 @@ type Backend interface {
 	// changed; written, if set, is the new version, not at the origin
 	// yet.
 	Forget(bucket, key string, written *store.ObjectInfo, from string)
+	// ForgetAll drops every object's metadata and listing, which member
+	// from changed more of than it could list.
+	ForgetAll(from string)
 	// Head returns an object's info for a member (with cachedOnly, from
 	// the metadata cache only, else store.ErrNotFound).
 	Head(ctx context.Context, bucket, key string, cachedOnly bool) (store.ObjectInfo, error)
@@ -260,8 +263,13 @@ func (h *Handler) putChunk(k *call) error {
 }
 
 // forget drops an object's cached state, and learns its new version if
-// the writer sent one (a write-back object not at the origin yet).
+// the writer sent one (a write-back object not at the origin yet); with
+// all=1 and no object, it drops every object's metadata and listing.
 func (h *Handler) forget(k *call) error {
+	if k.get("all") == "1" && k.bucket == "" && k.key == "" {
+		h.o.Backend.ForgetAll(k.from)
+		return nil
+	}
 	if err := h.object(k); err != nil {
 		return err
 	}

@@ -79,6 +79,12 @@ func (b *fakeBackend) Forget(bucket, key string, written *store.ObjectInfo, from
 	b.written = written
 }
 
+func (b *fakeBackend) ForgetAll(from string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.forgot = append(b.forgot, from+":*")
+}
+
 func (b *fakeBackend) Head(_ context.Context, bucket, key string, cachedOnly bool) (store.ObjectInfo, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -484,7 +490,10 @@ func TestForgetHeadAndReplicas(t *testing.T) {
 	if err := r.client.Forget(ctx, r.to, "b", "j", nil); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(r.be.forgot, ",") != "n2:b/k,n2:b/j" || r.be.written != nil {
+	if err := r.client.ForgetAll(ctx, r.to); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(r.be.forgot, ",") != "n2:b/k,n2:b/j,n2:*" || r.be.written != nil {
 		t.Fatalf("forgot %v, last written %v", r.be.forgot, r.be.written)
 	}
 	r.be.heads["b/k"] = info

@@ -30,6 +30,8 @@ const (
 	netDataBucket = "data"
 	netWTBucket   = "wthrough" // write-through
 	netWBBucket   = "wback"    // write-back
+	// netFixedBucket (freshness immutable) is outside the load.
+	netFixedBucket = "fixed"
 )
 
 // netStats are one phase's judged requests by kind.

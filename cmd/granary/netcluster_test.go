@@ -5,13 +5,17 @@
 // disk, and a fourth node joins. No read may return wrong bytes, no
 // request through a live node may outlast the bound its timeouts give,
 // reads of the cached data set never fail, no acknowledged write is lost,
-// and after each fault the cluster converges on one ring.
+// and after each fault the cluster converges on one ring; a node cut off
+// while a key it caches for good (freshness immutable) is replaced reads
+// the new version once it is back.
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"io"
 	"testing"
 	"time"
@@ -20,8 +24,12 @@ import (
 )
 
 func TestClusterAcrossNetworkFaults(t *testing.T) {
-	c := startNetCluster(t, 3, "buckets:\n  "+netWBBucket+":\n    write-mode: write-back\n")
+	c := startNetCluster(t, 3, "buckets:\n  "+netWBBucket+":\n    write-mode: write-back\n"+
+		"  "+netFixedBucket+":\n    freshness: immutable\n")
 	seeded := seedNet(t, c, 24)
+	if err := c.direct.MakeBucket(context.Background(), netFixedBucket, minio.MakeBucketOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	// Warm: every node reads every object once (its chunks go to their
 	// owners, its metadata to the node).
 	for _, nd := range c.nodes {
@@ -50,16 +58,21 @@ func TestClusterAcrossNetworkFaults(t *testing.T) {
 	// One node cut off for longer than memberlist gossips to the dead
 	// (30 s after the others declare it dead): the two sides must find
 	// each other again by themselves.
-	n2, n3 := c.nodes[1], c.nodes[2]
+	n1, n2, n3 := c.nodes[0], c.nodes[1], c.nodes[2]
+	v1, v2 := randomBytes(31, 300<<10), randomBytes(32, 200<<10)
+	c.putVia(n1, netFixedBucket, "replaced", v1)
+	c.awaitRead(n3, netFixedBucket, "replaced", v1) // n3 caches it for good (immutable)
 	c.cut(n3)
 	l.run(t, "node cut off", 60)
 	l.setPhase("node cut off, converging")
 	c.converge(2)
 	l.setPhase("node cut off, seen dead")
+	c.putVia(n1, netFixedBucket, "replaced", v2) // n3 misses the forget
 	l.hold(t, 35*time.Second)
 	c.heal(n3)
 	l.setPhase("healing")
 	c.converge(3)
+	c.awaitRead(n3, netFixedBucket, "replaced", v2) // told what it missed
 	l.run(t, "healed", 60)
 
 	c.origin.Cut(t)
@@ -80,6 +93,7 @@ func TestClusterAcrossNetworkFaults(t *testing.T) {
 	l.run(t, "node killed", 40)
 	l.setPhase("node killed, converging")
 	c.converge(2)
+	c.listsDead(c.nodes[0], n3)
 	c.start(n3) // an empty disk
 	l.setPhase("node back, empty disk, converging")
 	c.converge(3)
@@ -124,6 +138,48 @@ func (c *netCluster) awaitOrigin() {
 		}
 		return true
 	})
+}
+
+// putVia writes data as bucket/key through nd.
+func (c *netCluster) putVia(nd *netNode, bucket, key string, data []byte) {
+	c.t.Helper()
+	if _, err := nd.client.PutObject(context.Background(), bucket, key, bytes.NewReader(data), int64(len(data)), minio.PutObjectOptions{}); err != nil {
+		c.t.Fatalf("put %s/%s through %s: %v", bucket, key, nd.id, err)
+	}
+}
+
+// awaitRead waits (bounded) until bucket/key reads as want through nd.
+func (c *netCluster) awaitRead(nd *netNode, bucket, key string, want []byte) {
+	c.t.Helper()
+	var got []byte
+	waitFor(c.t, time.Minute, fmt.Sprintf("%s/%s through %s reads as written", bucket, key, nd.id), func() bool {
+		obj, err := nd.client.GetObject(context.Background(), bucket, key, minio.GetObjectOptions{})
+		if err != nil {
+			return false
+		}
+		defer obj.Close()
+		got, err = io.ReadAll(obj)
+		return err == nil && bytes.Equal(got, want)
+	})
+}
+
+// listsDead checks that nd's status lists dead, unhealthy: members that
+// died are remembered.
+func (c *netCluster) listsDead(nd, dead *netNode) {
+	c.t.Helper()
+	cs, err := c.status(nd)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	for _, m := range cs.Nodes {
+		if m.ID == dead.id {
+			if m.Healthy || m.Addr != dead.addr {
+				c.t.Fatalf("%s lists the dead %s as %+v", nd.id, dead.id, m)
+			}
+			return
+		}
+	}
+	c.t.Fatalf("%s does not list the dead member %s: %+v", nd.id, dead.id, cs.Nodes)
 }
 
 // stopAll stops every node with SIGTERM and checks each exits cleanly (a
