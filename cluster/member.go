@@ -45,4 +45,7 @@ type Caller interface {
 	PutReplica(ctx context.Context, to Member, info store.ObjectInfo, body io.Reader) error
 	// DropReplica tells member to that the copy is at the origin.
 	DropReplica(ctx context.Context, to Member, bucket, key, etag string) error
+	// Pending asks member to whether its write of bucket/key still waits
+	// for the origin.
+	Pending(ctx context.Context, to Member, bucket, key string) (bool, error)
 }

@@ -20,6 +20,15 @@ import (
 // before this process started).
 const takeOverEvery = 10 * time.Second
 
+// reconcileEvery is how often a node asks live primaries about the copies
+// it has kept for them longer than reconcileAfter (a primary that
+// restarted with an empty disk before it was seen dead holds none of its
+// writes any more: its copies are uploaded here).
+const (
+	reconcileEvery = time.Minute
+	reconcileAfter = time.Minute
+)
+
 // NodeOptions configure a Node.
 type NodeOptions struct {
 	Self       Member
@@ -47,8 +56,9 @@ type Node struct {
 	log  zerolog.Logger
 	cur  atomic.Pointer[view]
 
-	taking atomic.Bool    // a takeOver is running
-	wg     sync.WaitGroup // follow and takeOver goroutines
+	taking     atomic.Bool    // a takeOver is running
+	reconciled time.Time      // when live primaries were last asked (takeOver's only)
+	wg         sync.WaitGroup // follow and takeOver goroutines
 
 	stop chan struct{}
 	once sync.Once
@@ -119,29 +129,54 @@ func (n *Node) follow() {
 	}
 }
 
-// takeOver uploads the copies kept for primaries that are not members;
-// one runs at a time, off the follow loop (uploads take a while).
+// takeOver uploads the copies kept for primaries that are not members,
+// and every reconcileEvery settles with live primaries the copies they
+// may have lost; one runs at a time, off the follow loop (uploads take a
+// while).
 func (n *Node) takeOver() {
 	v := n.cur.Load()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-n.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	reconcile := time.Since(n.reconciled) >= reconcileEvery
+	if reconcile {
+		n.reconciled = time.Now()
+	}
 	for primary := range n.opts.Copies.Primaries() {
-		if _, alive := v.byID[primary]; alive {
+		m, alive := v.byID[primary]
+		if alive && (!reconcile || primary == n.opts.Self.ID) {
 			continue
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		go func() {
-			select {
-			case <-n.stop:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
+		if alive {
+			n.reconcileWith(ctx, m)
+			continue
+		}
 		up, err := n.opts.Copies.TakeOver(ctx, primary)
-		cancel()
 		ev := n.log.Info()
 		if err != nil {
 			ev = n.log.Warn().Err(err)
 		}
 		ev.Str("primary", primary).Int("uploaded", up).Msg("took over the write-back copies of a dead node")
+	}
+}
+
+// reconcileWith settles the old copies kept for live primary m.
+func (n *Node) reconcileWith(ctx context.Context, m Member) {
+	pending := func(ctx context.Context, bucket, key string) (bool, error) {
+		return n.opts.Client.Pending(ctx, m, bucket, key)
+	}
+	up, err := n.opts.Copies.Reconcile(ctx, m.ID, time.Now().Add(-reconcileAfter), pending)
+	if err != nil {
+		n.log.Debug().Err(err).Str("primary", m.ID).Msg("write-back copies not reconciled with their primary this round")
+	}
+	if up > 0 {
+		n.log.Warn().Str("primary", m.ID).Int("uploaded", up).Msg("uploaded write-back copies a live primary no longer held")
 	}
 }
 

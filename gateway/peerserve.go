@@ -100,6 +100,10 @@ func (b peerBackend) Forget(bucket, key string, written *store.ObjectInfo, write
 	e.meta.set(metaKey(bucket, key), *written, e.opts.Now())
 }
 
+// Pending reports whether a write of bucket/key through this node still
+// waits for the origin.
+func (b peerBackend) Pending(bucket, key string) bool { return !b.e.Persisted(bucket, key) }
+
 // ForgetAll is a member's word that this node missed more of its changes
 // than it could list: drop every object's metadata, every listing and
 // every version known to be written elsewhere (the data stays: chunks

@@ -257,6 +257,20 @@ func (c *Client) DropReplica(ctx context.Context, to cluster.Member, bucket, key
 	return c.call(ctx, http.MethodDelete, to, RouteReplica, url.Values{"bucket": {bucket}, "key": {key}, "etag": {etag}}, nil, nil)
 }
 
+// pendingAnswer is the answer of RoutePending.
+type pendingAnswer struct {
+	Pending bool `json:"pending"`
+}
+
+// Pending asks member to whether a write of bucket/key through it still
+// waits for the origin (a replica asks a live primary about a copy it
+// keeps for it).
+func (c *Client) Pending(ctx context.Context, to cluster.Member, bucket, key string) (bool, error) {
+	var a pendingAnswer
+	err := c.getJSON(ctx, to, RoutePending, url.Values{"bucket": {bucket}, "key": {key}}, 4096, &a)
+	return a.Pending, err
+}
+
 // Status returns member to's status document for the query (bucket,
 // prefix, key), raw.
 func (c *Client) Status(ctx context.Context, to cluster.Member, q url.Values) (json.RawMessage, error) {

@@ -39,6 +39,7 @@ const (
 	RouteReplica = Prefix + "replica"
 	RouteStatus  = Prefix + "status"
 	RouteHead    = Prefix + "head"
+	RoutePending = Prefix + "pending"
 )
 
 // HeaderObject carries an object's info (base64 of its JSON): a

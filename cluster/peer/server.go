@@ -42,6 +42,9 @@ type Backend interface {
 	// ForgetAll drops every object's metadata and listing, which member
 	// from changed more of than it could list.
 	ForgetAll(from string)
+	// Pending reports whether a write of bucket/key through this node
+	// still waits for the origin (the write-back log holds it).
+	Pending(bucket, key string) bool
 	// Head returns an object's info for a member (with cachedOnly, from
 	// the metadata cache only, else store.ErrNotFound).
 	Head(ctx context.Context, bucket, key string, cachedOnly bool) (store.ObjectInfo, error)
@@ -166,6 +169,11 @@ func (h *Handler) serve(c *fiber.Ctx, body io.Reader) error {
 		return h.o.Status(c)
 	case path == RouteHead && method == fiber.MethodGet:
 		return h.head(k)
+	case path == RoutePending && method == fiber.MethodGet:
+		if err := h.object(k); err != nil {
+			return err
+		}
+		return c.JSON(pendingAnswer{Pending: h.o.Backend.Pending(k.bucket, k.key)})
 	}
 	return fmt.Errorf("%w: unknown call %s %s", ErrNotSupported, method, path)
 }

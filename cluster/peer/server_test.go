@@ -33,6 +33,7 @@ type fakeBackend struct {
 	forgot   []string
 	written  *store.ObjectInfo
 	heads    map[string]store.ObjectInfo
+	pending  map[string]bool // "bucket/key" of writes waiting for the origin
 	err      error
 	asked    int
 	streamed bool // answer chunks as a stream, not whole bytes
@@ -77,6 +78,12 @@ func (b *fakeBackend) Forget(bucket, key string, written *store.ObjectInfo, from
 	defer b.mu.Unlock()
 	b.forgot = append(b.forgot, from+":"+bucket+"/"+key)
 	b.written = written
+}
+
+func (b *fakeBackend) Pending(bucket, key string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.pending[bucket+"/"+key]
 }
 
 func (b *fakeBackend) ForgetAll(from string) {
@@ -495,6 +502,14 @@ func TestForgetHeadAndReplicas(t *testing.T) {
 	}
 	if strings.Join(r.be.forgot, ",") != "n2:b/k,n2:b/j,n2:*" || r.be.written != nil {
 		t.Fatalf("forgot %v, last written %v", r.be.forgot, r.be.written)
+	}
+	r.be.mu.Lock()
+	r.be.pending = map[string]bool{"b/k": true}
+	r.be.mu.Unlock()
+	for key, want := range map[string]bool{"k": true, "j": false} {
+		if got, err := r.client.Pending(ctx, r.to, "b", key); err != nil || got != want {
+			t.Fatalf("pending b/%s: %v, %v; want %v", key, got, err, want)
+		}
 	}
 	r.be.heads["b/k"] = info
 	got, err := r.client.Head(ctx, r.to, "b", "k", true)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/rs/zerolog"
 	"go.etcd.io/bbolt"
@@ -153,6 +154,49 @@ func (r *Store) TakeOver(ctx context.Context, primary string) (int, error) {
 			if first == nil {
 				first = err
 			}
+		}
+	}
+	return uploaded, first
+}
+
+// Reconcile settles the copies kept for primary, a live member, that were
+// written before before: pending asks the primary whether it still has
+// a write of the key waiting for the origin (this version or a newer
+// one). A copy it no longer waits on is taken over as TakeOver would (a
+// primary restarted with an empty disk has lost its own; one whose drop
+// message was lost has uploaded it, and the copy is dropped), so no
+// acknowledged write waits on a primary that forgot it. It stops at the
+// first error of pending (the primary is not answering) and returns how
+// many copies it uploaded.
+func (r *Store) Reconcile(ctx context.Context, primary string, before time.Time,
+	pending func(ctx context.Context, bucket, key string) (bool, error)) (int, error) {
+	r.takeMu.Lock()
+	defer r.takeMu.Unlock()
+	recs, err := r.list(primary)
+	if err != nil {
+		return 0, err
+	}
+	uploaded := 0
+	var first error
+	for _, rec := range recs {
+		if !rec.LastModified.Before(before) {
+			continue
+		}
+		waits, err := pending(ctx, rec.Bucket, rec.Key)
+		if err != nil {
+			return uploaded, errors.Join(first, fmt.Errorf("copies: asking %s about %s/%s: %w", primary, rec.Bucket, rec.Key, err))
+		}
+		if waits {
+			continue
+		}
+		up, err := r.takeOne(ctx, rec)
+		if up {
+			uploaded++
+			r.log.Warn().Str("primary", primary).Str("bucket", rec.Bucket).Str("key", rec.Key).
+				Msg("uploaded a write-back copy its live primary no longer holds (restarted with an empty disk?)")
+		}
+		if err != nil && first == nil {
+			first = err
 		}
 	}
 	return uploaded, first

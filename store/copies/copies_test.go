@@ -497,3 +497,45 @@ func TestCopiesConcurrentPuts(t *testing.T) {
 		}
 	}
 }
+
+// A live primary is asked about its old copies: those it still waits to
+// upload stay, the others are settled as a takeover would (uploaded when
+// the origin lacks them); young copies are not asked about; a primary that
+// does not answer stops the round with nothing changed.
+func TestCopiesReconcileWithLivePrimary(t *testing.T) {
+	o := repFSOrigin(t)
+	r := repOpen(t, t.TempDir(), o)
+	ctx := repCtx(t)
+	now := time.Now()
+	old := now.Add(-time.Hour)
+	lost, held, young := []byte("lost by its primary"), []byte("still held"), []byte("just written")
+	repPut(t, r, "p", repVersion("bkt", "lost", lost, old), lost)
+	repPut(t, r, "p", repVersion("bkt", "held", held, old), held)
+	repPut(t, r, "p", repVersion("bkt", "young", young, now), young)
+	asked := map[string]int{}
+	down := errors.New("primary unreachable")
+	n, err := r.Reconcile(ctx, "p", now.Add(-time.Minute), func(_ context.Context, bucket, key string) (bool, error) {
+		asked[key]++
+		return false, down
+	})
+	if n != 0 || !errors.Is(err, down) || len(asked) != 1 {
+		t.Fatalf("with the primary silent: %d uploads, %v, asked %v; want none, its error, one question", n, err, asked)
+	}
+	repWantPrimaries(t, r, map[string]int{"p": 3})
+	clear(asked)
+	n, err = r.Reconcile(ctx, "p", now.Add(-time.Minute), func(_ context.Context, bucket, key string) (bool, error) {
+		asked[key]++
+		return key == "held", nil
+	})
+	if n != 1 || err != nil {
+		t.Fatalf("Reconcile = %d, %v; want the lost copy uploaded", n, err)
+	}
+	if asked["young"] != 0 || asked["lost"] != 1 || asked["held"] != 1 {
+		t.Fatalf("asked %v; want lost and held once, young never", asked)
+	}
+	repOriginHas(t, o, "lost", lost)
+	if _, err := o.Stat(ctx, "bkt", "held"); !errors.Is(err, store.ErrNoSuchKey) {
+		t.Fatalf("a copy its primary still holds reached the origin: %v", err)
+	}
+	repWantPrimaries(t, r, map[string]int{"p": 2})
+}
