@@ -78,7 +78,9 @@ func Open(dir string, origin store.Origin, log zerolog.Logger) (*Store, error) {
 // kept) as primary's copy of info's object version (info carries Bucket,
 // Key, Size, ETag, LastModified and ObjectMeta). It returns once the copy
 // is durable (fsynced). A later Put of the same primary, bucket and key
-// replaces it.
+// replaces it unless it is of an older version (by LastModified, the
+// primary's clock): copies of one key may arrive out of order, and the
+// newest is the one a takeover must upload.
 //
 // A short body fails with store.ErrIncompleteBody; a cancelled ctx is
 // seen between reads of body (a Read that blocks is the body's to end).

@@ -539,3 +539,23 @@ func TestCopiesReconcileWithLivePrimary(t *testing.T) {
 	}
 	repWantPrimaries(t, r, map[string]int{"p": 2})
 }
+
+// Two copies of one key arriving out of order: the newer (by the
+// primary's clock) is kept, whichever came last, and a takeover uploads
+// it.
+func TestCopiesOutOfOrderKeepsTheNewer(t *testing.T) {
+	o := repFSOrigin(t)
+	dir := t.TempDir()
+	r := repOpen(t, dir, o)
+	older, newer := []byte("written first"), []byte("written second")
+	at := time.Now()
+	repPut(t, r, "p", repVersion("bkt", "k", newer, at), newer)
+	repPut(t, r, "p", repVersion("bkt", "k", older, at.Add(-time.Millisecond)), older)
+	if files := repDataFiles(t, dir); len(files) != 1 {
+		t.Fatalf("data files %v: the older copy's file was kept", files)
+	}
+	if n, err := r.TakeOver(repCtx(t), "p"); n != 1 || err != nil {
+		t.Fatalf("TakeOver = %d, %v", n, err)
+	}
+	repOriginHas(t, o, "k", newer)
+}

@@ -115,9 +115,11 @@ func (r *Store) writeData(ctx context.Context, size int64, body io.Reader) (name
 }
 
 // commit records rec, replacing any record of the same primary, bucket
-// and key, in one bbolt transaction (fsynced at commit). It returns the
-// data file the replaced record named ("" if none), which the caller
-// removes: no record names it any more.
+// and key written no later (by the primary's clock: copies of one key may
+// arrive out of order), in one bbolt transaction (fsynced at commit). It
+// returns the data file no record names any more ("" if none), which the
+// caller removes: the replaced record's, or rec's own if a newer copy was
+// kept.
 func (r *Store) commit(rec copyRecord) (old string, err error) {
 	val, err := json.Marshal(rec)
 	if err != nil {
@@ -132,6 +134,10 @@ func (r *Store) commit(rec copyRecord) (old string, err error) {
 		if prev := b.Get(k); prev != nil {
 			var p copyRecord
 			if json.Unmarshal(prev, &p) == nil {
+				if p.LastModified.After(rec.LastModified) {
+					old = rec.File // a newer copy arrived first: keep it
+					return nil
+				}
 				old = p.File
 			}
 		}
