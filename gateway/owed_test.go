@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/granary-dev/granary/store"
 )
@@ -120,4 +121,27 @@ func TestClusterForgetWithVersionBesideReads(t *testing.T) {
 		}
 	}
 	<-done
+}
+
+// Two writers' forgets of one key arriving out of order: the member keeps
+// the newer version (by the writers' clocks) whichever came last.
+func TestClusterForgetsOutOfOrderKeepTheNewer(t *testing.T) {
+	c := newFakeCluster(t, fakeClusterOptions{n: 2, owners: 1, chunk: 64 << 10})
+	at := time.Now()
+	older := store.ObjectInfo{Bucket: c.bucket, Key: "k", ETag: "older", Size: 1, LastModified: at}
+	newer := store.ObjectInfo{Bucket: c.bucket, Key: "k", ETag: "newer", Size: 2, LastModified: at.Add(time.Millisecond)}
+	b := c.engines[1].PeerBackend()
+	b.Forget(c.bucket, "k", &newer, "n0")
+	b.Forget(c.bucket, "k", &older, "n0")
+	got, ok := c.engines[1].meta.get(metaKey(c.bucket, "k"))
+	if !ok || got.info.ETag != "newer" {
+		t.Fatalf("after the older write's word arrived last, node 1 knows %+v (%v), want the newer version", got.info, ok)
+	}
+	// A newer word still replaces what is known.
+	newest := newer
+	newest.ETag, newest.LastModified = "newest", at.Add(time.Second)
+	b.Forget(c.bucket, "k", &newest, "n0")
+	if got, _ := c.engines[1].meta.get(metaKey(c.bucket, "k")); got.info.ETag != "newest" {
+		t.Fatalf("node 1 knows %q, want newest", got.info.ETag)
+	}
 }

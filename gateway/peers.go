@@ -6,6 +6,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"hash/fnv"
 	"io"
 	"sync"
 	"time"
@@ -55,6 +56,7 @@ type peerState struct {
 	pushes  sync.WaitGroup // pushes and invalidations in the background
 	pending pendingSet     // versions written through other members
 	owed    owedForgets    // forgets members missed (owed.go)
+	forgets keyLocks       // one member's forget of a key at a time
 	loop    sync.WaitGroup // deliverOwed, until the engine closes
 }
 
@@ -63,6 +65,20 @@ func newPeerState(p Peers) *peerState {
 		return nil
 	}
 	return &peerState{peers: p, slots: make(chan struct{}, pushSlots)}
+}
+
+// keyLocks are striped locks by key.
+type keyLocks [64]sync.Mutex
+
+// lock locks bucket/key's stripe and returns its unlock.
+func (l *keyLocks) lock(bucket, key string) func() {
+	h := fnv.New32a()
+	h.Write([]byte(bucket))
+	h.Write([]byte{0})
+	h.Write([]byte(key))
+	m := &l[h.Sum32()%uint32(len(l))]
+	m.Lock()
+	return m.Unlock
 }
 
 // readCopies is R for data read through: how many owners a chunk has.

@@ -90,13 +90,27 @@ func (b peerBackend) StoreChunk(r peer.ChunkRequest, data []byte) error {
 // what this node caches of it and, when written is set (see writtenHere),
 // learn the new version and that its writer holds it: until the origin
 // does (write-back), or until its chunks are on their owners.
+//
+// The word of an older write arriving after a newer one's (by the
+// writers' clocks: LastModified) is ignored: forgets of one key are
+// handled one at a time, and one whose version is older than the last
+// version a writer told this node of changes nothing. (Versions read from
+// the origin are not compared: the origin's clock is another machine's.)
 func (b peerBackend) Forget(bucket, key string, written *store.ObjectInfo, writer string) {
 	e := b.e
+	if e.peer != nil {
+		defer e.peer.forgets.lock(bucket, key)()
+	}
+	if written != nil && e.peer != nil {
+		if w, ok := e.peer.pending.get(bucket, key); ok && w.modified.After(written.LastModified) {
+			return
+		}
+	}
 	e.forgetObject(bucket, key)
 	if written == nil || e.peer == nil {
 		return
 	}
-	e.peer.pending.put(bucket, key, pendingWrite{etag: written.ETag, writer: writer, at: time.Now()})
+	e.peer.pending.put(bucket, key, pendingWrite{etag: written.ETag, writer: writer, modified: written.LastModified, at: time.Now()})
 	e.meta.set(metaKey(bucket, key), *written, e.opts.Now())
 }
 

@@ -19,9 +19,10 @@ const (
 
 // pendingWrite is where a version written elsewhere can be read.
 type pendingWrite struct {
-	etag   string
-	writer string // member ID
-	at     time.Time
+	etag     string
+	writer   string    // member ID
+	modified time.Time // the version's LastModified, by its writer's clock
+	at       time.Time // when this node learned of it
 }
 
 // pendingSet maps metaKey(bucket, key) to the version written elsewhere.
@@ -51,6 +52,17 @@ func (p *pendingSet) expireLocked(now time.Time) {
 			delete(p.m, k)
 		}
 	}
+}
+
+// get returns the version of bucket/key written elsewhere, if known.
+func (p *pendingSet) get(bucket, key string) (pendingWrite, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w, ok := p.m[metaKey(bucket, key)]
+	if !ok || time.Since(w.at) > pendingTTL {
+		return pendingWrite{}, false
+	}
+	return w, true
 }
 
 func (p *pendingSet) drop(bucket, key string) {

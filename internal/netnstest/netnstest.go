@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -47,11 +48,26 @@ func ip(t testing.TB, args ...string) {
 // to it (the test's address is .254). It is removed when t ends.
 func New(t testing.TB) *Net {
 	t.Helper()
-	var b [2]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
+	n := &Net{}
+	for attempt := 0; ; attempt++ {
+		if attempt == 100 {
+			t.Fatal("netnstest: no free 10.213.N.0/24 found in 100 tries")
+		}
+		var b [2]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			t.Fatal(err)
+		}
+		n.id, n.subnet = fmt.Sprintf("%04x", uint16(b[0])<<8|uint16(b[1])), fmt.Sprintf("10.213.%d", 1+int(b[1])%250)
+		// A subnet another segment uses (one running, or left by a test
+		// process that was killed) is not taken.
+		out, err := exec.Command("ip", "-o", "addr", "show", "to", n.subnet+".0/24").Output()
+		if err != nil {
+			t.Fatalf("netnstest: ip addr show: %v", err)
+		}
+		if len(strings.TrimSpace(string(out))) == 0 {
+			break
+		}
 	}
-	n := &Net{id: fmt.Sprintf("%04x", uint16(b[0])<<8|uint16(b[1])), subnet: fmt.Sprintf("10.213.%d", 1+int(b[1])%250)}
 	n.sw = "gr" + n.id + "sw"
 	ip(t, "netns", "add", n.sw)
 	t.Cleanup(func() { exec.Command("ip", "netns", "del", n.sw).Run() })
@@ -93,9 +109,12 @@ func (n *Net) Host(t testing.TB) *Host {
 
 // Command is a command that runs in the host's namespace (`ip netns
 // exec`, which execs it: the process is the command itself, so signals
-// sent to it reach the command).
+// sent to it reach the command). It is killed if the test process dies
+// first (a test binary killed at its timeout runs no cleanup).
 func (h *Host) Command(name string, args ...string) *exec.Cmd {
-	return exec.Command("ip", append([]string{"netns", "exec", h.NS, name}, args...)...)
+	cmd := exec.Command("ip", append([]string{"netns", "exec", h.NS, name}, args...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return cmd
 }
 
 // Cut takes the host off the segment: from now on every packet to or
