@@ -173,6 +173,10 @@ type Server struct {
 	shutdown   sync.Once
 	// ln is the listener Serve runs on, nil before Serve.
 	ln atomic.Pointer[trackingListener]
+	// stopping is set when Shutdown begins: a Serve that starts after it
+	// closes its listener and returns (Shutdown closes ln if Serve stored
+	// it first: whichever comes second sees the other).
+	stopping atomic.Bool
 
 	console      *console.Handler  // the web console's assets
 	recorder     *history.Recorder // the last hour's traffic, sampled from Serve to Shutdown
@@ -272,6 +276,10 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	tl := newTrackingListener(ln, s.opts.MaxConnsPerIP, s.metrics.refused.Inc)
 	s.ln.Store(tl)
+	if s.stopping.Load() {
+		tl.Close()
+		return net.ErrClosed
+	}
 	s.startRecorder()
 	return s.app.Listener(tl)
 }
@@ -280,10 +288,16 @@ func (s *Server) Serve(ln net.Listener) error {
 // open requests until ctx ends; then the requests still running are
 // cancelled.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopping.Store(true)
 	done := make(chan struct{})
 	go s.expireUnusedUntil(done)
 	err := s.app.ShutdownWithContext(ctx)
 	close(done)
+	if tl := s.ln.Load(); tl != nil {
+		// Serve may have stored its listener without fiber knowing it
+		// yet: a listener fiber closed already just fails to close again.
+		tl.Close()
+	}
 	s.shutdown.Do(func() {
 		s.stopRecorder()
 		s.cancelBase()

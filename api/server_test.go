@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -192,5 +193,43 @@ func TestSpareConnectionClosedSilently(t *testing.T) {
 	part.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if b, _ := io.ReadAll(part); !bytes.HasPrefix(b, []byte("HTTP/1.1 4")) {
 		t.Fatalf("a half-sent request got %q; want a 4xx answer", b)
+	}
+}
+
+// A shutdown that comes before Serve has started (a SIGTERM right after
+// start): Serve returns at once instead of serving for good.
+func TestShutdownBeforeServe(t *testing.T) {
+	origin, _ := openFS(t)
+	eng, err := gateway.New(gateway.Options{Origin: origin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	srv, err := New(Options{Engine: eng, Access: accessForTest()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		if err != nil && !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("Serve after Shutdown: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Serve after Shutdown still serves a minute later")
+	}
+	if c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second); err == nil {
+		c.Close()
+		t.Fatal("the listener still accepts after Shutdown")
 	}
 }
