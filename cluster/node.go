@@ -6,6 +6,8 @@ package cluster
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,6 +42,21 @@ type NodeOptions struct {
 	Logger zerolog.Logger
 }
 
+// A hand-off looks for a chunk this node owns but lacks where it was
+// before: the owner when this node is left out of the ring (who held it
+// before this node joined, or while it was away), then the owner when
+// that one is left out too, and so on, handOffDepth members deep, so a
+// chunk that moved owner more than once (nodes joining one after
+// another) is still found where it was cached. Past the first, heirs are
+// only named for handOffFor after a change of this node's view: by then
+// what moved has been read from its new owners.
+const (
+	handOffDepth = 3
+	handOffFor   = time.Hour
+	// maxExclusionRings bounds the rings a view builds for heirs.
+	maxExclusionRings = 256
+)
+
 // view is one consistent snapshot: members and their ring.
 type view struct {
 	members []Member
@@ -48,6 +65,38 @@ type view struct {
 	// without is the ring of the other members: who owns a key when
 	// this node is left out, which is who held it before it joined.
 	without *Ring
+	since   time.Time // when this view replaced the last one
+
+	mu    sync.Mutex       // guards rings
+	rings map[string]*Ring // rings without this node and more, by the sorted IDs left out
+}
+
+// ringWithout returns the ring of v's members but those in out (sorted),
+// built once per view.
+func (v *view) ringWithout(out []string) (*Ring, error) {
+	k := strings.Join(out, "\x00")
+	v.mu.Lock()
+	r, ok := v.rings[k]
+	v.mu.Unlock()
+	if ok {
+		return r, nil
+	}
+	var ids []string
+	for _, m := range v.members {
+		if !slices.Contains(out, m.ID) {
+			ids = append(ids, m.ID)
+		}
+	}
+	r, err := NewRing(ids)
+	if err != nil {
+		return nil, err
+	}
+	v.mu.Lock()
+	if len(v.rings) < maxExclusionRings {
+		v.rings[k] = r
+	}
+	v.mu.Unlock()
+	return r, nil
 }
 
 // Node is the cluster as this node sees it. Safe for concurrent use.
@@ -99,7 +148,11 @@ func (n *Node) rebuild() error {
 	if err != nil {
 		return err
 	}
-	n.cur.Store(&view{members: ms, byID: byID, ring: ring, without: without})
+	since := time.Now()
+	if prev := n.cur.Load(); prev != nil && slices.Equal(prev.ring.Members(), ring.Members()) {
+		since = prev.since
+	}
+	n.cur.Store(&view{members: ms, byID: byID, ring: ring, without: without, since: since, rings: map[string]*Ring{}})
 	return nil
 }
 
@@ -206,18 +259,33 @@ func (n *Node) Owners(key []byte, r int) []Member {
 	return out
 }
 
-// Heir returns the member that owns key when this node is left out of the
-// ring: where a chunk this node owns but lacks most likely is (it held it
-// before this node joined, or while this node was away). False when this
-// node is alone.
-func (n *Node) Heir(key []byte) (Member, bool) {
+// Heirs returns the live members other than this node that may hold key
+// cached from before it was this node's, most likely first (see
+// handOffDepth).
+func (n *Node) Heirs(key []byte) []Member {
 	v := n.cur.Load()
-	ids := v.without.Owners(key, 1)
-	if len(ids) == 0 {
-		return Member{}, false
+	depth := 1
+	if time.Since(v.since) <= handOffFor {
+		depth = handOffDepth
 	}
-	m, ok := v.byID[ids[0]]
-	return m, ok
+	out := []string{n.opts.Self.ID}
+	var heirs []Member
+	r := v.without
+	for len(heirs) < depth {
+		ids := r.Owners(key, 1)
+		if len(ids) == 0 {
+			break
+		}
+		heirs = append(heirs, v.byID[ids[0]])
+		out = append(out, ids[0])
+		slices.Sort(out)
+		var err error
+		if r, err = v.ringWithout(out); err != nil {
+			n.log.Error().Err(err).Msg("ring without former owners")
+			break
+		}
+	}
+	return heirs
 }
 
 // Close stops following the membership (which the caller closes).

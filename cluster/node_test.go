@@ -109,3 +109,37 @@ func TestNodeReconcilesCopiesOfALivePrimary(t *testing.T) {
 		t.Fatalf("asked %d more times within reconcileEvery", caller.asked-asked)
 	}
 }
+
+// Two nodes joined one after the other: for a key that moved a -> c -> d,
+// d's heirs name c (its owner without d) and then a (its owner without d
+// and c, where it was before c joined), so the hand-off finds it where it
+// was cached, though d saw none of it happen. An hour after the view last
+// changed, only the first heir is named.
+func TestNodeHeirsLookBackAcrossChanges(t *testing.T) {
+	ms := fixedMembers{{ID: "a", Addr: "a:1"}, {ID: "b", Addr: "b:1"}, {ID: "c", Addr: "c:1"}, {ID: "d", Addr: "d:1"}}
+	n, err := NewNode(NodeOptions{Self: ms[3], Membership: ms, Client: &pendingCaller{}, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	ringAB, _ := NewRing([]string{"a", "b"})
+	ringABC, _ := NewRing([]string{"a", "b", "c"})
+	var key []byte
+	for i := 0; key == nil && i < 100000; i++ {
+		k := []byte{byte(i), byte(i >> 8), byte(i >> 16)}
+		if ringAB.Owners(k, 1)[0] == "a" && ringABC.Owners(k, 1)[0] == "c" && n.Owners(k, 1)[0].ID == "d" {
+			key = k
+		}
+	}
+	if key == nil {
+		t.Fatal("no key moved a -> c -> d in 100000 tries")
+	}
+	got := n.Heirs(key)
+	if len(got) < 2 || got[0].ID != "c" || got[1].ID != "a" {
+		t.Fatalf("heirs %v, want c (the owner without d) then a (the owner without d and c)", got)
+	}
+	n.cur.Load().since = time.Now().Add(-handOffFor - time.Minute)
+	if got := n.Heirs(key); len(got) != 1 || got[0].ID != "c" {
+		t.Fatalf("heirs long after the last change: %v, want c alone", got)
+	}
+}

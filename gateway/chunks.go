@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 
 	"github.com/granary-dev/granary/cluster"
 	"github.com/granary-dev/granary/store"
@@ -221,7 +222,7 @@ func (e *Engine) runFlight(id store.ChunkID, f *flight, body io.ReadCloser) {
 // cluster, its owners (unless this node
 // reads it itself: asked as the owner, or wanted kept),
 // the member that wrote it if the origin may not have it yet, and, for a
-// chunk this node owns, its former owner's tiers; else the origin. local
+// chunk this node owns, its former owners' tiers; else the origin. local
 // reports that this node owns the chunk (it stores it as such; else it
 // keeps a hot copy).
 func (e *Engine) openSource(id store.ChunkID, n int64, want intent) (body io.ReadCloser, local bool, err error) {
@@ -235,9 +236,13 @@ func (e *Engine) openSource(id store.ChunkID, n int64, want intent) (body io.Rea
 		// Written through w, maybe not at the origin yet.
 		srcs = append(srcs, source{m: w})
 	}
-	if h, ok := e.heir(id); ok && mine && !keep {
-		// Owned here but missing: its former owner may hold it.
-		srcs = append(srcs, source{m: h, cached: true})
+	if mine && !keep {
+		// Owned here but missing: a former owner may hold it.
+		for _, h := range e.heirs(id) {
+			if !slices.ContainsFunc(srcs, func(s source) bool { return s.m.ID == h.ID }) {
+				srcs = append(srcs, source{m: h, cached: true})
+			}
+		}
 	}
 	if len(srcs) > 0 {
 		return e.peerBody(id, n, srcs), mine, nil

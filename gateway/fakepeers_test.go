@@ -29,11 +29,12 @@ type fakeCluster struct {
 	members []cluster.Member
 	engines []*Engine
 	regs    []*prometheus.Registry
-	ring    *cluster.Ring
+	ring    *cluster.Ring // guarded by mu once the engines run
 
 	mu     sync.Mutex
 	down   map[string]bool  // members that refuse every call
 	mute   map[string]bool  // members listed live whose calls fail (hung)
+	heirs  []cluster.Member // if set, every member's Heirs
 	cut    map[string]int64 // members whose chunk bodies end after this many bytes
 	calls  map[string]int   // "from>to op" -> calls made
 	bucket string
@@ -108,8 +109,11 @@ func (c *fakeCluster) member(id string) (int, bool) {
 
 // owners is the first n owners of key in the ring of all members.
 func (c *fakeCluster) owners(key []byte, n int) []cluster.Member {
+	c.mu.Lock()
+	ring := c.ring
+	c.mu.Unlock()
 	var out []cluster.Member
-	for _, id := range c.ring.Owners(key, n) {
+	for _, id := range ring.Owners(key, n) {
 		i, _ := c.member(id)
 		out = append(out, c.members[i])
 	}
@@ -161,8 +165,15 @@ func (p *fakePeers) Owners(key []byte, n int) []cluster.Member {
 	return p.c.owners(key, n)
 }
 
-// Heir is key's owner in the ring of the other members.
-func (p *fakePeers) Heir(key []byte) (cluster.Member, bool) {
+// Heirs is key's owner in the ring of the other members, or what the
+// test set in c.heirs.
+func (p *fakePeers) Heirs(key []byte) []cluster.Member {
+	p.c.mu.Lock()
+	set := p.c.heirs
+	p.c.mu.Unlock()
+	if set != nil {
+		return set
+	}
 	var others []string
 	for _, m := range p.c.members {
 		if m.ID != p.Self().ID {
@@ -171,10 +182,10 @@ func (p *fakePeers) Heir(key []byte) (cluster.Member, bool) {
 	}
 	ring, err := cluster.NewRing(others)
 	if err != nil {
-		return cluster.Member{}, false
+		return nil
 	}
 	i, _ := p.c.member(ring.Owners(key, 1)[0])
-	return p.c.members[i], true
+	return []cluster.Member{p.c.members[i]}
 }
 
 func (p *fakePeers) Client() PeerClient { return fakeClient{p} }

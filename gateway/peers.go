@@ -22,9 +22,10 @@ type Peers interface {
 	Self() cluster.Member
 	Members() []cluster.Member
 	Owners(key []byte, r int) []cluster.Member
-	// Heir is who owns key when this node is left out: who held it
-	// before this node joined (see cluster.Node.Heir).
-	Heir(key []byte) (cluster.Member, bool)
+	// Heirs are the other live members that may hold key cached from
+	// before it was this node's, most likely first (see
+	// cluster.Node.Heirs).
+	Heirs(key []byte) []cluster.Member
 	// Known is the live members and those that died, not left (they are
 	// owed the forgets they miss: owed.go).
 	Known() []cluster.Member
@@ -213,30 +214,34 @@ func (e *Engine) invalidate(ctx context.Context, bucket, key string, written *st
 	wg.Wait()
 }
 
-// heir returns the member that held chunk id before this node owned it,
-// if that is another node (see Peers.Heir).
-func (e *Engine) heir(id store.ChunkID) (cluster.Member, bool) {
+// heirs returns the other members that may hold chunk id cached from
+// before this node owned it (see Peers.Heirs).
+func (e *Engine) heirs(id store.ChunkID) []cluster.Member {
 	if e.peer == nil {
-		return cluster.Member{}, false
+		return nil
 	}
-	m, ok := e.peer.peers.Heir(cluster.ChunkKey(id.Bucket, id.Key, id.Index))
-	return m, ok && m.ID != e.peer.peers.Self().ID
+	self := e.peer.peers.Self().ID
+	var out []cluster.Member
+	for _, m := range e.peer.peers.Heirs(cluster.ChunkKey(id.Bucket, id.Key, id.Index)) {
+		if m.ID != self {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
-// fromHeir sets *info to an object's info if the member that owned its
+// fromHeir sets *info to an object's info if a member that owned its
 // first chunk before this node has it cached (a hand-off never reaches
-// the origin), and reports whether it did.
+// the origin), and reports whether one did.
 func (e *Engine) fromHeir(ctx context.Context, bucket, key string, info *store.ObjectInfo) bool {
-	m, ok := e.heir(store.ChunkID{Bucket: bucket, Key: key})
-	if !ok {
-		return false
+	for _, m := range e.heirs(store.ChunkID{Bucket: bucket, Key: key}) {
+		got, err := e.peer.peers.Client().Head(ctx, m, bucket, key, true)
+		if err == nil && got.Bucket == bucket && got.Key == key {
+			*info = got
+			return true
+		}
 	}
-	got, err := e.peer.peers.Client().Head(ctx, m, bucket, key, true)
-	if err != nil || got.Bucket != bucket || got.Key != key {
-		return false
-	}
-	*info = got
-	return true
+	return false
 }
 
 // headFromOwners loads an object's info from the owners of its first
