@@ -1,11 +1,13 @@
 // The catalog seen from the engine: LIST under a covered prefix answered
 // from it while the bucket's freshness rule allows, and writes through
-// this node recorded in it so those answers include them.
+// this node, or through another member, recorded in it so those answers
+// include them.
 package gateway
 
 import (
 	"context"
-
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/granary-dev/granary/store"
@@ -75,6 +77,45 @@ func (e *Engine) recordDelete(bucket, key string) {
 	if err := e.opts.Catalog.Delete(bucket, key); err != nil {
 		e.catalogFailed(bucket, err)
 	}
+}
+
+// catalogChanged keeps the catalog true to a change of bucket/key made
+// through another member, if it covers the key: a version the member sent
+// is recorded at once; otherwise (a write-through write or a delete, whose
+// outcome the member does not send) the key is looked up at the origin in
+// the background and recorded as found, one lookup of a key at a time so
+// the last recorded is the last looked up. An origin that cannot say drops
+// the bucket's listing (LIST goes to the origin until the next warm-up).
+func (e *Engine) catalogChanged(bucket, key string, written *store.ObjectInfo) {
+	c := e.opts.Catalog
+	if c == nil {
+		return
+	}
+	if _, ok := c.Covered(bucket, key); !ok {
+		return
+	}
+	if written != nil {
+		e.recordWrite(*written)
+		return
+	}
+	e.fills.Add(1)
+	go func() {
+		defer e.fills.Done()
+		if e.peer != nil {
+			defer e.peer.forgets.lock(bucket, key)()
+		}
+		ctx, cancel := context.WithTimeout(e.fillCtx, time.Minute)
+		defer cancel()
+		info, err := e.origin.Stat(ctx, bucket, key)
+		switch {
+		case err == nil:
+			e.recordWrite(info)
+		case errors.Is(err, store.ErrNoSuchKey):
+			e.recordDelete(bucket, key)
+		case e.fillCtx.Err() == nil:
+			e.catalogFailed(bucket, fmt.Errorf("looking up %s, changed through a member: %w", key, err))
+		}
+	}()
 }
 
 // catalogFailed handles a catalog that could not record a write: its

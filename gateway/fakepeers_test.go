@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/granary-dev/granary/cluster"
 	"github.com/granary-dev/granary/cluster/peer"
 	"github.com/granary-dev/granary/store"
+	"github.com/granary-dev/granary/store/catalog"
 	"github.com/granary-dev/granary/store/ram"
 )
 
@@ -45,6 +47,7 @@ type fakeClusterOptions struct {
 	chunk     int64
 	wrap      func(store.Origin) store.Origin // per-engine origin (else the rig's)
 	modes     map[string]WriteMode            // by bucket; "rig" names the bucket
+	catalog   bool                            // each engine gets a catalog
 }
 
 func newFakeCluster(t *testing.T, o fakeClusterOptions) *fakeCluster {
@@ -72,6 +75,14 @@ func newFakeCluster(t *testing.T, o fakeClusterOptions) *fakeCluster {
 			Peers: &fakePeers{c: c, self: i}, Owners: o.owners, TeeDir: t.TempDir()}
 		if m, ok := o.modes["rig"]; ok {
 			opts.WriteModes = map[string]WriteMode{c.bucket: m}
+		}
+		if o.catalog {
+			cat, err := catalog.Open(catalog.Options{Path: filepath.Join(t.TempDir(), "catalog.db"), Logger: zerolog.Nop()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cat.Close() })
+			opts.Catalog = cat
 		}
 		e, err := New(opts)
 		if err != nil {

@@ -107,6 +107,7 @@ func (b peerBackend) Forget(bucket, key string, written *store.ObjectInfo, write
 		}
 	}
 	e.forgetObject(bucket, key)
+	e.catalogChanged(bucket, key, written)
 	if written == nil || e.peer == nil {
 		return
 	}
