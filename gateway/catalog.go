@@ -81,11 +81,12 @@ func (e *Engine) recordDelete(bucket, key string) {
 
 // catalogChanged keeps the catalog true to a change of bucket/key made
 // through another member, if it covers the key: a version the member sent
-// is recorded at once; otherwise (a write-through write or a delete, whose
-// outcome the member does not send) the key is looked up at the origin in
-// the background and recorded as found, one lookup of a key at a time so
-// the last recorded is the last looked up. An origin that cannot say drops
-// the bucket's listing (LIST goes to the origin until the next warm-up).
+// is recorded; otherwise (a write-through write or a delete, whose outcome
+// the member does not send) the key is looked up at the origin and
+// recorded as found. Both happen before the member's forget is answered,
+// so a LIST after the write, through any member, shows it. The caller
+// holds the key's forget lock. An origin that cannot say drops the
+// bucket's listing (LIST goes to the origin until the next warm-up).
 func (e *Engine) catalogChanged(bucket, key string, written *store.ObjectInfo) {
 	c := e.opts.Catalog
 	if c == nil {
@@ -98,24 +99,17 @@ func (e *Engine) catalogChanged(bucket, key string, written *store.ObjectInfo) {
 		e.recordWrite(*written)
 		return
 	}
-	e.fills.Add(1)
-	go func() {
-		defer e.fills.Done()
-		if e.peer != nil {
-			defer e.peer.forgets.lock(bucket, key)()
-		}
-		ctx, cancel := context.WithTimeout(e.fillCtx, time.Minute)
-		defer cancel()
-		info, err := e.origin.Stat(ctx, bucket, key)
-		switch {
-		case err == nil:
-			e.recordWrite(info)
-		case errors.Is(err, store.ErrNoSuchKey):
-			e.recordDelete(bucket, key)
-		case e.fillCtx.Err() == nil:
-			e.catalogFailed(bucket, fmt.Errorf("looking up %s, changed through a member: %w", key, err))
-		}
-	}()
+	ctx, cancel := context.WithTimeout(e.fillCtx, time.Minute)
+	defer cancel()
+	info, err := e.origin.Stat(ctx, bucket, key)
+	switch {
+	case err == nil:
+		e.recordWrite(info)
+	case errors.Is(err, store.ErrNoSuchKey):
+		e.recordDelete(bucket, key)
+	case e.fillCtx.Err() == nil:
+		e.catalogFailed(bucket, fmt.Errorf("looking up %s, changed through a member: %w", key, err))
+	}
 }
 
 // catalogFailed handles a catalog that could not record a write: its

@@ -1,8 +1,10 @@
-// A member's catalog kept true to changes made through another member: a
-// write-through write and a delete through node 0 show in node 1's
-// listing of a prefix its catalog covers (the cluster's freshness is
-// immutable: without this the catalog would answer its old listing for
-// good).
+// Catalogs in a cluster: a member's catalog is kept true to changes made
+// through another member (a write-through write and a delete through node
+// 0 show in node 1's listing of a prefix its catalog covers; the
+// cluster's freshness is immutable: without this the catalog would
+// answer its old listing for good), and a member without a catalog of a
+// prefix lists it from the member that has one, not the origin, writes
+// through itself included.
 package gateway
 
 import (
@@ -69,8 +71,59 @@ func TestClusterCatalogFollowsMembersWrites(t *testing.T) {
 	if err := c.engines[0].Delete(ctx, c.bucket, "d/a"); err != nil {
 		t.Fatal(err)
 	}
-	c.engines[1].fills.Wait() // the lookups the forgets started
 	if got := listed(); !slices.Equal(got, []string{"d/b", "d/new"}) {
 		t.Fatalf("node 1 lists %v after a write and a delete through node 0, want [d/b d/new]", got)
+	}
+}
+
+func TestClusterListsFromAMembersCatalog(t *testing.T) {
+	c := newFakeCluster(t, fakeClusterOptions{n: 2, owners: 1, chunk: 64 << 10, catalog: true,
+		modes: map[string]WriteMode{"rig": WriteThrough}})
+	ctx := context.Background()
+	rig := newRigFor(t, c)
+	rig.seed("d/a", []byte("a"))
+	info, err := rig.origin.Stat(ctx, c.bucket, "d/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := []catalog.Entry{{Key: "d/a", Size: info.Size, ETag: info.ETag, LastModified: info.LastModified}}
+	next := func() (catalog.Entry, bool, error) {
+		if len(entries) == 0 {
+			return catalog.Entry{}, false, nil
+		}
+		e := entries[0]
+		entries = entries[1:]
+		return e, true, nil
+	}
+	if err := c.engines[1].opts.Catalog.Load(c.bucket, "d/", time.Now(), next, nil); err != nil {
+		t.Fatal(err)
+	}
+	c.engines[0].refreshCovers(ctx)
+	// Pages node 0 answered from a catalog: it has none of its own.
+	lists := func() int { return int(testutil.ToFloat64(c.engines[0].m.listIndexed)) }
+	listed := func(prefix string) []string {
+		page, err := c.engines[0].List(ctx, c.bucket, store.ListOptions{Prefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for _, o := range page.Objects {
+			keys = append(keys, o.Key)
+		}
+		return keys
+	}
+	if got := listed("d/"); !slices.Equal(got, []string{"d/a"}) || lists() != 1 {
+		t.Fatalf("node 0 lists %v with %d asks of node 1's catalog, want [d/a] from it", got, lists())
+	}
+	data := []byte("written through node 0")
+	if _, err := c.engines[0].Put(ctx, c.bucket, "d/new", bytes.NewReader(data), int64(len(data)), store.ObjectMeta{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := listed("d/"); !slices.Equal(got, []string{"d/a", "d/new"}) || lists() != 2 {
+		t.Fatalf("node 0 lists %v right after its own write (%d asks), want [d/a d/new] from node 1's catalog", got, lists())
+	}
+	rig.seed("e/x", []byte("x"))
+	if got := listed("e/"); !slices.Equal(got, []string{"e/x"}) || lists() != 2 {
+		t.Fatalf("an uncovered prefix: %v, %d asks of node 1; want the origin's listing", got, lists())
 	}
 }

@@ -136,7 +136,7 @@ func New(opts Options) (*Engine, error) {
 	e.fillCtx, e.stopFills = context.WithCancel(context.Background())
 	if e.peer != nil {
 		e.peer.loop.Add(1)
-		go e.deliverOwed()
+		go e.peerLoop()
 	}
 	if opts.TeeDir != "" {
 		if e.tees, err = openTees(opts.TeeDir); err != nil {

@@ -277,6 +277,22 @@ func (f fakeClient) ForgetAll(_ context.Context, to cluster.Member) error {
 	return nil
 }
 
+func (f fakeClient) Coverage(_ context.Context, to cluster.Member) ([]peer.Cover, error) {
+	e, err := f.to(to, "coverage")
+	if err != nil {
+		return nil, err
+	}
+	return e.PeerBackend().(peer.Lister).Coverage()
+}
+
+func (f fakeClient) ListCached(ctx context.Context, to cluster.Member, bucket string, opts store.ListOptions) (store.ListPage, error) {
+	e, err := f.to(to, "list")
+	if err != nil {
+		return store.ListPage{}, err
+	}
+	return e.PeerBackend().(peer.Lister).ListCached(ctx, bucket, opts)
+}
+
 func (f fakeClient) Head(ctx context.Context, to cluster.Member, bucket, key string, cachedOnly bool) (store.ObjectInfo, error) {
 	e, err := f.to(to, "head")
 	if err != nil {
@@ -301,5 +317,7 @@ func settle(t *testing.T, e *Engine) {
 			t.Fatalf("%d flights still in the air after a minute", n)
 		}
 	}
-	e.peer.pushes.Wait()
+	if e.peer != nil {
+		e.peer.pushes.Wait()
+	}
 }

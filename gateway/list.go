@@ -91,6 +91,9 @@ func (e *Engine) List(ctx context.Context, bucket string, opts store.ListOptions
 	if page, ok := e.listFromCatalog(ctx, bucket, opts, fr); ok {
 		return page, nil
 	}
+	if page, ok := e.listFromMembers(ctx, bucket, opts, fr); ok {
+		return page, nil
+	}
 	ent, had := e.lists.get(bucket, opts)
 	if had && fr.fresh(ent.fetched, e.opts.Now()) {
 		return ent.page, nil

@@ -142,19 +142,23 @@ func (o *owedForgets) keep(known []cluster.Member) {
 	}
 }
 
-// deliverOwed sends owed forgets to live members every owedEvery until
+// peerLoop sends owed forgets to live members every owedEvery, and asks
+// them what their catalogs list every coversEvery (listshare.go), until
 // the engine closes.
-func (e *Engine) deliverOwed() {
+func (e *Engine) peerLoop() {
 	defer e.peer.loop.Done()
-	tick := time.NewTicker(owedEvery)
-	defer tick.Stop()
+	owed, covers := time.NewTicker(owedEvery), time.NewTicker(coversEvery)
+	defer owed.Stop()
+	defer covers.Stop()
 	for {
 		select {
 		case <-e.fillCtx.Done():
 			return
-		case <-tick.C:
+		case <-owed.C:
+			e.deliverOwedOnce(e.fillCtx)
+		case <-covers.C:
+			e.refreshCovers(e.fillCtx)
 		}
-		e.deliverOwedOnce(e.fillCtx)
 	}
 }
 

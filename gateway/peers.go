@@ -43,6 +43,11 @@ type PeerClient interface {
 	// ForgetAll tells a member to drop every object's metadata and every
 	// listing it caches.
 	ForgetAll(ctx context.Context, to cluster.Member) error
+	// Coverage asks a member which prefixes its catalog lists;
+	// ListCached asks it for a page from its catalog alone
+	// (store.ErrNotFound if it does not list it).
+	Coverage(ctx context.Context, to cluster.Member) ([]peer.Cover, error)
+	ListCached(ctx context.Context, to cluster.Member, bucket string, opts store.ListOptions) (store.ListPage, error)
 	Head(ctx context.Context, to cluster.Member, bucket, key string, cachedOnly bool) (store.ObjectInfo, error)
 }
 
@@ -58,7 +63,8 @@ type peerState struct {
 	pending pendingSet     // versions written through other members
 	owed    owedForgets    // forgets members missed (owed.go)
 	forgets keyLocks       // one member's forget of a key at a time
-	loop    sync.WaitGroup // deliverOwed, until the engine closes
+	covers  memberCovers   // what the members' catalogs list (listshare.go)
+	loop    sync.WaitGroup // peerLoop, until the engine closes
 }
 
 func newPeerState(p Peers) *peerState {

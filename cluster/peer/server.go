@@ -169,6 +169,10 @@ func (h *Handler) serve(c *fiber.Ctx, body io.Reader) error {
 		return h.o.Status(c)
 	case path == RouteHead && method == fiber.MethodGet:
 		return h.head(k)
+	case path == RouteCoverage && method == fiber.MethodGet:
+		return h.coverage(k)
+	case path == RouteList && method == fiber.MethodGet:
+		return h.list(k)
 	case path == RoutePending && method == fiber.MethodGet:
 		if err := h.object(k); err != nil {
 			return err
