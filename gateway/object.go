@@ -55,7 +55,10 @@ func (e *Engine) Get(ctx context.Context, bucket, key string, opts GetOptions) (
 		return obj, nil
 	}
 	// Fast path: a range inside one chunk that RAM holds is a sub-slice.
-	if idx := off / e.opts.ChunkSize; (off+n-1)/e.opts.ChunkSize == idx {
+	// Not for chunk 0 when the metadata load brought its flight: this read
+	// was counted a miss, and reads the flight (even one already landed in
+	// RAM; looking it up there would count a hit as well).
+	if idx := off / e.opts.ChunkSize; (off+n-1)/e.opts.ChunkSize == idx && (fl == nil || idx != 0) {
 		if b, ok := e.lookupRAM(e.chunkID(info, idx), true); ok && int64(len(b)) == e.chunkLen(info.Size, idx) {
 			within := off - idx*e.opts.ChunkSize
 			obj.whole = b[within : within+n]
