@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -38,6 +39,8 @@ const (
 	// and a busy 2-core machine running every process under -race fit in
 	// it many times over; a hang does not.
 	netRequestBound = 45 * time.Second
+	// netChunk is the nodes' --chunk-size.
+	netChunk = 256 << 10
 )
 
 // netNode is one granary node on a host of its own.
@@ -115,7 +118,7 @@ func (c *netCluster) start(nd *netNode) {
 	args := []string{"--listen", nd.addr, "--gossip-bind", nd.gossip, "--node-id", nd.id,
 		"--origin", "s3://" + c.mio.Endpoint + "?secure=false", "--config", c.config,
 		"--peer-timeout", netPeerTimeout.String(), "--origin-timeout", netOriginTimeout.String(),
-		"--chunk-size", "256KiB", "--ram", "128MiB", "--disk", "512MiB", "--ttl", "5s"}
+		"--chunk-size", strconv.Itoa(netChunk), "--ram", "128MiB", "--disk", "512MiB", "--ttl", "5s"}
 	if first := c.nodes[0]; first != nd {
 		args = append(args, "--join", first.gossip)
 	} else if len(c.nodes) > 1 {
@@ -242,10 +245,12 @@ func (c *netCluster) status(nd *netNode) (api.ClusterStatus, error) {
 func (c *netCluster) converge(n int) {
 	c.t.Helper()
 	var last string
-	deadline := time.Now().Add(3 * time.Minute)
+	start := time.Now()
+	deadline := start.Add(3 * time.Minute)
 	for {
 		agreed, why := c.agree(n)
 		if agreed {
+			c.t.Logf("converged on %d members in %v", n, time.Since(start).Round(100*time.Millisecond))
 			return
 		}
 		last = why
