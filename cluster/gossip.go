@@ -238,8 +238,9 @@ func (g *Gossip) Known() []Member { return g.events.known() }
 // Changes receives after membership events (join, leave, update).
 func (g *Gossip) Changes() <-chan struct{} { return g.events.changes }
 
-// Close stops joining, leaves the cluster (waiting up to a second for the
-// leave to go out) and shuts gossip down. It is idempotent. If a join
+// Close stops joining, says it is leaving and leaves the cluster
+// (waiting up to a second for each of the two to go out) and shuts gossip
+// down. It is idempotent. If a join
 // attempt is in flight, Close waits for it (at most memberlist's TCP
 // timeout).
 func (g *Gossip) Close() error {
