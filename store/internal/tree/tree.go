@@ -50,6 +50,14 @@ type Tree interface {
 	Info(key string, e Entry) (store.ObjectInfo, bool, error)
 }
 
+// Prefetcher is a Tree whose Info is worth asking ahead (a round trip per
+// key): before the walk visits a directory's keys one by one, it names
+// the ones the page may list, in order, so their infos can be fetched at
+// once. Info is still called for each, in order.
+type Prefetcher interface {
+	Prefetch(ctx context.Context, keys []string, entries []Entry)
+}
+
 // List returns one page of t's keys.
 func List(ctx context.Context, t Tree, opts store.ListOptions) (store.ListPage, error) {
 	if opts.MaxKeys <= 0 {
@@ -102,7 +110,13 @@ func (l *lister) walk(dir string) error {
 			return err
 		}
 	}
-	for _, e := range entries[l.firstCandidate(dir, entries):] {
+	first := l.firstCandidate(dir, entries)
+	if pf, ok := l.t.(Prefetcher); ok {
+		if keys, es := l.upcoming(dir, entries[first:]); len(keys) > 0 {
+			pf.Prefetch(l.ctx, keys, es)
+		}
+	}
+	for _, e := range entries[first:] {
 		if l.done {
 			return nil
 		}
@@ -123,6 +137,36 @@ func (l *lister) walk(dir string) error {
 		}
 	}
 	return nil
+}
+
+// upcoming returns the keys among entries (of dir, sorted) that the page
+// may list as objects, in order, at most the room left in the page, with
+// their entries.
+func (l *lister) upcoming(dir string, entries []Entry) ([]string, []Entry) {
+	room := l.opts.MaxKeys - len(l.page.Objects) - len(l.page.CommonPrefixes)
+	var keys []string
+	var es []Entry
+	for _, e := range entries {
+		if len(keys) >= room {
+			break
+		}
+		p := dir + e.sortName()
+		if !strings.HasPrefix(p, l.opts.Prefix) {
+			if p > l.opts.Prefix {
+				break
+			}
+			continue
+		}
+		if e.Dir || p <= l.opts.After || !l.t.Listable(p) {
+			continue
+		}
+		if _, rolled := l.commonPrefix(p); rolled {
+			continue
+		}
+		keys = append(keys, p)
+		es = append(es, e)
+	}
+	return keys, es
 }
 
 // firstCandidate returns the index of the first entry of dir whose keys can

@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/granary-dev/granary/store"
 	"github.com/granary-dev/granary/store/internal/tree"
@@ -57,17 +58,66 @@ func (o *Origin) List(ctx context.Context, bucket string, opts store.ListOptions
 }
 
 // listPage walks dr for one page; info turns a key's file status into its
-// listing info.
+// listing info (asked ahead, listPrefetch at a time: it costs a namenode
+// round trip per key).
 func listPage(ctx context.Context, dr dirReader, opts store.ListOptions, info infoFunc) (store.ListPage, error) {
-	return tree.List(ctx, bucketTree{dr: dr, info: info}, opts)
+	return tree.List(ctx, bucketTree{dr: dr, info: info, ahead: &infoAhead{got: map[string]*infoFuture{}}}, opts)
+}
+
+// listPrefetch bounds the infos asked ahead at once.
+const listPrefetch = 16
+
+// infoAhead holds the infos asked ahead during one listing.
+type infoAhead struct {
+	mu  sync.Mutex // guards got
+	got map[string]*infoFuture
+}
+
+// infoFuture is one key's info, ready when done is closed.
+type infoFuture struct {
+	done chan struct{}
+	info store.ObjectInfo
+	err  error
 }
 
 type infoFunc func(key string, fi os.FileInfo) (store.ObjectInfo, error)
 
 // bucketTree is a bucket's directories as the shared walk reads them.
 type bucketTree struct {
-	dr   dirReader
-	info infoFunc
+	dr    dirReader
+	info  infoFunc
+	ahead *infoAhead // nil: no asking ahead
+}
+
+// Prefetch asks the infos of keys, listPrefetch at a time, in the
+// background; Info waits for them. Each ask ends by itself (a namenode
+// call), so a listing that stops early leaves none running for long.
+func (t bucketTree) Prefetch(ctx context.Context, keys []string, entries []tree.Entry) {
+	if t.ahead == nil {
+		return
+	}
+	sem := make(chan struct{}, listPrefetch)
+	t.ahead.mu.Lock()
+	defer t.ahead.mu.Unlock()
+	for i, key := range keys {
+		if _, ok := t.ahead.got[key]; ok {
+			continue
+		}
+		f := &infoFuture{done: make(chan struct{})}
+		t.ahead.got[key] = f
+		fi := entries[i].Info
+		go func() {
+			defer close(f.done)
+			select {
+			case sem <- struct{}{}:
+				defer func() { <-sem }()
+			case <-ctx.Done():
+				f.err = ctx.Err()
+				return
+			}
+			f.info, f.err = t.info(key, fi)
+		}()
+	}
 }
 
 // ReadDir returns dir's listable entries and its folder marker, if any.
@@ -97,6 +147,15 @@ func (t bucketTree) Listable(key string) bool { return len(key) <= store.MaxKeyL
 // Info returns key's listing info from its status (the folder marker's
 // for "a/b/").
 func (t bucketTree) Info(key string, e tree.Entry) (store.ObjectInfo, bool, error) {
+	if t.ahead != nil {
+		t.ahead.mu.Lock()
+		f := t.ahead.got[key]
+		t.ahead.mu.Unlock()
+		if f != nil {
+			<-f.done
+			return f.info, f.err == nil, f.err
+		}
+	}
 	info, err := t.info(key, e.Info)
 	return info, err == nil, err
 }

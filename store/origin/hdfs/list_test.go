@@ -5,11 +5,14 @@ package hdfs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/granary-dev/granary/store"
 	"github.com/granary-dev/granary/store/storetest"
@@ -134,5 +137,50 @@ func TestHasObject(t *testing.T) {
 		if err != nil || got != c.want {
 			t.Errorf("hasObject(%v + %v) = %v, %v; want %v", c.keys, c.extra, got, err, c.want)
 		}
+	}
+}
+
+// The infos of a page's keys (a namenode round trip each) are asked
+// ahead, several at once: here each ask waits until four are in flight,
+// which asks made one after another would never reach. The page is the
+// same as ever.
+func TestListAsksInfosAhead(t *testing.T) {
+	var keys []string
+	for i := range 40 {
+		keys = append(keys, fmt.Sprintf("k%02d", i))
+	}
+	tree := newFakeTree(keys)
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	four := make(chan struct{})
+	info := func(key string, fi os.FileInfo) (store.ObjectInfo, error) {
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		if inFlight == 4 {
+			close(four)
+		}
+		mu.Unlock()
+		defer func() { mu.Lock(); inFlight--; mu.Unlock() }()
+		select {
+		case <-four:
+		case <-time.After(time.Minute):
+			return store.ObjectInfo{}, errors.New("asked one at a time: four never in flight")
+		}
+		return fakeInfoFunc(key, fi)
+	}
+	p, err := listPage(context.Background(), tree, store.ListOptions{MaxKeys: 30}, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range p.Objects {
+		got = append(got, o.Key)
+	}
+	if !slices.Equal(got, keys[:30]) || !p.IsTruncated {
+		t.Fatalf("page %v (truncated %v), want the first 30 keys", got, p.IsTruncated)
+	}
+	if most > listPrefetch {
+		t.Fatalf("%d infos asked at once, more than %d", most, listPrefetch)
 	}
 }
