@@ -67,3 +67,4 @@ bench: deps bench-deps build
 	$(GO) run ./loadtest -granary bin/granary -scenario tls
 	$(GO) run ./loadtest -granary bin/granary -scenario origin-faults
 	$(GO) test ./api -run '^$$' -bench BenchmarkListCatalog1M -benchtime 1x
+	$(GO) test ./store/origin/hdfs -run '^$$' -bench BenchmarkListOverSlowLink -benchtime 3x
