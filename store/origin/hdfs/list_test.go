@@ -152,14 +152,14 @@ func TestListAsksInfosAhead(t *testing.T) {
 	tree := newFakeTree(keys)
 	var mu sync.Mutex
 	inFlight, most := 0, 0
-	four := make(chan struct{})
+	four := make(chan struct{}) // closed once four are in flight at once
 	info := func(key string, fi os.FileInfo) (store.ObjectInfo, error) {
 		mu.Lock()
 		inFlight++
-		most = max(most, inFlight)
-		if inFlight == 4 {
+		if inFlight == 4 && most < 4 {
 			close(four)
 		}
+		most = max(most, inFlight)
 		mu.Unlock()
 		defer func() { mu.Lock(); inFlight--; mu.Unlock() }()
 		select {
