@@ -48,6 +48,7 @@ type fakeClusterOptions struct {
 	wrap      func(store.Origin) store.Origin // per-engine origin (else the rig's)
 	modes     map[string]WriteMode            // by bucket; "rig" names the bucket
 	catalog   bool                            // each engine gets a catalog
+	fresh     *Freshness                      // the engines' rule (default immutable)
 }
 
 func newFakeCluster(t *testing.T, o fakeClusterOptions) *fakeCluster {
@@ -64,6 +65,10 @@ func newFakeCluster(t *testing.T, o fakeClusterOptions) *fakeCluster {
 	if c.ring, err = cluster.NewRing(ids); err != nil {
 		t.Fatal(err)
 	}
+	fresh := Freshness{Mode: Immutable}
+	if o.fresh != nil {
+		fresh = *o.fresh
+	}
 	for i := range o.n {
 		origin := base.origin
 		if o.wrap != nil {
@@ -71,7 +76,7 @@ func newFakeCluster(t *testing.T, o fakeClusterOptions) *fakeCluster {
 		}
 		reg := prometheus.NewRegistry()
 		opts := Options{Origin: origin, RAM: ram.New(ram.Options{Capacity: 256 << 20}), Hot: ram.New(ram.Options{Capacity: 64 << 20}),
-			ChunkSize: o.chunk, Freshness: Freshness{Mode: Immutable}, Registerer: reg, Logger: zerolog.Nop(),
+			ChunkSize: o.chunk, Freshness: fresh, Registerer: reg, Logger: zerolog.Nop(),
 			Peers: &fakePeers{c: c, self: i}, Owners: o.owners, TeeDir: t.TempDir()}
 		if m, ok := o.modes["rig"]; ok {
 			opts.WriteModes = map[string]WriteMode{c.bucket: m}
@@ -291,6 +296,14 @@ func (f fakeClient) ListCached(ctx context.Context, to cluster.Member, bucket st
 		return store.ListPage{}, err
 	}
 	return e.PeerBackend().(peer.Lister).ListCached(ctx, bucket, opts)
+}
+
+func (f fakeClient) HeadStale(_ context.Context, to cluster.Member, bucket, key string) (store.ObjectInfo, error) {
+	e, err := f.to(to, "head-stale")
+	if err != nil {
+		return store.ObjectInfo{}, err
+	}
+	return e.PeerBackend().(peer.StaleHeader).HeadStale(bucket, key)
 }
 
 func (f fakeClient) Head(ctx context.Context, to cluster.Member, bucket, key string, cachedOnly bool) (store.ObjectInfo, error) {

@@ -184,6 +184,11 @@ func (e *Engine) loadInfo(ctx context.Context, bucket, key string, first intent)
 			e.meta.putIf(seq, k, info, e.opts.Now())
 			return loaded{info: info}, nil
 		}
+		if e.fromMembersStale(ctx, bucket, key, &info) {
+			e.m.staleServed.Inc()
+			e.meta.putIf(seq, k, info, e.opts.Now())
+			return loaded{info: info}, nil
+		}
 		return loaded{}, err
 	case errors.Is(err, store.ErrNoSuchKey):
 		if had {

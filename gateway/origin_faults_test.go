@@ -254,3 +254,31 @@ func TestAlwaysWaitsAtMostTheOriginTimeout(t *testing.T) {
 		t.Fatalf("always bucket without stale copies, hung origin: %v, want ErrUnavailable", err)
 	}
 }
+
+// With the origin down, a node that never saw an object (and whose owner
+// of the first chunk lost its metadata) takes the object's info from any
+// member that has it cached, however old (here: past its TTL at once),
+// and serves it from the owners' tiers, as a node that had seen it would
+// serve it stale.
+func TestClusterOriginDownInfoFromAMember(t *testing.T) {
+	var gates []*gatedOrigin
+	fresh := Freshness{Mode: TTL, TTL: time.Nanosecond}
+	c := newFakeCluster(t, fakeClusterOptions{n: 3, owners: 1, chunk: 64 << 10, fresh: &fresh,
+		wrap: func(o store.Origin) store.Origin {
+			g := &gatedOrigin{Origin: o, gate: make(chan struct{})}
+			close(g.gate)
+			gates = append(gates, g)
+			return g
+		}})
+	data := randBytes(t, 150<<10)
+	newRigFor(t, c).seed("seen-once", data)
+	owner := c.chunkOwner("seen-once", 0)
+	seer, newcomer := (owner+1)%3, (owner+2)%3
+	c.wantRead(seer, "seen-once", data, "with the origin up")
+	settle(t, c.engines[seer])
+	c.engines[owner].meta.dropAll() // the owner lost the object's info (evicted, say)
+	for _, g := range gates {
+		g.down.Store(true)
+	}
+	c.wantRead(newcomer, "seen-once", data, "with the origin down, through a node that never saw it")
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"hash/fnv"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -49,6 +50,9 @@ type PeerClient interface {
 	Coverage(ctx context.Context, to cluster.Member) ([]peer.Cover, error)
 	ListCached(ctx context.Context, to cluster.Member, bucket string, opts store.ListOptions) (store.ListPage, error)
 	Head(ctx context.Context, to cluster.Member, bucket, key string, cachedOnly bool) (store.ObjectInfo, error)
+	// HeadStale asks a member for an object's info from its metadata
+	// cache however old (store.ErrNotFound if it has none).
+	HeadStale(ctx context.Context, to cluster.Member, bucket, key string) (store.ObjectInfo, error)
 }
 
 // pushSlots bounds the chunk placements on other members in progress.
@@ -242,6 +246,31 @@ func (e *Engine) heirs(id store.ChunkID) []cluster.Member {
 func (e *Engine) fromHeir(ctx context.Context, bucket, key string, info *store.ObjectInfo) bool {
 	for _, m := range e.heirs(store.ChunkID{Bucket: bucket, Key: key}) {
 		got, err := e.peer.peers.Client().Head(ctx, m, bucket, key, true)
+		if err == nil && got.Bucket == bucket && got.Key == key {
+			*info = got
+			return true
+		}
+	}
+	return false
+}
+
+// fromMembersStale sets *info to an object's info from any live member's
+// metadata cache, however old, asking the owners of its first chunk
+// first: for a node whose origin does not answer and that never saw the
+// object (a member that did can serve it as stale-if-error would).
+func (e *Engine) fromMembersStale(ctx context.Context, bucket, key string, info *store.ObjectInfo) bool {
+	if e.peer == nil {
+		return false
+	}
+	self := e.peer.peers.Self().ID
+	_, ask := e.chunkOwners(store.ChunkID{Bucket: bucket, Key: key})
+	for _, m := range e.peer.peers.Members() {
+		if m.ID != self && !slices.ContainsFunc(ask, func(o cluster.Member) bool { return o.ID == m.ID }) {
+			ask = append(ask, m)
+		}
+	}
+	for _, m := range ask {
+		got, err := e.peer.peers.Client().HeadStale(ctx, m, bucket, key)
 		if err == nil && got.Bucket == bucket && got.Key == key {
 			*info = got
 			return true

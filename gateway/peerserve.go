@@ -42,6 +42,18 @@ func (b peerBackend) Head(ctx context.Context, bucket, key string, cachedOnly bo
 	return info, err
 }
 
+// HeadStale answers a member whose origin does not answer with this
+// node's cached info of an object, however old.
+func (b peerBackend) HeadStale(bucket, key string) (store.ObjectInfo, error) {
+	ent, ok := b.e.meta.get(metaKey(bucket, key))
+	if !ok {
+		return store.ObjectInfo{}, fmt.Errorf("gateway: %s/%s: metadata not cached: %w", bucket, key, store.ErrNotFound)
+	}
+	info := ent.info
+	info.Bucket, info.Key = bucket, key
+	return info, nil
+}
+
 // Chunk returns a reader of the chunk r names from r.Off on, for a member
 // that asked this node as an owner: from the tiers, or a flight that reads
 // the origin (never another member: the asker already chose this node).

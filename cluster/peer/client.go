@@ -290,6 +290,23 @@ func (c *Client) Head(ctx context.Context, to cluster.Member, bucket, key string
 	if cachedOnly {
 		q.Set("cached", "1")
 	}
+	return c.head(ctx, to, bucket, key, q)
+}
+
+// StaleHeader is a Backend that can answer a HEAD from its metadata cache
+// whatever the entry's age (for a member whose origin does not answer).
+type StaleHeader interface {
+	HeadStale(bucket, key string) (store.ObjectInfo, error)
+}
+
+// HeadStale asks member to for an object's info from its metadata cache,
+// however old (store.ErrNotFound if it has none): what a member serves
+// from when the origin does not answer.
+func (c *Client) HeadStale(ctx context.Context, to cluster.Member, bucket, key string) (store.ObjectInfo, error) {
+	return c.head(ctx, to, bucket, key, url.Values{"bucket": {bucket}, "key": {key}, "cached": {"1"}, "stale": {"1"}})
+}
+
+func (c *Client) head(ctx context.Context, to cluster.Member, bucket, key string, q url.Values) (store.ObjectInfo, error) {
 	var info store.ObjectInfo
 	if err := c.getJSON(ctx, to, RouteHead, q, 1<<20, &info); err != nil {
 		return store.ObjectInfo{}, err

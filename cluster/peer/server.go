@@ -326,7 +326,13 @@ func (h *Handler) head(k *call) error {
 	if err := h.object(k); err != nil {
 		return err
 	}
-	info, err := h.o.Backend.Head(h.o.Context, k.bucket, k.key, k.get("cached") == "1")
+	var info store.ObjectInfo
+	var err error
+	if s, ok := h.o.Backend.(StaleHeader); ok && k.get("cached") == "1" && k.get("stale") == "1" {
+		info, err = s.HeadStale(k.bucket, k.key)
+	} else {
+		info, err = h.o.Backend.Head(h.o.Context, k.bucket, k.key, k.get("cached") == "1")
+	}
 	if err != nil {
 		return err
 	}

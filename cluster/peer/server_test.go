@@ -516,6 +516,10 @@ func TestForgetHeadAndReplicas(t *testing.T) {
 	if err != nil || got.ETag != info.ETag || got.Size != info.Size {
 		t.Fatalf("head: %+v, %v", got, err)
 	}
+	// A backend without stale answers gives its cached one.
+	if got, err := r.client.HeadStale(ctx, r.to, "b", "k"); err != nil || got.ETag != info.ETag {
+		t.Fatalf("stale head: %+v, %v", got, err)
+	}
 	if err := r.client.PutReplica(ctx, r.to, info, strings.NewReader("hello")); err != nil {
 		t.Fatal(err)
 	}
