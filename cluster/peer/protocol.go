@@ -7,11 +7,15 @@
 //	GET    chunk?bucket&key&etag&index&len&chunk[&off][&cached]  a chunk this node owns, from off
 //	PUT    chunk?bucket&key&etag&index&len&chunk                 place a chunk on this owner
 //	POST   forget?bucket&key  (X-Granary-Object)                 drop an object's cached state
+//	POST   forget?all=1                                          drop every object's metadata and listing
 //	GET    ping                                                  {"id": this node}
 //	PUT    replica?bucket&key  (X-Granary-Object)                keep a write-back copy
 //	DELETE replica?bucket&key&etag                               drop it (at the origin now)
+//	GET    pending?bucket&key                                    {"pending": a write of it waits for the origin}
 //	GET    status?bucket&prefix&key                              this node's status
-//	GET    head?bucket&key[&cached]                              an object's info (JSON)
+//	GET    head?bucket&key[&cached[&stale]]                      an object's info (JSON)
+//	GET    coverage                                              the prefixes its catalog lists (JSON)
+//	GET    list?bucket&prefix&delimiter&after&max                a page from its catalog (JSON)
 //
 // A refusal is a non-2xx status with a JSON body {"code", "message"}
 // (see Code); the client turns it into an *Error.
