@@ -167,8 +167,19 @@ func (l *netLoad) worker(seed uint64) {
 		if l.c.undisturbed(nd, faults) {
 			l.judge(nd, kind, took, err)
 		}
+		// Pacing, not a wait for anything: six clients at full tilt
+		// would starve the tests of other packages running beside this
+		// one on a 2-core machine.
+		select {
+		case <-l.stop:
+			return
+		case <-time.After(netPace):
+		}
 	}
 }
+
+// netPace is the pause between one worker's requests.
+const netPace = 20 * time.Millisecond
 
 // kind picks a request kind: mostly reads, as training is.
 func (l *netLoad) kind(rng *rand.Rand) string {
