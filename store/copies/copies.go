@@ -134,31 +134,7 @@ func (r *Store) Drop(primary, bucket, key, etag string) error {
 // it is not seen as newer; the primary's own uploads normally land long
 // before a takeover, and the ETag check catches those.
 func (r *Store) TakeOver(ctx context.Context, primary string) (int, error) {
-	r.takeMu.Lock()
-	defer r.takeMu.Unlock()
-	recs, err := r.list(primary)
-	if err != nil {
-		return 0, err
-	}
-	uploaded := 0
-	var first error
-	for _, rec := range recs {
-		if err := ctx.Err(); err != nil {
-			return uploaded, errors.Join(first, err)
-		}
-		up, err := r.takeOne(ctx, rec)
-		if up {
-			uploaded++
-		}
-		if err != nil {
-			r.log.Warn().Err(err).Str("primary", primary).Str("bucket", rec.Bucket).
-				Str("key", rec.Key).Msg("replica takeover failed; the copy stays for the next attempt")
-			if first == nil {
-				first = err
-			}
-		}
-	}
-	return uploaded, first
+	return r.settle(ctx, primary, func(copyRecord) (bool, error) { return true, nil })
 }
 
 // Reconcile settles the copies kept for primary, a live member, that were
@@ -172,6 +148,23 @@ func (r *Store) TakeOver(ctx context.Context, primary string) (int, error) {
 // many copies it uploaded.
 func (r *Store) Reconcile(ctx context.Context, primary string, before time.Time,
 	pending func(ctx context.Context, bucket, key string) (bool, error)) (int, error) {
+	return r.settle(ctx, primary, func(rec copyRecord) (bool, error) {
+		if !rec.LastModified.Before(before) {
+			return false, nil
+		}
+		waits, err := pending(ctx, rec.Bucket, rec.Key)
+		if err != nil {
+			return false, fmt.Errorf("copies: asking %s about %s/%s: %w", primary, rec.Bucket, rec.Key, err)
+		}
+		return !waits, nil
+	})
+}
+
+// settle takes over each copy kept for primary that choose picks, one
+// settle at a time (takeMu). An error of choose, or ctx's, ends the round;
+// a failed upload leaves its copy for the next round. It returns how many
+// copies it uploaded and the first error.
+func (r *Store) settle(ctx context.Context, primary string, choose func(copyRecord) (bool, error)) (int, error) {
 	r.takeMu.Lock()
 	defer r.takeMu.Unlock()
 	recs, err := r.list(primary)
@@ -181,24 +174,26 @@ func (r *Store) Reconcile(ctx context.Context, primary string, before time.Time,
 	uploaded := 0
 	var first error
 	for _, rec := range recs {
-		if !rec.LastModified.Before(before) {
-			continue
+		if err := ctx.Err(); err != nil {
+			return uploaded, errors.Join(first, err)
 		}
-		waits, err := pending(ctx, rec.Bucket, rec.Key)
+		take, err := choose(rec)
 		if err != nil {
-			return uploaded, errors.Join(first, fmt.Errorf("copies: asking %s about %s/%s: %w", primary, rec.Bucket, rec.Key, err))
+			return uploaded, errors.Join(first, err)
 		}
-		if waits {
+		if !take {
 			continue
 		}
 		up, err := r.takeOne(ctx, rec)
 		if up {
 			uploaded++
-			r.log.Warn().Str("primary", primary).Str("bucket", rec.Bucket).Str("key", rec.Key).
-				Msg("uploaded a write-back copy its live primary no longer holds (restarted with an empty disk?)")
 		}
-		if err != nil && first == nil {
-			first = err
+		if err != nil {
+			r.log.Warn().Err(err).Str("primary", primary).Str("bucket", rec.Bucket).
+				Str("key", rec.Key).Msg("replica takeover failed; the copy stays for the next attempt")
+			if first == nil {
+				first = err
+			}
 		}
 	}
 	return uploaded, first
