@@ -72,9 +72,10 @@ func TestShutdown(t *testing.T) {
 	}
 }
 
-// serveUnmanaged starts a Server over a directory origin that the test
-// itself shuts down; served yields Serve's result.
-func serveUnmanaged(t *testing.T) (*env, <-chan error) {
+// unservedServer is a Server over a directory origin, its engine, a
+// loopback listener it does not serve yet, and the origin's root.
+func unservedServer(t *testing.T) (*Server, *gateway.Engine, net.Listener, string) {
+	t.Helper()
 	origin, root := openFS(t)
 	eng, err := gateway.New(gateway.Options{Origin: origin})
 	if err != nil {
@@ -89,6 +90,13 @@ func serveUnmanaged(t *testing.T) (*env, <-chan error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return srv, eng, ln, root
+}
+
+// serveUnmanaged starts a Server over a directory origin that the test
+// itself shuts down; served yields Serve's result.
+func serveUnmanaged(t *testing.T) (*env, <-chan error) {
+	srv, eng, ln, root := unservedServer(t)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	t.Cleanup(func() { // a no-op once the test shut the server down
@@ -199,20 +207,7 @@ func TestSpareConnectionClosedSilently(t *testing.T) {
 // A shutdown that comes before Serve has started (a SIGTERM right after
 // start): Serve returns at once instead of serving for good.
 func TestShutdownBeforeServe(t *testing.T) {
-	origin, _ := openFS(t)
-	eng, err := gateway.New(gateway.Options{Origin: origin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close() })
-	srv, err := New(Options{Engine: eng, Access: accessForTest()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, _, ln, _ := unservedServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(ctx); err != nil {

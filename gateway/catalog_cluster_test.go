@@ -24,28 +24,7 @@ func TestClusterCatalogFollowsMembersWrites(t *testing.T) {
 	c := newFakeCluster(t, fakeClusterOptions{n: 2, owners: 1, chunk: 64 << 10, catalog: true,
 		modes: map[string]WriteMode{"rig": WriteThrough}})
 	ctx := context.Background()
-	rig := newRigFor(t, c)
-	var entries []catalog.Entry
-	for _, k := range []string{"d/a", "d/b"} {
-		rig.seed(k, []byte(k))
-		info, err := rig.origin.Stat(ctx, c.bucket, k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		entries = append(entries, catalog.Entry{Key: k, Size: info.Size, ETag: info.ETag, LastModified: info.LastModified})
-	}
-	cat := c.engines[1].opts.Catalog
-	next := func() (catalog.Entry, bool, error) {
-		if len(entries) == 0 {
-			return catalog.Entry{}, false, nil
-		}
-		e := entries[0]
-		entries = entries[1:]
-		return e, true, nil
-	}
-	if err := cat.Load(c.bucket, "d/", time.Now(), next, nil); err != nil {
-		t.Fatal(err)
-	}
+	c.warmCatalog(1, "d/", "d/a", "d/b")
 	listed := func() []string {
 		before := testutil.ToFloat64(c.engines[1].m.listIndexed)
 		page, err := c.engines[1].List(ctx, c.bucket, store.ListOptions{Prefix: "d/"})
@@ -80,24 +59,7 @@ func TestClusterListsFromAMembersCatalog(t *testing.T) {
 	c := newFakeCluster(t, fakeClusterOptions{n: 2, owners: 1, chunk: 64 << 10, catalog: true,
 		modes: map[string]WriteMode{"rig": WriteThrough}})
 	ctx := context.Background()
-	rig := newRigFor(t, c)
-	rig.seed("d/a", []byte("a"))
-	info, err := rig.origin.Stat(ctx, c.bucket, "d/a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	entries := []catalog.Entry{{Key: "d/a", Size: info.Size, ETag: info.ETag, LastModified: info.LastModified}}
-	next := func() (catalog.Entry, bool, error) {
-		if len(entries) == 0 {
-			return catalog.Entry{}, false, nil
-		}
-		e := entries[0]
-		entries = entries[1:]
-		return e, true, nil
-	}
-	if err := c.engines[1].opts.Catalog.Load(c.bucket, "d/", time.Now(), next, nil); err != nil {
-		t.Fatal(err)
-	}
+	rig := c.warmCatalog(1, "d/", "d/a")
 	c.engines[0].refreshCovers(ctx)
 	// Pages node 0 answered from a catalog: it has none of its own.
 	lists := func() int { return int(testutil.ToFloat64(c.engines[0].m.listIndexed)) }
@@ -126,4 +88,33 @@ func TestClusterListsFromAMembersCatalog(t *testing.T) {
 	if got := listed("e/"); !slices.Equal(got, []string{"e/x"}) || lists() != 2 {
 		t.Fatalf("an uncovered prefix: %v, %d asks of node 1; want the origin's listing", got, lists())
 	}
+}
+
+// warmCatalog seeds keys (each its own name as bytes) at the origin and
+// loads engine i's catalog with prefix listing them, as a warm-up would;
+// it returns the rig that seeded them.
+func (c *fakeCluster) warmCatalog(i int, prefix string, keys ...string) *rig {
+	c.t.Helper()
+	rig := newRigFor(c.t, c)
+	var entries []catalog.Entry
+	for _, k := range keys {
+		rig.seed(k, []byte(k))
+		info, err := rig.origin.Stat(context.Background(), c.bucket, k)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		entries = append(entries, catalog.Entry{Key: k, Size: info.Size, ETag: info.ETag, LastModified: info.LastModified})
+	}
+	next := func() (catalog.Entry, bool, error) {
+		if len(entries) == 0 {
+			return catalog.Entry{}, false, nil
+		}
+		e := entries[0]
+		entries = entries[1:]
+		return e, true, nil
+	}
+	if err := c.engines[i].opts.Catalog.Load(c.bucket, prefix, time.Now(), next, nil); err != nil {
+		c.t.Fatal(err)
+	}
+	return rig
 }
