@@ -72,14 +72,17 @@ type view struct {
 }
 
 // ringWithout returns the ring of v's members but those in out (sorted),
-// built once per view.
-func (v *view) ringWithout(out []string) (*Ring, error) {
+// built once per view; false once maxExclusionRings are built and this
+// one is not among them (a lookup never builds a ring of its own).
+func (v *view) ringWithout(out []string) (*Ring, bool) {
 	k := strings.Join(out, "\x00")
 	v.mu.Lock()
-	r, ok := v.rings[k]
-	v.mu.Unlock()
-	if ok {
-		return r, nil
+	defer v.mu.Unlock()
+	if r, ok := v.rings[k]; ok {
+		return r, true
+	}
+	if len(v.rings) >= maxExclusionRings {
+		return nil, false
 	}
 	var ids []string
 	for _, m := range v.members {
@@ -87,16 +90,12 @@ func (v *view) ringWithout(out []string) (*Ring, error) {
 			ids = append(ids, m.ID)
 		}
 	}
-	r, err := NewRing(ids)
+	r, err := NewRing(ids) // IDs of members: never empty names
 	if err != nil {
-		return nil, err
+		return nil, false
 	}
-	v.mu.Lock()
-	if len(v.rings) < maxExclusionRings {
-		v.rings[k] = r
-	}
-	v.mu.Unlock()
-	return r, nil
+	v.rings[k] = r
+	return r, true
 }
 
 // Node is the cluster as this node sees it. Safe for concurrent use.
@@ -270,20 +269,17 @@ func (n *Node) Heirs(key []byte) []Member {
 	}
 	out := []string{n.opts.Self.ID}
 	var heirs []Member
-	r := v.without
-	for len(heirs) < depth {
+	for r, ok := v.without, true; ok; r, ok = v.ringWithout(out) {
 		ids := r.Owners(key, 1)
 		if len(ids) == 0 {
 			break
 		}
 		heirs = append(heirs, v.byID[ids[0]])
-		out = append(out, ids[0])
-		slices.Sort(out)
-		var err error
-		if r, err = v.ringWithout(out); err != nil {
-			n.log.Error().Err(err).Msg("ring without former owners")
+		if len(heirs) == depth {
 			break
 		}
+		out = append(out, ids[0])
+		slices.Sort(out)
 	}
 	return heirs
 }
