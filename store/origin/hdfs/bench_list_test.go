@@ -1,6 +1,7 @@
 // A listing over a slow link to the namenode (internal/slowproxy, 5 ms
-// each way), with the keys' attributes asked ahead and, as the
-// reference, one at a time: go test ./store/origin/hdfs -run '^$' -bench
+// each way), with the keys' attributes asked ahead and, as references,
+// one at a time and a plain client's directory read (names and sizes
+// only): go test ./store/origin/hdfs -run '^$' -bench
 // BenchmarkListOverSlowLink -benchtime 3x (in make bench).
 package hdfs
 
@@ -10,6 +11,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	hdfsclient "github.com/colinmarc/hdfs/v2"
 
 	"github.com/granary-dev/granary/internal/hdfstest"
 	"github.com/granary-dev/granary/internal/slowproxy"
@@ -43,6 +46,21 @@ func BenchmarkListOverSlowLink(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer o.Close()
+	// The reference: what an HDFS client gets from the namenode alone,
+	// the directory's names and sizes (no ETag), over the same link.
+	b.Run("direct-readdir", func(b *testing.B) {
+		cl, err := hdfsclient.NewClient(hdfsclient.ClientOptions{Addresses: []string{p.Addr()}, User: "hdfs"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cl.Close()
+		for b.Loop() {
+			fis, err := cl.ReadDir("/granary/lst/k")
+			if err != nil || len(fis) != keys {
+				b.Fatalf("%d entries, %v", len(fis), err)
+			}
+		}
+	})
 	for _, c := range []struct {
 		name  string
 		ahead int
