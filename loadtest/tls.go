@@ -5,7 +5,10 @@
 // connections, signed and unsigned, and one large object as a single
 // stream, every byte checked. nginx proxy_cache, also warm, over HTTP and
 // over HTTPS with the same certificate, is read the same way (unsigned):
-// what TLS costs the cache a user would otherwise deploy. The passes
+// what TLS costs the cache a user would otherwise deploy. A trivial Go
+// server serving the same bytes from memory over HTTP and over HTTPS
+// (crypto/tls, as net/http uses it) is the ceiling: what TLS costs any
+// Go server on these cores, with this client. The passes
 // alternate between the targets, several rounds each, and the report
 // gives HTTPS / HTTP and Granary / nginx.
 package main
@@ -52,6 +55,8 @@ const (
 	protoHTTPS      = "HTTPS"
 	protoNginxHTTP  = "nginx HTTP"
 	protoNginxHTTPS = "nginx HTTPS"
+	protoGoHTTP     = "Go HTTP"
+	protoGoHTTPS    = "Go HTTPS"
 	clientSigned    = "signed"
 	clientUnsigned  = "unsigned"
 )
@@ -60,7 +65,8 @@ const (
 type tlsNodes struct {
 	plain, secure           *granaryProc
 	nginxPlain, nginxSecure *nginxProc
-	negotiated              string // TLS version and cipher suite of a connection to secure
+	goPlain, goSecure       *trivialServer // the ceiling: bytes from memory
+	negotiated              string         // TLS version and cipher suite of a connection to secure
 }
 
 // runTLS measures the scenario at its full or -quick size.
@@ -163,6 +169,18 @@ func startTLSNodes(ctx context.Context, bin string, mio *miniotest.Server, d *da
 		return n, nil, err
 	}
 	cleanup = append(cleanup, n.nginxSecure.stop)
+	pair, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		return n, nil, err
+	}
+	if n.goPlain, err = startTrivial(d); err != nil {
+		return n, nil, err
+	}
+	cleanup = append(cleanup, n.goPlain.close)
+	if n.goSecure, err = startTrivialTLS(d, &pair); err != nil {
+		return n, nil, err
+	}
+	cleanup = append(cleanup, n.goSecure.close)
 	return n, stop, nil
 }
 
@@ -181,7 +199,7 @@ func negotiated(g *granaryProc) (string, error) {
 }
 
 // tlsTargets are the rows' targets: each node read signed and unsigned,
-// each nginx unsigned.
+// each nginx and trivial server unsigned.
 func tlsTargets(n tlsNodes) map[[2]string]target {
 	t := map[[2]string]target{}
 	for proto, g := range map[string]*granaryProc{protoHTTP: n.plain, protoHTTPS: n.secure} {
@@ -194,12 +212,16 @@ func tlsTargets(n tlsNodes) map[[2]string]target {
 		t[[2]string{proto, clientUnsigned}] = target{name: proto, endpoint: ngx.endpoint(), anonymous: true,
 			roots: n.secure.roots}
 	}
+	for proto, g := range map[string]*trivialServer{protoGoHTTP: n.goPlain, protoGoHTTPS: n.goSecure} {
+		t[[2]string{proto, clientUnsigned}] = target{name: proto, endpoint: g.endpoint(), anonymous: true,
+			roots: n.secure.roots}
+	}
 	return t
 }
 
 // tlsProtos are the targets in the order of even rounds; odd rounds
 // reverse it.
-var tlsProtos = []string{protoHTTP, protoHTTPS, protoNginxHTTP, protoNginxHTTPS}
+var tlsProtos = []string{protoHTTP, protoHTTPS, protoNginxHTTP, protoNginxHTTPS, protoGoHTTP, protoGoHTTPS}
 
 // measureTLS warms every target (every object read once through each
 // node, then their cache fills settled; through each nginx until it
@@ -240,6 +262,11 @@ func measureTLS(ctx context.Context, d *dataset, n tlsNodes, rep *tlsReport, log
 // warmTLSTargets reads every object through each node and nginx, and
 // opens every client's connections.
 func warmTLSTargets(ctx context.Context, d *dataset, n tlsNodes, clients map[[2]string]*client) error {
+	for _, proto := range []string{protoGoHTTP, protoGoHTTPS} {
+		if _, err := runSmall(ctx, clients[[2]string{proto, clientUnsigned}], d.sets[0], proto+" connections"); err != nil {
+			return err
+		}
+	}
 	for _, proto := range []string{protoHTTP, protoHTTPS} {
 		if err := readAll(ctx, d, clients[[2]string{proto, clientSigned}], proto+" warm-up"); err != nil {
 			return err
@@ -296,7 +323,7 @@ func readAll(ctx context.Context, d *dataset, cl *client, label string) error {
 }
 
 // measureRound measures each row once on each target, in order: small
-// sets signed and unsigned (nginx unsigned only), and the large stream,
+// sets signed and unsigned (nginx and Go unsigned only), and the large stream,
 // signed where the target takes signatures.
 func measureRound(ctx context.Context, d *dataset, clients map[[2]string]*client, order []string, round int, rep *tlsReport, logf func(string, ...any)) error {
 	for _, set := range d.sets {

@@ -1,6 +1,7 @@
 // The tls scenario's markdown report: per read and client, the median of
 // each node's rounds, HTTPS / HTTP against its target; nginx over both
-// protocols beside Granary; and every round.
+// protocols and the Go ceiling (a trivial server) beside Granary; and
+// every round.
 package main
 
 import (
@@ -72,7 +73,8 @@ func (r *tlsReport) markdown() string {
 	var b strings.Builder
 	r.header(&b)
 	r.summary(&b)
-	r.nginxSummary(&b)
+	r.referenceSummary(&b, "nginx proxy_cache", "nginx", protoNginxHTTP, protoNginxHTTPS)
+	r.referenceSummary(&b, "the Go ceiling (a trivial net/http server, bytes from memory)", "Go", protoGoHTTP, protoGoHTTPS)
 	r.rounds(&b)
 	return b.String()
 }
@@ -117,15 +119,17 @@ func (r *tlsReport) summary(b *strings.Builder) {
 	b.WriteString("\n")
 }
 
-// nginxSummary sets Granary beside nginx, protocol by protocol: what TLS
-// costs each, and Granary's rate over nginx's. The large stream is read
-// signed from Granary, unsigned from nginx (one signature per stream).
-func (r *tlsReport) nginxSummary(b *strings.Builder) {
-	b.WriteString("Against nginx proxy_cache:\n\n| read | nginx HTTP | nginx HTTPS | nginx HTTPS / HTTP | " +
-		"Granary HTTP / nginx HTTP | Granary HTTPS / nginx HTTPS |\n|---|---:|---:|---:|---:|---:|\n")
+// referenceSummary sets Granary beside a reference (nginx, or the Go
+// ceiling) read over both protocols: what TLS costs each, and Granary's
+// rate over the reference's, protocol by protocol. The large stream is
+// read signed from Granary, unsigned from the reference (one signature
+// per stream).
+func (r *tlsReport) referenceSummary(b *strings.Builder, title, name, plain, secure string) {
+	fmt.Fprintf(b, "Against %s:\n\n| read | %[2]s HTTP | %[2]s HTTPS | %[2]s HTTPS / HTTP | "+
+		"Granary HTTP / %[2]s HTTP | Granary HTTPS / %[2]s HTTPS |\n|---|---:|---:|---:|---:|---:|\n", title, name)
 	for _, k := range r.keys() {
-		nh, okH := r.median(k, protoNginxHTTP)
-		ns, okS := r.median(k, protoNginxHTTPS)
+		nh, okH := r.median(k, plain)
+		ns, okS := r.median(k, secure)
 		if !okH || !okS {
 			continue
 		}

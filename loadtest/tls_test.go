@@ -26,8 +26,8 @@ func TestTLSScenario(t *testing.T) {
 	}
 	t.Log("\n" + rep.markdown())
 	// Per round, on each node each set signed and unsigned and the
-	// stream, on each nginx each set unsigned and the stream.
-	if want := p.rounds * (2*(2*len(p.sizes)+1) + 2*(len(p.sizes)+1)); len(rep.rows) != want {
+	// stream, on each nginx and Go server each set unsigned and the stream.
+	if want := p.rounds * (2*(2*len(p.sizes)+1) + 4*(len(p.sizes)+1)); len(rep.rows) != want {
 		t.Fatalf("%d rows, want %d", len(rep.rows), want)
 	}
 	for _, r := range rep.rows {
@@ -48,17 +48,21 @@ func TestTLSScenario(t *testing.T) {
 	md := rep.markdown()
 	for _, want := range []string{"| 40 x 4KiB, c=8 | signed |", "| 40 x 100KiB, c=8 | unsigned |", "| 8MiB, one stream | signed |",
 		"| 40 x 4KiB, c=8 | unsigned | HTTPS | 2 |", ">= 0.8x", ">= 0.9x", "| 40 x 100KiB, c=8 | unsigned | nginx HTTPS | 2 |",
-		"| 8MiB, one stream | unsigned | nginx HTTP | 1 |"} {
+		"| 8MiB, one stream | unsigned | nginx HTTP | 1 |", "| 40 x 4KiB, c=8 | unsigned | Go HTTPS | 2 |",
+		"| 8MiB, one stream | unsigned | Go HTTP | 1 |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
 	}
-	// The nginx table has a row per small set and the stream.
-	_, nginxTable, _ := strings.Cut(md, "Against nginx proxy_cache:")
-	nginxTable, _, _ = strings.Cut(nginxTable, "Every round:")
-	for _, want := range []string{"| 40 x 4KiB, c=8 | ", "| 40 x 100KiB, c=8 | ", "| 8MiB, one stream | "} {
-		if !strings.Contains(nginxTable, want) {
-			t.Errorf("the nginx table lacks %q:\n%s", want, md)
+	// Each reference's table has a row per small set and the stream.
+	for _, ref := range []string{"Against nginx proxy_cache:", "Against the Go ceiling"} {
+		_, table, _ := strings.Cut(md, ref)
+		_, table, _ = strings.Cut(table, "\n\n") // the table starts after its title
+		table, _, _ = strings.Cut(table, "\n\n") // and ends at a blank line
+		for _, want := range []string{"| 40 x 4KiB, c=8 | ", "| 40 x 100KiB, c=8 | ", "| 8MiB, one stream | "} {
+			if !strings.Contains(table, want) {
+				t.Errorf("the table %q lacks %q:\n%s", ref, want, md)
+			}
 		}
 	}
 }
