@@ -142,7 +142,7 @@ func (e *Engine) chunk(info store.ObjectInfo, idx int64, want intent, l look) ch
 		return chunkRef{}
 	}
 	if started {
-		go e.runFlight(id, f, nil)
+		go e.runFlight(id, f, nil, false)
 	}
 	return chunkRef{fl: f}
 }
@@ -171,20 +171,23 @@ func (e *Engine) startFlight(id store.ChunkID, size int64, want intent) (f *flig
 	return f, true
 }
 
-// runFlight fills f from body, or from a ranged origin read when body is nil,
-// then stores the chunk in the tiers and retires the flight.
+// runFlight fills f from body, or from where openSource reads it when body
+// is nil, then stores the chunk in the tiers and retires the flight. A
+// body given is local (read from the origin here, this node stores it as
+// read here) or not (read from its owner: a hot copy).
 //
 // The flight stays registered until the chunk is in the tiers (or failed),
 // so a request always finds one or the other. A request may still miss the
 // tiers just before a flight stores and retires; it then starts a second
 // flight for the same chunk, which is why a flight looks in the tiers again
 // before it reads the origin.
-func (e *Engine) runFlight(id store.ChunkID, f *flight, body io.ReadCloser) {
+func (e *Engine) runFlight(id store.ChunkID, f *flight, body io.ReadCloser, local bool) {
 	defer close(f.settled)
 	defer e.retire(id, f)
 	want := f.intent(&e.mu)
-	local, staged := true, false
+	staged := false
 	if body == nil {
+		local = true
 		if b, ok := e.lookupLen(id, int64(len(f.buf)), lookNone); ok {
 			copy(f.buf, b)
 			f.publish(len(b), nil, true)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -36,6 +37,7 @@ type fakeCluster struct {
 	mu     sync.Mutex
 	down   map[string]bool  // members that refuse every call
 	mute   map[string]bool  // members listed live whose calls fail (hung)
+	old    map[string]bool  // members of an older version: no first call
 	heirs  []cluster.Member // if set, every member's Heirs
 	cut    map[string]int64 // members whose chunk bodies end after this many bytes
 	calls  map[string]int   // "from>to op" -> calls made
@@ -54,7 +56,7 @@ type fakeClusterOptions struct {
 func newFakeCluster(t *testing.T, o fakeClusterOptions) *fakeCluster {
 	t.Helper()
 	base := newRig(t, rigOptions{chunk: o.chunk})
-	c := &fakeCluster{t: t, down: map[string]bool{}, mute: map[string]bool{}, cut: map[string]int64{}, calls: map[string]int{}, bucket: base.bucket}
+	c := &fakeCluster{t: t, down: map[string]bool{}, mute: map[string]bool{}, old: map[string]bool{}, cut: map[string]int64{}, calls: map[string]int{}, bucket: base.bucket}
 	var ids []string
 	for i := range o.n {
 		id := fmt.Sprintf("n%d", i)
@@ -241,15 +243,20 @@ func (f fakeClient) GetChunk(ctx context.Context, to cluster.Member, r peer.Chun
 	if err != nil {
 		return nil, err
 	}
+	return f.cutAt(to, body, r.Len-r.Off), nil
+}
+
+// cutAt is body (left bytes) as member to sends it: ended early, if the
+// test cut it, after the cut's bytes.
+func (f fakeClient) cutAt(to cluster.Member, body io.Reader, left int64) io.ReadCloser {
 	f.p.c.mu.Lock()
 	cut, ok := f.p.c.cut[to.ID]
 	f.p.c.mu.Unlock()
-	left := r.Len - r.Off
 	if ok && cut < left {
 		// The member dies after cut bytes: the body ends early.
-		return io.NopCloser(io.MultiReader(io.LimitReader(body, cut), errReader{io.ErrUnexpectedEOF})), nil
+		return io.NopCloser(io.MultiReader(io.LimitReader(body, cut), errReader{io.ErrUnexpectedEOF}))
 	}
-	return io.NopCloser(io.LimitReader(body, left)), nil
+	return io.NopCloser(io.LimitReader(body, left))
 }
 
 type errReader struct{ err error }
@@ -312,6 +319,32 @@ func (f fakeClient) Head(ctx context.Context, to cluster.Member, bucket, key str
 		return store.ObjectInfo{}, err
 	}
 	return e.PeerBackend().Head(ctx, bucket, key, cachedOnly)
+}
+
+// GetFirst is the owner's Head then its Chunk of that version, as the
+// peer handler answers it, recorded as one call ("first"); a cut member's
+// body ends early as GetChunk's does.
+func (f fakeClient) GetFirst(ctx context.Context, to cluster.Member, bucket, key string, chunk int64) (store.ObjectInfo, io.ReadCloser, error) {
+	e, err := f.to(to, "first")
+	if err != nil {
+		return store.ObjectInfo{}, nil, err
+	}
+	f.p.c.mu.Lock()
+	old := f.p.c.old[to.ID]
+	f.p.c.mu.Unlock()
+	if old {
+		return store.ObjectInfo{}, nil, fmt.Errorf("peer %s: %w", to.ID, peer.ErrNotSupported)
+	}
+	info, err := e.PeerBackend().Head(ctx, bucket, key, false)
+	if err != nil || info.Size == 0 {
+		return info, io.NopCloser(strings.NewReader("")), err
+	}
+	r := peer.ChunkRequest{ID: store.ChunkID{Bucket: bucket, Key: key, ETag: info.ETag}, Len: min(info.Size, chunk), Chunk: chunk}
+	body, err := e.PeerBackend().Chunk(ctx, r)
+	if err != nil {
+		return store.ObjectInfo{}, nil, err
+	}
+	return info, f.cutAt(to, body, r.Len), nil
 }
 
 // settle waits until e has no fill, flight or chunk placement in

@@ -163,6 +163,8 @@ func (e *Engine) loadInfo(ctx context.Context, bucket, key string, first intent)
 		// The former owner of the first chunk knew it: no origin call.
 	case !had && first != wantNoChunk && !e.holdsVersions(bucket, key) && owns:
 		info, fl, err = e.fetchWithFirstChunk(ctx, bucket, key, first)
+	case !had && !owns && first != wantNoChunk && !e.holdsVersions(bucket, key):
+		info, fl, err = e.firstFromOwners(ctx, bucket, key, first)
 	case !had && !owns:
 		info, err = e.headFromOwners(ctx, bucket, key)
 	default:
@@ -256,7 +258,7 @@ func (e *Engine) fetchWithFirstChunk(ctx context.Context, bucket, key string, wa
 		rc.Close()
 		return info, f, nil
 	}
-	go e.runFlight(id, f, rc)
+	go e.runFlight(id, f, rc, true)
 	return info, f, nil
 }
 

@@ -50,6 +50,9 @@ type PeerClient interface {
 	Coverage(ctx context.Context, to cluster.Member) ([]peer.Cover, error)
 	ListCached(ctx context.Context, to cluster.Member, bucket string, opts store.ListOptions) (store.ListPage, error)
 	Head(ctx context.Context, to cluster.Member, bucket, key string, cachedOnly bool) (store.ObjectInfo, error)
+	// GetFirst asks the owner of an object's first chunk for its info and
+	// that chunk (the body) in one call.
+	GetFirst(ctx context.Context, to cluster.Member, bucket, key string, chunk int64) (store.ObjectInfo, io.ReadCloser, error)
 	// HeadStale asks a member for an object's info from its metadata
 	// cache however old (store.ErrNotFound if it has none).
 	HeadStale(ctx context.Context, to cluster.Member, bucket, key string) (store.ObjectInfo, error)
@@ -123,8 +126,8 @@ func (e *Engine) chunkOwners(id store.ChunkID) (local bool, ask []cluster.Member
 }
 
 // ownsFirstChunk reports whether this node reads chunk 0 of bucket/key
-// from the origin itself (else a metadata miss is a plain Stat, and the
-// first chunk comes from its owner).
+// from the origin itself (else a metadata miss asks its owner, for the
+// info and, when the read wants it, the first chunk: firstFromOwners).
 func (e *Engine) ownsFirstChunk(bucket, key string) bool {
 	mine, _ := e.chunkOwners(store.ChunkID{Bucket: bucket, Key: key})
 	return mine
@@ -293,6 +296,57 @@ func (e *Engine) headFromOwners(ctx context.Context, bucket, key string) (store.
 		e.logFor(ctx).Warn().Err(err).Str("peer", m.ID).Str("bucket", bucket).Str("key", key).Msg("owner did not answer a HEAD; trying the next source")
 	}
 	return e.origin.Stat(ctx, bucket, key)
+}
+
+// firstFromOwners loads an object's info and its first chunk from the
+// owners of that chunk, one call to the first that answers (a read through
+// a member that has neither costs one round trip, not a Head and a
+// GetChunk), and hands the chunk to a flight started with want (or joins
+// the one in the air). If that owner fails mid-chunk, the flight reads on
+// from the next owner, then the origin. An owner that knows no such call
+// (an older version) gets headFromOwners' two; no owner answering, the
+// origin's Stat, without the chunk.
+func (e *Engine) firstFromOwners(ctx context.Context, bucket, key string, want intent) (store.ObjectInfo, *flight, error) {
+	_, ask := e.chunkOwners(store.ChunkID{Bucket: bucket, Key: key})
+	client := e.peer.peers.Client()
+	for i, m := range ask {
+		// The body outlives this call (a flight reads it): its context is
+		// its own, ended when the flight closes it or it stalls.
+		bodyCtx, watch, cancel := watchStalls(context.WithoutCancel(ctx), client.Timeout())
+		info, rc, err := client.GetFirst(bodyCtx, m, bucket, key, e.opts.ChunkSize)
+		if errors.Is(err, store.ErrNoSuchKey) || errors.Is(err, store.ErrNoSuchBucket) {
+			cancel()
+			return info, nil, err
+		}
+		if errors.Is(err, peer.ErrNotSupported) {
+			cancel()
+			info, err := e.headFromOwners(ctx, bucket, key) // a member of an older version
+			return info, nil, err
+		}
+		if err != nil {
+			cancel()
+			e.m.peerErrors.WithLabelValues("head").Inc()
+			e.logFor(ctx).Warn().Err(err).Str("peer", m.ID).Str("bucket", bucket).Str("key", key).Msg("owner did not answer for an object's first chunk; trying the next source")
+			continue
+		}
+		info.Bucket, info.Key = bucket, key
+		if info.Size == 0 || info.ETag == "" {
+			rc.Close()
+			return info, nil, nil
+		}
+		id, n := e.chunkID(info, 0), e.chunkLen(info.Size, 0)
+		f, started := e.startFlight(id, n, want)
+		if !started {
+			rc.Close()
+			return info, f, nil
+		}
+		e.m.peerReads.Inc()
+		body := &failover{e: e, ctx: context.Background(), id: id, n: n, ask: owners(ask), next: i + 1, cur: watch(rc)}
+		go e.runFlight(id, f, body, false)
+		return info, f, nil
+	}
+	info, err := e.origin.Stat(ctx, bucket, key)
+	return info, nil, err
 }
 
 // pendingWriter returns the live member that wrote chunk id's version

@@ -7,6 +7,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"testing"
@@ -43,15 +44,15 @@ func TestClusterReadsEachChunkFromTheOriginOnce(t *testing.T) {
 			if o == i {
 				continue
 			}
-			if n := c.count(i, o, "get"); n < 1 {
+			if n := c.count(i, o, "get") + c.count(i, o, "first"); n < 1 {
 				t.Errorf("node %d never asked owner %d for chunk %d", i, o, idx)
 			}
 		}
 	}
-	asked := 0
+	asked := 0 // chunk calls: a first call brings chunk 0 with the info
 	for i := range c.engines {
 		for j := range c.engines {
-			asked += c.count(i, j, "get")
+			asked += c.count(i, j, "get") + c.count(i, j, "first")
 		}
 	}
 	if asked != 2*6 {
@@ -95,8 +96,9 @@ func TestClusterOwnerDyingMidChunkCostsNoRead(t *testing.T) {
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("read through node %d with the owner cut mid-chunk: %d bytes, %v", reader, len(got), err)
 	}
-	if c.count(reader, owner, "get") != 1 {
-		t.Fatalf("the reader asked the owner %d times", c.count(reader, owner, "get"))
+	// One call: the object's info and first chunk at once (first).
+	if n := c.count(reader, owner, "first") + c.count(reader, owner, "get") + c.count(reader, owner, "head"); n != 1 {
+		t.Fatalf("the reader asked the owner %d times", n)
 	}
 	if n := c.originGets() - gets; n != 0 {
 		t.Fatalf("%d origin reads: the second owner did not finish the chunk", n)
@@ -235,5 +237,60 @@ func TestClusterReadsAWriteBackObjectFromItsWriter(t *testing.T) {
 	}
 	if c.count(1, 0, "get")+c.count(2, 0, "get") == 0 {
 		t.Fatal("nobody asked the writer: the test proved nothing")
+	}
+}
+
+// TestClusterFirstReadAsksTheOwnerOnce: a node without an object's
+// metadata, reading it through the cluster, asks the owner of its first
+// chunk for the info and that chunk in one call (no separate HEAD), and
+// each other chunk from its owner; a missing key costs that one call.
+func TestClusterFirstReadAsksTheOwnerOnce(t *testing.T) {
+	c := newFakeCluster(t, fakeClusterOptions{n: 3, owners: 1, chunk: 64 << 10})
+	data := randBytes(t, 3*64<<10) // 3 chunks
+	newRigFor(t, c).seed("obj", data)
+	owner := c.chunkOwner("obj", 0)
+	reader := (owner + 1) % len(c.engines)
+	got, err := c.read(reader, "obj")
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read through non-owner %d: %d bytes, %v", reader, len(got), err)
+	}
+	if first, head := c.count(reader, owner, "first"), c.count(reader, owner, "head"); first != 1 || head != 0 {
+		t.Fatalf("the reader asked the owner of chunk 0 %d first calls and %d heads, want 1 and 0", first, head)
+	}
+	for idx := int64(1); idx < 3; idx++ {
+		if o := c.chunkOwner("obj", idx); o != reader && c.count(reader, o, "get") < 1 {
+			t.Errorf("chunk %d: owner %d never asked", idx, o)
+		}
+	}
+	if n := c.originGets(); n != 3 {
+		t.Fatalf("%d origin reads for 3 chunks", n)
+	}
+	if _, err := c.engines[reader].Get(context.Background(), c.bucket, "missing", GetOptions{}); !errors.Is(err, store.ErrNoSuchKey) {
+		t.Fatalf("a missing key through a non-owner: %v, want NoSuchKey", err)
+	}
+}
+
+// TestClusterFirstReadOfAnOlderOwner: an owner that knows no first call
+// (an older version, in a rolling upgrade) is asked as before, a HEAD and
+// a chunk call, without a peer error or an origin HEAD.
+func TestClusterFirstReadOfAnOlderOwner(t *testing.T) {
+	c := newFakeCluster(t, fakeClusterOptions{n: 3, owners: 1, chunk: 64 << 10})
+	data := randBytes(t, 64<<10)
+	r := newRigFor(t, c)
+	r.seed("obj", data)
+	owner := c.chunkOwner("obj", 0)
+	reader := (owner + 1) % len(c.engines)
+	c.mu.Lock()
+	c.old[c.members[owner].ID] = true
+	c.mu.Unlock()
+	got, err := c.read(reader, "obj")
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read through non-owner %d: %d bytes, %v", reader, len(got), err)
+	}
+	if head, get := c.count(reader, owner, "head"), c.count(reader, owner, "get"); head != 1 || get != 1 {
+		t.Fatalf("the older owner was asked %d heads and %d chunks, want 1 and 1", head, get)
+	}
+	if n := peerErrors(c.engines[reader], "head"); n != 0 {
+		t.Fatalf("%v peer errors for an older owner", n)
 	}
 }

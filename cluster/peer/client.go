@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -291,6 +292,31 @@ func (c *Client) Head(ctx context.Context, to cluster.Member, bucket, key string
 		q.Set("cached", "1")
 	}
 	return c.head(ctx, to, bucket, key, q)
+}
+
+// GetFirst asks member to (the owner of an object's first chunk) for the
+// object's info and its first chunk in one call: what a member that has
+// neither needs to start a read (one round trip, not a Head and a
+// GetChunk). The owner answers from its caches or reads the origin once,
+// as Head does. The body yields exactly the first chunk's bytes (none
+// for an empty object) or fails with io.ErrUnexpectedEOF; errors are
+// Head's. ctx bounds the whole read.
+func (c *Client) GetFirst(ctx context.Context, to cluster.Member, bucket, key string, chunk int64) (store.ObjectInfo, io.ReadCloser, error) {
+	q := url.Values{"bucket": {bucket}, "key": {key}, "chunk": {strconv.FormatInt(chunk, 10)}}
+	resp, err := c.do(ctx, http.MethodGet, to, RouteFirst, q, nil, nil)
+	if err != nil {
+		return store.ObjectInfo{}, nil, err
+	}
+	info, err := decodeObject(resp.Header.Get(HeaderObject), bucket, key)
+	if err != nil {
+		resp.Body.Close()
+		return store.ObjectInfo{}, nil, fmt.Errorf("peer %s: first of %s/%s: %w", to.ID, bucket, key, err)
+	}
+	if want := firstLen(info, chunk); resp.ContentLength != want {
+		resp.Body.Close()
+		return store.ObjectInfo{}, nil, fmt.Errorf("peer %s: first chunk of %d bytes answered with %d", to.ID, want, resp.ContentLength)
+	}
+	return info, &exactBody{rc: resp.Body, left: resp.ContentLength}, nil
 }
 
 // StaleHeader is a Backend that can answer a HEAD from its metadata cache

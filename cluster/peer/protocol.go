@@ -14,6 +14,7 @@
 //	GET    pending?bucket&key                                    {"pending": a write of it waits for the origin}
 //	GET    status?bucket&prefix&key                              this node's status
 //	GET    head?bucket&key[&cached[&stale]]                      an object's info (JSON)
+//	GET    first?bucket&key&chunk                                its info (X-Granary-Object) and first chunk (body)
 //	GET    coverage                                              the prefixes its catalog lists (JSON)
 //	GET    list?bucket&prefix&delimiter&after&max                a page from its catalog (JSON)
 //
@@ -43,11 +44,13 @@ const (
 	RouteReplica = Prefix + "replica"
 	RouteStatus  = Prefix + "status"
 	RouteHead    = Prefix + "head"
+	RouteFirst   = Prefix + "first"
 	RoutePending = Prefix + "pending"
 )
 
 // HeaderObject carries an object's info (base64 of its JSON): a
-// write-back copy's, or the version a forget announces.
+// write-back copy's, the version a forget announces, or the version
+// whose first chunk a first call answers with.
 const HeaderObject = "X-Granary-Object"
 
 // ChunkRequest names a chunk and the part of it asked for.
@@ -110,6 +113,16 @@ func (r ChunkRequest) Check(chunk int64) error {
 		return fmt.Errorf("%w: no chunk is %d bytes from %d (index %d, etag %q)", ErrBadRequest, r.Len, r.Off, r.ID.Index, r.ID.ETag)
 	}
 	return nil
+}
+
+// firstLen is the length of the first chunk of an object info names,
+// cut into chunk-byte chunks, as a first call's body carries it: none
+// for an empty object, or one without an ETag (no chunk can be named).
+func firstLen(info store.ObjectInfo, chunk int64) int64 {
+	if info.ETag == "" {
+		return 0
+	}
+	return min(info.Size, chunk)
 }
 
 // encodeObject is info as HeaderObject carries it.

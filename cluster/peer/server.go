@@ -169,6 +169,8 @@ func (h *Handler) serve(c *fiber.Ctx, body io.Reader) error {
 		return h.o.Status(c)
 	case path == RouteHead && method == fiber.MethodGet:
 		return h.head(k)
+	case path == RouteFirst && method == fiber.MethodGet:
+		return h.first(k)
 	case path == RouteCoverage && method == fiber.MethodGet:
 		return h.coverage(k)
 	case path == RouteList && method == fiber.MethodGet:
@@ -240,6 +242,11 @@ func (h *Handler) getChunk(k *call) error {
 	if err != nil {
 		return err
 	}
+	return h.sendChunk(k, r)
+}
+
+// sendChunk answers with the chunk r names (r passed Check), from r.Off.
+func (h *Handler) sendChunk(k *call, r ChunkRequest) error {
 	body, err := h.o.Backend.Chunk(h.o.Context, r)
 	if err != nil {
 		return err
@@ -320,6 +327,33 @@ func (h *Handler) replica(k *call) error {
 		return fmt.Errorf("%w: a copy without a body", ErrBadRequest)
 	}
 	return h.o.Copies.Put(h.o.Context, k.from, info, k.signedBody(info.Size))
+}
+
+// first answers an object's info (HeaderObject) and its first chunk (the
+// body): the backend's Head, then its Chunk of that version. A member
+// cutting objects otherwise is refused before either.
+func (h *Handler) first(k *call) error {
+	if err := h.object(k); err != nil {
+		return err
+	}
+	chunk := h.o.Backend.ChunkSize()
+	if v := k.get("chunk"); v != strconv.FormatInt(chunk, 10) {
+		return fmt.Errorf("%w: %d bytes here, %q there", ErrChunkSize, chunk, v)
+	}
+	info, err := h.o.Backend.Head(h.o.Context, k.bucket, k.key, false)
+	if err != nil {
+		return err
+	}
+	v, err := encodeObject(info)
+	if err != nil {
+		return err
+	}
+	k.c.Response().Header.Set(HeaderObject, v)
+	n := firstLen(info, chunk)
+	if n == 0 {
+		return nil
+	}
+	return h.sendChunk(k, ChunkRequest{ID: store.ChunkID{Bucket: k.bucket, Key: k.key, ETag: info.ETag}, Len: n, Chunk: chunk})
 }
 
 func (h *Handler) head(k *call) error {

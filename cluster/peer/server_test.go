@@ -568,3 +568,49 @@ func TestCertRequiredBeforeTheSignature(t *testing.T) {
 		t.Fatalf("with a verified certificate: %v", err)
 	}
 }
+
+// TestFirstCall: one call answers an object's info and its first chunk
+// (the whole object if it is one chunk or less, none if it is empty); a
+// missing object or bucket is the backend's error; a member cutting
+// objects otherwise is refused before the backend is asked.
+func TestFirstCall(t *testing.T) {
+	r := startRig(t, false)
+	ctx := context.Background()
+	data := bytes.Repeat([]byte("0123456789abcdef"), 100) // 1,600 bytes: two chunks of 1 KiB
+	info := store.ObjectInfo{Bucket: "b", Key: "k", ETag: "e1", Size: int64(len(data))}
+	r.be.heads["b/k"] = info
+	r.be.chunks[store.ChunkID{Bucket: "b", Key: "k", ETag: "e1"}] = data[:1<<10]
+	r.be.heads["b/small"] = store.ObjectInfo{Bucket: "b", Key: "small", ETag: "e2", Size: 3}
+	r.be.chunks[store.ChunkID{Bucket: "b", Key: "small", ETag: "e2"}] = data[:3]
+	r.be.heads["b/empty"] = store.ObjectInfo{Bucket: "b", Key: "empty", ETag: "e3"}
+	for _, streamed := range []bool{false, true} {
+		r.be.streamed = streamed
+		for key, want := range map[string][]byte{"k": data[:1<<10], "small": data[:3], "empty": {}} {
+			got, rc, err := r.client.GetFirst(ctx, r.to, "b", key, 1<<10)
+			if err != nil {
+				t.Fatalf("first of %s: %v", key, err)
+			}
+			body, err := io.ReadAll(rc)
+			rc.Close()
+			if w := r.be.heads["b/"+key]; err != nil || !bytes.Equal(body, want) || got.ETag != w.ETag || got.Size != w.Size || got.Key != key {
+				t.Fatalf("first of %s (streamed %v): %+v, %d bytes, %v", key, streamed, got, len(body), err)
+			}
+		}
+	}
+	if _, _, err := r.client.GetFirst(ctx, r.to, "b", "none", 1<<10); !errors.Is(err, store.ErrNoSuchKey) {
+		t.Fatalf("first of a missing key: %v, want NoSuchKey", err)
+	}
+	if _, _, err := r.client.GetFirst(ctx, r.to, "nobucket", "k", 1<<10); !errors.Is(err, store.ErrNoSuchBucket) {
+		t.Fatalf("first in a missing bucket: %v, want NoSuchBucket", err)
+	}
+	asked := r.be.asked
+	if _, _, err := r.client.GetFirst(ctx, r.to, "b", "k", 2<<10); !errors.Is(err, ErrChunkSize) || r.be.asked != asked {
+		t.Fatalf("first with another chunk size: %v (backend asked %d times), want %s", err, r.be.asked-asked, CodeChunkSize)
+	}
+	// The info must name the object asked for: an owner answering for
+	// another is refused, never cached under this key.
+	r.be.heads["b/alias"] = info
+	if _, _, err := r.client.GetFirst(ctx, r.to, "b", "alias", 1<<10); err == nil {
+		t.Fatal("an answer for another object was accepted")
+	}
+}
