@@ -237,12 +237,18 @@ func largeUnits(objs []object, ring *cluster.Ring) []hopUnit {
 // its owner, so each node asks each other node for a share.
 func nonOwner(u hopUnit) int { return (u.owner + 1) % len(clusterIDs) }
 
+// otherNonOwner is the node of three that neither owns u nor is
+// nonOwner(u).
+func otherNonOwner(u hopUnit) int { return (u.owner + 2) % len(clusterIDs) }
+
 // maxShare is the most bytes any one node reads as a non-owner, that is
-// the most hot copies it keeps.
+// the most hot copies it keeps: each unit is read through both its
+// non-owners (the fresh row, then the peer-hop rows).
 func maxShare(units []hopUnit, nodes int) int64 {
 	share := make([]int64, nodes)
 	for _, u := range units {
 		share[nonOwner(u)] += int64(len(u.want))
+		share[otherNonOwner(u)] += int64(len(u.want))
 	}
 	return slices.Max(share)
 }

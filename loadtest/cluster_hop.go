@@ -26,6 +26,7 @@ const (
 	rowCold   = "cold, via owner (fills from the slow origin)"
 	rowOwner  = "warm, via owner (local RAM)"
 	rowPeer   = "warm, first read via non-owner (peer hop)"
+	rowFresh  = "warm, first read via the other non-owner, no metadata yet"
 	rowHot    = "warm, repeat via non-owner (hot copy)"
 )
 
@@ -81,9 +82,12 @@ func (h *hopBench) close() {
 }
 
 // measureSet measures set's rows in order. The cold row puts every chunk
-// on its owner only; the check and a HEAD of every object through every
-// node (so each has the metadata, and a warm row's reads are chunk reads
-// alone) come before the warm rows.
+// on its owner only; the check comes next. The fresh row reads each chunk
+// through the other non-owner (the one the peer-hop rows do not use)
+// before it knows the object: the hop as a training job's first epoch
+// makes it, metadata and chunk from the owner. A HEAD of every object
+// through every node then comes before the other warm rows (so each node
+// has the metadata, and their reads are chunk reads alone).
 func (h *hopBench) measureSet(ctx context.Context, set hopSet) error {
 	owner := func(u hopUnit) int { return u.owner }
 	if err := h.row(ctx, set, rowDirect, func(hopUnit) int { return directTarget }); err != nil {
@@ -93,6 +97,9 @@ func (h *hopBench) measureSet(ctx context.Context, set hopSet) error {
 		return err
 	}
 	if err := h.checkOwners(ctx, set.units); err != nil {
+		return err
+	}
+	if err := h.row(ctx, set, rowFresh, otherNonOwner); err != nil {
 		return err
 	}
 	if err := h.headAll(ctx, set.units); err != nil {

@@ -103,7 +103,11 @@ func (r *clusterReport) hopTable(b *strings.Builder) {
 		"store sets). *Cold, via owner* reads each chunk through its owner with empty caches: the owner fills it from the " +
 		"slow origin. *Warm, via owner* reads each chunk through its owner again: a local RAM hit. *Warm, first read via " +
 		"non-owner* reads each chunk through a node that does not own it, for the first time: that node asks the owner " +
-		"over the peer protocol (one hop on loopback) and keeps a copy in its hot tier. *Warm, repeat via non-owner* reads " +
+		"over the peer protocol (one hop on loopback) and keeps a copy in its hot tier; every node has the objects' metadata " +
+		"(a HEAD of each through each node comes first). *Warm, first read via the other non-owner, no metadata yet* is " +
+		"that hop as a training job's first epoch makes it, before the HEADs, through the third node: the owner of the " +
+		"first chunk answers the metadata with it (one call); a range past the first chunk asks for the metadata and its " +
+		"chunk apart. *Warm, repeat via non-owner* reads " +
 		"the same chunks through the same nodes again: hot-tier hits, no hop. The counters are the nodes' own " +
 		"(/metrics, summed over the three nodes, over the row): granary_cache_hits_total by tier (an owner serving a peer " +
 		"counts a RAM hit too, so a peer-hop row shows a RAM hit per chunk, at the owner), granary_peer_chunk_reads_total " +
@@ -123,6 +127,9 @@ func (r *clusterReport) hopSummary(b *strings.Builder) {
 			"(p50 %s against %s, +%s per GET); a repeat through it, from its hot copy, at %.2fx (p50 %s).\n",
 			set, peer.mbPerSec()/owner.mbPerSec(), ms(peer.p50), ms(owner.p50), ms(peer.p50-owner.p50),
 			hot.mbPerSec()/owner.mbPerSec(), ms(hot.p50))
+		if fresh := r.findHop(set, rowFresh).stats; fresh.reads > 0 {
+			fmt.Fprintf(b, "  Before the node had the metadata: %.2fx (p50 %s).\n", fresh.mbPerSec()/owner.mbPerSec(), ms(fresh.p50))
+		}
 	}
 	b.WriteString("\n")
 }

@@ -46,8 +46,8 @@ func TestClusterScenario(t *testing.T) {
 		setSmall: {p.smallCount, int64(p.smallCount * p.smallSize)},
 		setLarge: {int(p.largeSize / clusterChunk * int64(p.largeCount)), p.largeSize * int64(p.largeCount)},
 	}
-	if len(rep.hops) != 10 {
-		t.Fatalf("%d peer-hop rows, want 10", len(rep.hops))
+	if len(rep.hops) != 12 {
+		t.Fatalf("%d peer-hop rows, want 12", len(rep.hops))
 	}
 	for _, h := range rep.hops {
 		want := sets[h.set]
@@ -58,7 +58,7 @@ func TestClusterScenario(t *testing.T) {
 	}
 	checkSaved(t, rep, p)
 	md := rep.markdown()
-	for _, want := range []string{"| small objects | " + rowPeer + " |", "| large objects | " + rowHot + " |",
+	for _, want := range []string{"| small objects | " + rowPeer + " |", "| large objects | " + rowHot + " |", "| small objects | " + rowFresh + " |",
 		"| " + savedCluster + " |", "| independent / cluster |", "## Origin requests saved"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
@@ -82,6 +82,8 @@ func checkServed(t *testing.T, h hopRow, n float64) {
 		ok = s.peerReads == n && s.ram == n && s.hot == 0 && s.originReqs == 0
 	case rowHot:
 		ok = s.hot == n && s.peerReads == 0 && s.originReqs == 0
+	case rowFresh: // metadata and chunks from the owners; a small object's from one call
+		ok = s.peerReads == n && s.ram == n && s.hot == 0 && s.originGets == 0 && (h.set == setLarge || s.originReqs == 0)
 	}
 	if !ok {
 		t.Errorf("%s %s: served %+v for %v chunk reads", h.set, h.row, s, n)
@@ -140,8 +142,8 @@ func TestClusterUnits(t *testing.T) {
 	if len(small) != 60 || len(owners) != 3 {
 		t.Errorf("%d small units, owners %v: want 60 spread over 3 nodes", len(small), owners)
 	}
-	if got := maxShare([]hopUnit{{want: make([]byte, 10), owner: 0}, {want: make([]byte, 7), owner: 2}, {want: make([]byte, 5), owner: 0}}, 3); got != 15 {
-		t.Errorf("maxShare = %d, want 15 (node 1 copies two units of owner 0)", got)
+	if got := maxShare([]hopUnit{{want: make([]byte, 10), owner: 0}, {want: make([]byte, 7), owner: 2}, {want: make([]byte, 5), owner: 0}}, 3); got != 22 {
+		t.Errorf("maxShare = %d, want 22 (node 1 copies two units of owner 0 and one of owner 2)", got)
 	}
 }
 
