@@ -7,10 +7,13 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"sync"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/granary-dev/granary/access"
+	"github.com/granary-dev/granary/ops"
 )
 
 // ClusterStatus is the answer of a cluster member: one entry per member
@@ -62,6 +65,9 @@ func (s *Server) status(c *fiber.Ctx, r *request) error {
 		go func() {
 			defer wg.Done()
 			st, err := p.Client.Status(ctx, m, q)
+			if err == nil {
+				st, err = visibleIn(st, r.policy)
+			}
 			if err != nil {
 				out.Nodes[i].Error = err.Error()
 				return
@@ -72,6 +78,31 @@ func (s *Server) status(c *fiber.Ctx, r *request) error {
 	wg.Wait()
 	selfFirst(out.Nodes, p.Self.ID)
 	return c.JSON(out)
+}
+
+// visibleIn is a member's status document (which a member answers for
+// the cluster, whole) as the caller may see it: the warm-ups of buckets
+// and prefixes policy lets it administer, as on this node
+// (visibleWarms). The rest passes as the member wrote it.
+func visibleIn(st json.RawMessage, policy *access.Policy) (json.RawMessage, error) {
+	if policy.Node(access.Admin) {
+		return st, nil
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(st, &doc); err != nil {
+		return nil, fmt.Errorf("a member's status: %w", err)
+	}
+	var warms []ops.WarmStatus
+	if raw, ok := doc["warmups"]; ok {
+		if err := json.Unmarshal(raw, &warms); err != nil {
+			return nil, fmt.Errorf("a member's warm-ups: %w", err)
+		}
+	}
+	var err error
+	if doc["warmups"], err = json.Marshal(administered(warms, policy)); err != nil {
+		return nil, err
+	}
+	return json.Marshal(doc)
 }
 
 // selfFirst moves this node's entry to the front.

@@ -152,10 +152,15 @@ func (s *Server) mayAdminWarm(r *request, id string) error {
 
 // visibleWarms returns the warm-up jobs the caller may administer.
 func (s *Server) visibleWarms(r *request) []ops.WarmStatus {
-	jobs := s.ops.WarmJobs()
+	return administered(s.ops.WarmJobs(), r.policy)
+}
+
+// administered is the jobs of buckets and prefixes policy lets its
+// holder administer (jobs is reused).
+func administered(jobs []ops.WarmStatus, policy *access.Policy) []ops.WarmStatus {
 	out := jobs[:0]
 	for _, j := range jobs {
-		if r.policy.Prefix(access.Admin, j.Spec.Bucket, j.Spec.Prefix) {
+		if policy.Prefix(access.Admin, j.Spec.Bucket, j.Spec.Prefix) {
 			out = append(out, j)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -256,5 +258,50 @@ func TestClusterSharesUsers(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "WARNING") || !strings.Contains(out.String(), "2 members") {
 		t.Fatalf("status of members that agree:\n%s", out.String())
+	}
+	warmupsSeenByScopedAdmin(t, r, files)
+}
+
+// warmupsSeenByScopedAdmin: a warm-up of bucket other on the second
+// member is in the cluster status the node's key reads through the first,
+// and not in the one an admin of bucket set alone reads: each member's
+// report is filtered by the caller's policy, as the node's own is.
+func warmupsSeenByScopedAdmin(t *testing.T, r *clusterRig, files []string) {
+	t.Helper()
+	ctx := context.Background()
+	secretFile := filepath.Join(filepath.Dir(files[1]), "secret")
+	runCmd(t, exitOK, append([]string{"user", "add", "setadmin", "--secret-file", secretFile, "--allow", "admin:set"}, files...)...)
+	direct := directClient(t, r.mio)
+	if err := direct.MakeBucket(ctx, "other", minio.MakeBucketOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := direct.PutObject(ctx, "other", "x", strings.NewReader("other"), 5, minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if code := execute(ctx, []string{"warm", "--endpoint", "http://" + r.addrs[1], "s3://other/"}, io.Discard, io.Discard, envMap(r.env)); code != exitOK {
+		t.Fatalf("warm other: exit %d", code)
+	}
+	statusAs := func(access, secret string) string {
+		t.Helper()
+		env := maps.Clone(r.env)
+		env["GRANARY_ACCESS_KEY"], env["GRANARY_SECRET_KEY"] = access, secret
+		var out, errs bytes.Buffer
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+			out.Reset()
+			code := execute(ctx, []string{"status", "--json", "--endpoint", "http://" + r.addrs[0], "s3://set/"}, &out, &errs, envMap(env))
+			if code == exitOK && strings.Count(out.String(), `"healthy":true`) == 2 {
+				return out.String()
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("status as %s: exit %d\n%s%s", access, code, out.String(), errs.String())
+			}
+		}
+	}
+	const otherJob = `"bucket":"other"`
+	if all := statusAs(r.env["GRANARY_ACCESS_KEY"], r.env["GRANARY_SECRET_KEY"]); !strings.Contains(all, otherJob) {
+		t.Fatalf("the node's key does not see the warm-up of other:\n%s", all)
+	}
+	if scoped := statusAs("setadmin", "member-user-secret"); strings.Contains(scoped, otherJob) {
+		t.Fatalf("an admin of set alone sees the warm-up of other:\n%s", scoped)
 	}
 }
