@@ -149,6 +149,12 @@ func newEnvOver(t testing.TB, gopts gateway.Options, root string, before func(*S
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveEnv(t, srv, eng, ln, root, reg)
+}
+
+// serveEnv serves srv (over engine eng) on ln until the test ends.
+func serveEnv(t testing.TB, srv *Server, eng *gateway.Engine, ln net.Listener, root string, reg *prometheus.Registry) *env {
+	t.Helper()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	t.Cleanup(func() {

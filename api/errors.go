@@ -157,6 +157,6 @@ func (s *Server) protocolError(c *fiber.Ctx, err error) error {
 	c.Response().SetConnectionClose()
 	s.writeError(c, s3err.New(code, ""))
 	r.status = c.Response().StatusCode()
-	s.report(r, int64(len(c.Response().Body())), nil)
+	s.report(r, bodyBytes(c.Response()), nil)
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/rs/xid"
 	"github.com/rs/zerolog"
+	"github.com/valyala/fasthttp"
 
 	"github.com/granary-dev/granary/access"
 	"github.com/granary-dev/granary/api/s3err"
@@ -173,7 +174,18 @@ func (s *Server) finish(c *fiber.Ctx, r *request) {
 	if r.streaming {
 		return
 	}
-	s.report(r, int64(len(c.Response().Body())), nil)
+	s.report(r, bodyBytes(c.Response()), nil)
+}
+
+// bodyBytes is the length of resp's body, without reading a body set as
+// a stream: fasthttp's Body() would read it into a buffer first, and the
+// response would leave as a copy of it (an in-memory body is a stream
+// so that it is not copied: memBody).
+func bodyBytes(resp *fasthttp.Response) int64 {
+	if resp.IsBodyStream() {
+		return int64(max(resp.Header.ContentLength(), 0))
+	}
+	return int64(len(resp.Body()))
 }
 
 // report records a finished request in the metrics and the access log.
