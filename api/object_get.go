@@ -5,13 +5,10 @@
 package api
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -20,6 +17,7 @@ import (
 
 	"github.com/granary-dev/granary/api/s3err"
 	"github.com/granary-dev/granary/gateway"
+	"github.com/granary-dev/granary/internal/membody"
 	"github.com/granary-dev/granary/store"
 )
 
@@ -148,11 +146,7 @@ func (s *Server) attachBody(c *fiber.Ctx, r *request, obj *gateway.Object, small
 		return
 	}
 	if b, ok := obj.Bytes(); ok && int64(len(b)) == obj.Length {
-		if len(b) >= directBody {
-			resp.SetBodyStream(newMemBody(b, c.Context().Conn()), len(b))
-		} else {
-			resp.SetBodyRaw(b) // immutable: the engine never modifies it
-		}
+		membody.Set(resp, b, c.Context().Conn()) // immutable: the engine never modifies it
 		obj.Close()
 		cancel()
 		return
@@ -214,34 +208,4 @@ func setContentRange(c *fiber.Ctx, off, n, size int64) {
 	b = append(b, '/')
 	b = strconv.AppendInt(b, size, 10)
 	c.Response().Header.SetBytesV("Content-Range", b)
-}
-
-// directBody is the size from which an in-memory body is written to the
-// connection directly (memBody) rather than copied into the response
-// buffer after the headers.
-const directBody = 32 << 10
-
-// memBody is an in-memory body that fasthttp writes after the headers:
-// the headers are flushed and the body written to the connection as it
-// is, not copied into the response buffer first (a copy of every warm
-// sample that cost a sixth of the node's CPU).
-type memBody struct {
-	*bytes.Reader
-	conn net.Conn
-}
-
-func newMemBody(b []byte, conn net.Conn) *memBody {
-	return &memBody{Reader: bytes.NewReader(b), conn: conn}
-}
-
-// WriteTo writes the rest of the body to w, or past w straight to the
-// connection when w is the connection's buffered writer.
-func (m *memBody) WriteTo(w io.Writer) (int64, error) {
-	if bw, ok := w.(*bufio.Writer); ok && m.conn != nil {
-		if err := bw.Flush(); err != nil {
-			return 0, err
-		}
-		w = m.conn
-	}
-	return m.Reader.WriteTo(w)
 }

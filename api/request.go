@@ -180,7 +180,7 @@ func (s *Server) finish(c *fiber.Ctx, r *request) {
 // bodyBytes is the length of resp's body, without reading a body set as
 // a stream: fasthttp's Body() would read it into a buffer first, and the
 // response would leave as a copy of it (an in-memory body is a stream
-// so that it is not copied: memBody).
+// so that it is not copied: internal/membody).
 func bodyBytes(resp *fasthttp.Response) int64 {
 	if resp.IsBodyStream() {
 		return int64(max(resp.Header.ContentLength(), 0))

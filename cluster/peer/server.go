@@ -17,6 +17,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/granary-dev/granary/cluster"
+	"github.com/granary-dev/granary/internal/membody"
 	"github.com/granary-dev/granary/store"
 )
 
@@ -255,7 +256,7 @@ func (h *Handler) sendChunk(k *call, r ChunkRequest) error {
 	resp.Header.SetContentType("application/octet-stream")
 	if whole, ok := body.(interface{ Bytes() ([]byte, bool) }); ok {
 		if b, ok := whole.Bytes(); ok && int64(len(b)) == r.Len-r.Off {
-			resp.SetBodyRaw(b) // immutable: the tiers never modify it
+			membody.Set(resp, b, k.c.Context().Conn()) // immutable: the tiers never modify it
 			return nil
 		}
 	}
