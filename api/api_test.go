@@ -126,6 +126,13 @@ func newEnv(t *testing.T, b backend, opts ...envOption) *env {
 // before it serves (so it may change unexported fields without a race).
 func newEnvOver(t testing.TB, gopts gateway.Options, root string, before func(*Server), opts ...envOption) *env {
 	t.Helper()
+	return newEnvListening(t, gopts, root, before, nil, opts...)
+}
+
+// newEnvListening is newEnvOver serving on wrap(a loopback listener), or
+// on the listener itself if wrap is nil.
+func newEnvListening(t testing.TB, gopts gateway.Options, root string, before func(*Server), wrap func(net.Listener) net.Listener, opts ...envOption) *env {
+	t.Helper()
 	eng, err := gateway.New(gopts)
 	if err != nil {
 		t.Fatal(err)
@@ -149,12 +156,9 @@ func newEnvOver(t testing.TB, gopts gateway.Options, root string, before func(*S
 	if err != nil {
 		t.Fatal(err)
 	}
-	return serveEnv(t, srv, eng, ln, root, reg)
-}
-
-// serveEnv serves srv (over engine eng) on ln until the test ends.
-func serveEnv(t testing.TB, srv *Server, eng *gateway.Engine, ln net.Listener, root string, reg *prometheus.Registry) *env {
-	t.Helper()
+	if wrap != nil {
+		ln = wrap(ln)
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	t.Cleanup(func() {

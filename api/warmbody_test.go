@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	"github.com/minio/minio-go/v7"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/rs/zerolog"
 
 	"github.com/granary-dev/granary/gateway"
 	"github.com/granary-dev/granary/store/ram"
@@ -22,21 +20,9 @@ import (
 // the request's report once did) sends headers and body as one copy.
 func TestWarmBodyLeavesUncopied(t *testing.T) {
 	origin, root := backends[0].open(t)
-	eng, err := gateway.New(gateway.Options{Origin: origin, RAM: ram.New(ram.Options{Capacity: 64 << 20})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	srv, err := New(Options{Engine: eng, Access: accessForTest(), Registerer: reg, Gatherer: reg, Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	writes := make(chan int, 1024)
-	e := serveEnv(t, srv, eng, sizesListener{ln, writes}, root, reg)
+	e := newEnvListening(t, gateway.Options{Origin: origin, RAM: ram.New(ram.Options{Capacity: 64 << 20})}, root, nil,
+		func(ln net.Listener) net.Listener { return sizesListener{ln, writes} })
 	bucket := e.makeBucket(t, "warm")
 	body := bytes.Repeat([]byte("0123456789"), 10_000) // 100,000 bytes
 	e.put(t, bucket, "sample", body, minio.PutObjectOptions{})
