@@ -332,12 +332,14 @@ func (e *Engine) firstFromOwners(ctx context.Context, bucket, key string, want i
 		info.Bucket, info.Key = bucket, key
 		if info.Size == 0 || info.ETag == "" {
 			rc.Close()
+			cancel()
 			return info, nil, nil
 		}
 		id, n := e.chunkID(info, 0), e.chunkLen(info.Size, 0)
 		f, started := e.startFlight(id, n, want)
 		if !started {
 			rc.Close()
+			cancel()
 			return info, f, nil
 		}
 		e.m.peerReads.Inc()
