@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -192,8 +193,19 @@ func (c *netCluster) cut(nd *netNode) {
 	nd.host.Cut(c.t)
 }
 
+// heal waits (bounded) until this process, where the load's clients
+// run, reaches nd again before the load may choose it: the link is up at
+// once, but a neighbour entry that failed while it was down answers "no
+// route to host" for a while.
 func (c *netCluster) heal(nd *netNode) {
 	nd.host.Heal(c.t)
+	waitFor(c.t, time.Minute, nd.id+" reachable again", func() bool {
+		conn, err := net.DialTimeout("tcp", nd.addr, time.Second)
+		if err == nil {
+			conn.Close()
+		}
+		return err == nil
+	})
 	c.restore(nd)
 }
 
