@@ -52,6 +52,10 @@ type Options struct {
 	// uploaded; "" means os.TempDir(). It needs room for the largest
 	// files written at once.
 	StageDir string
+	// Session, if set, serves a supervisor's connection (see Connect)
+	// in place of mounting: the kernel's node ids and handles outlive
+	// this process.
+	Session *Session
 	// Debug logs every FUSE operation.
 	Debug  bool
 	Logger zerolog.Logger

@@ -10,6 +10,7 @@ import (
 	"log"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -84,7 +85,9 @@ func Mount(dir string, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st, err := os.Stat(dir); err != nil {
+	if o.Session != nil {
+		// The supervisor's mount: a stat would wait for this process.
+	} else if st, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("fuse: mount point: %w", err)
 	} else if !st.IsDir() {
 		return nil, fmt.Errorf("fuse: mount point %s is not a directory", dir)
@@ -107,11 +110,11 @@ func Mount(dir string, opts Options) (*Server, error) {
 	f := &filesys{opts: o, cl: cl, budget: newBudget(o.MaxMemory), dirs: newDirCache(o.MetadataTTL),
 		log: o.Logger, mounted: time.Now()}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
-	root := &dirNode{fsys: f, prefix: o.Prefix}
-	srv, err := fs.Mount(dir, root, mountOptions(o))
+	srv, err := f.serve(dir)
 	if err != nil {
 		f.cancel()
 		cl.close()
+		f.ids.close()
 		return nil, fmt.Errorf("fuse: mount %s at %s: %w", o.Bucket, dir, err)
 	}
 	s := &Server{srv: srv, dir: dir, fsys: f, served: make(chan struct{})}
@@ -124,6 +127,36 @@ func Mount(dir string, opts Options) (*Server, error) {
 	return s, nil
 }
 
+// serve mounts f at dir, or takes over the session's connection: go-fuse's
+// node tree behind the reviver, which keeps node ids and handles valid
+// across workers.
+func (f *filesys) serve(dir string) (*fuse.Server, error) {
+	var j *journal
+	gen := uint32(1)
+	if s := f.opts.Session; s != nil {
+		var err error
+		if j, err = openJournal(filepath.Join(s.Dir, journalFile), f.log); err != nil {
+			return nil, err
+		}
+		gen = s.Gen
+	}
+	f.ids = newNodeTable(f.opts.ReadOnly, j)
+	opts := mountOptions(f.opts)
+	raw := newReviver(fs.NewNodeFS(&dirNode{fsys: f, prefix: f.opts.Prefix}, opts), f.ids, gen)
+	if s := f.opts.Session; s != nil {
+		return serveSession(raw, s, &opts.MountOptions)
+	}
+	srv, err := fuse.NewServer(raw, dir, &opts.MountOptions)
+	if err != nil {
+		return nil, err
+	}
+	go srv.Serve()
+	if err := srv.WaitMount(); err != nil {
+		return nil, err
+	}
+	return srv, nil
+}
+
 // mountOptions are the go-fuse settings for o.
 func mountOptions(o *Options) *fs.Options {
 	ttl, neg := o.MetadataTTL, min(o.MetadataTTL, maxNegativeTTL)
@@ -134,6 +167,9 @@ func mountOptions(o *Options) *fs.Options {
 		// Many kernel read-aheads in flight keep sequential
 		// readers streaming while our own read-ahead fills in.
 		MaxBackground: 64,
+		// Set, not defaulted: a supervisor answers INIT with these
+		// options and its workers must agree with it.
+		MaxWrite: 128 << 10,
 		DirectMount:   true,
 		Debug:         o.Debug,
 		Logger:        log.New(o.Logger, "", 0),
@@ -153,6 +189,8 @@ func mountOptions(o *Options) *fs.Options {
 		UID:             o.UID,
 		GID:             o.GID,
 		Logger:          log.New(o.Logger, "", 0),
+		// Node ids are ours (nodeids.go): stable across workers.
+		ExternalNodeID: true,
 	}
 }
 
@@ -167,6 +205,7 @@ func (s *Server) Unmount() error {
 }
 
 func (s *Server) unmount() error {
+	defer s.fsys.ids.close()
 	defer s.fsys.cl.close()
 	defer s.fsys.cancel()
 	err := s.srv.Unmount()

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"hash/fnv"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -27,11 +26,8 @@ type filesys struct {
 	// ctx ends when the mount is torn down; background fetches use it.
 	ctx    context.Context
 	cancel context.CancelFunc
-	// gen numbers file nodes: go-fuse merges a looked-up node with a
-	// live one of the same StableAttr, and a renamed or unlinked node
-	// keeps the inode number of its old key, so each file node gets a
-	// generation of its own and is never merged with another.
-	gen atomic.Uint64
+	// ids are the node ids the kernel holds (nodeids.go).
+	ids *nodeTable
 }
 
 // inoOf returns the inode number of the object or directory at key. It
@@ -99,10 +95,11 @@ var (
 	_ fs.NodeOpener         = (*fileNode)(nil)
 )
 
-func (f *filesys) dirAttr(out *fuse.Attr, prefix string) {
+// dirAttr fills out for a directory (the bridge sets its inode number:
+// its node id).
+func (f *filesys) dirAttr(out *fuse.Attr) {
 	out.Mode = fuse.S_IFDIR | uint32(f.opts.DirMode.Perm())
 	out.Nlink = 2
-	out.Ino = inoOf(prefix, true)
 	f.ownAttr(out, f.mounted)
 }
 
@@ -128,7 +125,7 @@ func (f *filesys) ownAttr(out *fuse.Attr, mtime time.Time) {
 // Getattr reports a directory: the mount's owner and mode, the mount
 // time as mtime.
 func (d *dirNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	d.fsys.dirAttr(&out.Attr, d.prefix)
+	d.fsys.dirAttr(&out.Attr)
 	out.SetTimeout(d.fsys.opts.MetadataTTL)
 	return 0
 }
@@ -150,7 +147,7 @@ func (d *dirNode) child(ctx context.Context, name string, dir bool, info objInfo
 	f := d.fsys
 	if dir {
 		prefix := d.prefix + name + "/"
-		f.dirAttr(&out.Attr, prefix)
+		f.dirAttr(&out.Attr)
 		out.SetEntryTimeout(f.opts.MetadataTTL)
 		out.SetAttrTimeout(f.opts.MetadataTTL)
 		if c := d.GetChild(name); c != nil {
@@ -159,20 +156,22 @@ func (d *dirNode) child(ctx context.Context, name string, dir bool, info objInfo
 			}
 		}
 		return d.NewInode(ctx, &dirNode{fsys: f, prefix: prefix},
-			fs.StableAttr{Mode: fuse.S_IFDIR, Ino: inoOf(prefix, true)})
+			fs.StableAttr{Mode: fuse.S_IFDIR, Ino: f.ids.claim(nodeDesc{dir: true, key: prefix})})
 	}
 	key := d.prefix + name
-	f.fileAttr(&out.Attr, inoOf(key, false), info)
 	out.SetEntryTimeout(f.opts.MetadataTTL)
 	out.SetAttrTimeout(f.opts.MetadataTTL)
 	if c := d.GetChild(name); c != nil {
 		if n, ok := c.Operations().(*fileNode); ok && n.keyOf() == key && n.sameVersion(info) {
+			f.fileAttr(&out.Attr, c.StableAttr().Ino, info)
 			n.refresh(ctx, info, out)
 			return c
 		}
 	}
 	n := &fileNode{fsys: f, key: key, info: info, seen: time.Now(), pinned: f.opts.ReadOnly}
-	return d.NewInode(ctx, n, fs.StableAttr{Mode: fuse.S_IFREG, Ino: inoOf(key, false), Gen: f.gen.Add(1)})
+	ino := f.ids.claim(nodeDesc{key: key, info: info})
+	f.fileAttr(&out.Attr, ino, info)
+	return d.NewInode(ctx, n, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino})
 }
 
 // keyOf returns the node's key.

@@ -41,6 +41,7 @@ func (d *dirNode) Rename(ctx context.Context, name string, newParent fs.InodeEmb
 			return d.fsys.errno("rename", err)
 		}
 	}
+	replaced, _ := nd.childFile(newName)
 	var err error
 	if n, ok := d.childFile(name); ok {
 		err = n.moveTo(d.fsys.ctx, dst)
@@ -49,6 +50,9 @@ func (d *dirNode) Rename(ctx context.Context, name string, newParent fs.InodeEmb
 	}
 	if err != nil {
 		return d.fsys.errno("rename", err)
+	}
+	if src, ok := d.childFile(name); replaced != nil && (!ok || src != replaced) {
+		d.fsys.ids.unlinked(replaced.StableAttr().Ino)
 	}
 	d.fsys.dirs.drop(d.prefix)
 	d.fsys.dirs.drop(nd.prefix)
@@ -94,6 +98,7 @@ func (n *fileNode) moveTo(ctx context.Context, dst string) error {
 	n.key = dst
 	n.openETag = ""
 	n.mu.Unlock()
+	n.fsys.ids.rekey(n.StableAttr().Ino, dst)
 	n.update(info)
 	return nil
 }

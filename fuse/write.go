@@ -72,6 +72,7 @@ func (d *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
 	staged := false
 	if n, ok := d.childFile(name); ok {
 		staged = n.markUnlinked()
+		d.fsys.ids.unlinked(n.StableAttr().Ino)
 	}
 	if _, err := d.fsys.cl.head(ctx, key); err != nil {
 		if errors.Is(err, errNotFound) && staged {

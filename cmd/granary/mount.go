@@ -40,6 +40,9 @@ type mountFlags struct {
 	// readyFD, set by a supervisor for its worker, is a pipe to which the
 	// worker writes one byte once it has mounted (0: none).
 	readyFD int
+	// session is the supervisor's FUSE connection a worker serves
+	// (fd 0: none; the worker mounts itself).
+	session fuse.Session
 }
 
 const mountLong = `Mount BUCKET (or the part of it under --prefix) of a Granary node, or of
@@ -67,10 +70,16 @@ fail at once, before anything is mounted (exit 1).
 
 With --supervise the command becomes a supervisor: it runs the mount in a
 worker process and, if the worker dies (killed, out of memory, a crash),
-removes the dead mount ("Transport endpoint is not connected") and starts
-a new worker, with a back-off from 100ms up to 5s between attempts. Files
-open at the time must be reopened. If the very first worker fails before
-it mounts, the supervisor exits with its error.
+starts a new one at once. Run as root, the supervisor holds the FUSE
+connection itself, so the kernel waits for the new worker instead of
+failing: open files, directory listings and working directories inside
+the mount carry on, reads in flight are answered by the new worker
+(Linux 6.9 or later), and only a file open for writing fails, with EIO
+at its next write or close (the object keeps its previous version).
+Without root, or on an older kernel, the dead mount is removed and
+mounted again: files open at the time must be reopened. Repeated deaths
+back off up to 5s. If the very first worker fails before it mounts, the
+supervisor exits with its error.
 
 Exit codes: 0 after a clean unmount, 1 if mounting fails, 2 for a usage
 error.`
@@ -96,7 +105,7 @@ func newMountCmd(getenv Getenv) *cobra.Command {
 				return err
 			}
 			if f.supervise {
-				return supervise(cmd.Context(), workerArgs(cmd.Flags(), opts.Bucket, dir), dir, cmd.ErrOrStderr())
+				return supervise(cmd.Context(), &opts, workerArgs(cmd.Flags(), opts.Bucket, dir), dir, cmd.ErrOrStderr())
 			}
 			return mountForeground(cmd.Context(), dir, opts, f.readyFD, cmd.ErrOrStderr())
 		},
@@ -131,6 +140,12 @@ func (f *mountFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.supervise, "supervise", false, "run the mount in a worker process and restart it if it dies (see above)")
 	fs.IntVar(&f.readyFD, "ready-fd", 0, "file descriptor a supervised worker reports its mount on (internal)")
 	_ = fs.MarkHidden("ready-fd") // the flag exists: MarkHidden cannot fail
+	fs.IntVar(&f.session.FD, "session-fd", 0, "the supervisor's FUSE connection a worker serves (internal)")
+	fs.StringVar(&f.session.Dir, "session-dir", "", "the supervisor's state directory for the connection (internal)")
+	fs.Uint32Var(&f.session.Gen, "session-gen", 0, "the worker's number on the connection (internal)")
+	for _, name := range []string{"session-fd", "session-dir", "session-gen"} {
+		_ = fs.MarkHidden(name)
+	}
 }
 
 // options checks the flags and arguments and turns them into fuse.Options
@@ -152,7 +167,7 @@ func (f *mountFlags) options(getenv Getenv, bucket, mountpoint string) (fuse.Opt
 	if err := f.checkNumbers(); err != nil {
 		return o, "", usageError{err}
 	}
-	dir, err := checkMountpoint(mountpoint, f.supervise)
+	dir, err := f.mountpoint(mountpoint)
 	if err != nil {
 		return o, "", usageError{err}
 	}
@@ -169,7 +184,24 @@ func (f *mountFlags) options(getenv Getenv, bucket, mountpoint string) (fuse.Opt
 	if f.gid >= 0 {
 		o.GID = uint32(f.gid)
 	}
+	if f.session.FD > 0 {
+		session := f.session
+		o.Session = &session
+	}
 	return o, dir, nil
+}
+
+// mountpoint checks the MOUNTPOINT argument. A session's worker does not
+// look at it: it is the supervisor's mount, which only this worker will
+// answer.
+func (f *mountFlags) mountpoint(path string) (string, error) {
+	if f.session.FD > 0 {
+		if !filepath.IsAbs(path) || f.session.Dir == "" || f.session.Gen == 0 {
+			return "", fmt.Errorf("--session-fd: want an absolute MOUNTPOINT, --session-dir and --session-gen")
+		}
+		return filepath.Clean(path), nil
+	}
+	return checkMountpoint(path, f.supervise)
 }
 
 // checkNumbers refuses IDs, durations and sizes out of range.

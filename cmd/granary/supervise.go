@@ -1,6 +1,8 @@
 // `granary mount --supervise`: a parent process that runs the mount in a
-// worker process and, when the worker dies, removes its dead mount and
-// starts another, so that readers which reopen their files carry on.
+// worker process and, when the worker dies, starts another: on the same
+// FUSE connection, so that open files and working directories carry on
+// (session.go), or, where it cannot hold one, after removing the dead
+// mount, so that readers which reopen their files carry on.
 package main
 
 import (
@@ -15,6 +17,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/granary-dev/granary/fuse"
 )
 
 // Restart back-off: the delay before a new worker starts doubles from
@@ -59,12 +63,27 @@ func workerArgs(fs *pflag.FlagSet, bucket, dir string) []string {
 // returns nil), a worker exits 0 (it was unmounted by hand), or the first
 // worker fails before it ever mounted (a bad bucket or credentials: its
 // error, not a restart loop). A worker that dies in any other way is
-// replaced, after its dead mount at dir is removed.
-func supervise(ctx context.Context, args []string, dir string, w io.Writer) error {
-	delay := minRestartDelay
+// replaced: on the same FUSE connection if the supervisor holds one (see
+// session.go; opts nil: never), else after its dead mount at dir is
+// removed.
+func supervise(ctx context.Context, opts *fuse.Options, args []string, dir string, w io.Writer) error {
+	var sess *session
+	if opts != nil {
+		var err error
+		if sess, err = openSession(dir, *opts, w); err != nil {
+			return err
+		}
+	}
+	defer func() { sess.close(w) }()
+	first := minRestartDelay
+	if sess != nil {
+		first = 0 // the kernel holds the requests: no time to lose
+	}
+	delay := first
 	everMounted := false
 	for {
-		res, err := runWorker(ctx, args, dir, w)
+		wargs, extra := sess.worker(args)
+		res, err := runWorker(ctx, wargs, extra, dir, w)
 		if err != nil {
 			return err
 		}
@@ -81,13 +100,15 @@ func supervise(ctx context.Context, args []string, dir string, w io.Writer) erro
 		}
 		everMounted = everMounted || res.mounted
 		if res.lived >= resetRestartAfter {
-			delay = minRestartDelay
+			delay = first
 		}
 		fmt.Fprintf(w, "granary: supervisor: worker pid %d ended (%s) after %s; restarting in %s\n",
 			res.pid, res.state, res.lived.Round(time.Millisecond), delay)
-		if err := cleanDeadMount(dir); err != nil {
-			// The next worker fails to mount and is retried in turn.
-			fmt.Fprintf(w, "granary: supervisor: %v\n", err)
+		if sess = sess.carryOn(w); sess == nil {
+			if err := cleanDeadMount(dir); err != nil {
+				// The next worker fails to mount and is retried in turn.
+				fmt.Fprintf(w, "granary: supervisor: %v\n", err)
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -95,7 +116,7 @@ func supervise(ctx context.Context, args []string, dir string, w io.Writer) erro
 			return nil
 		case <-time.After(delay):
 		}
-		delay = min(2*delay, maxRestartDelay)
+		delay = min(max(2*delay, minRestartDelay), maxRestartDelay)
 	}
 }
 
@@ -111,7 +132,7 @@ type workerResult struct {
 // it stops the worker (SIGTERM, then SIGKILL after workerStopWait) and
 // removes a mount the worker left. The error is for a worker that could
 // not be started at all.
-func runWorker(ctx context.Context, args []string, dir string, w io.Writer) (workerResult, error) {
+func runWorker(ctx context.Context, args []string, extra []*os.File, dir string, w io.Writer) (workerResult, error) {
 	rd, wr, err := os.Pipe()
 	if err != nil {
 		return workerResult{}, fmt.Errorf("supervisor: %w", err)
@@ -122,7 +143,7 @@ func runWorker(ctx context.Context, args []string, dir string, w io.Writer) (wor
 		wr.Close()
 		return workerResult{}, err
 	}
-	cmd.ExtraFiles = []*os.File{wr} // workerReadyFD
+	cmd.ExtraFiles = append([]*os.File{wr}, extra...) // workerReadyFD, then extra
 	cmd.Stdout, cmd.Stderr = w, w
 	// A worker outlives no supervisor: if this one is killed, the worker
 	// gets SIGTERM and unmounts. (Pdeathsig follows the OS thread that

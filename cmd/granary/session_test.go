@@ -1,0 +1,310 @@
+// Tests of a supervised mount's worker crash, as a trainer sees it: the
+// real kernel FUSE, a real MinIO, the worker killed with SIGKILL, and
+// descriptors, directory streams and working directories opened before
+// the kill used after it.
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"golang.org/x/sys/unix"
+
+	"github.com/granary-dev/granary/internal/miniotest"
+)
+
+// sessionMount seeds bucket train with sizes and mounts it supervised
+// (extra flags first); it returns the mount and the objects' sums.
+func sessionMount(t *testing.T, sizes map[string]int, extra ...string) (*mountChild, *minio.Client, map[string][32]byte) {
+	t.Helper()
+	needFUSE(t)
+	if os.Geteuid() != 0 {
+		t.Skip("a supervisor keeps its FUSE connection only as root")
+	}
+	mio := miniotest.StartT(t)
+	cl, err := newS3Client(mio.URL(), envMap(minioEnv(mio)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sums := seed(t, cl, "train", "", sizes)
+	dir := t.TempDir()
+	args := append(extra, "--supervise", "--endpoint", mio.URL(), "train", dir)
+	m := spawnMount(t, minioEnv(mio), dir, args...)
+	m.awaitMounted(t, 1)
+	return m, cl, sums
+}
+
+// restart kills the n-th worker with SIGKILL and waits (bounded) for the
+// next one to report its mount.
+func (m *mountChild) restart(t *testing.T, n int) {
+	t.Helper()
+	pid := m.awaitMounted(t, n)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill worker %d: %v", pid, err)
+	}
+	if next := m.awaitMounted(t, n+1); next == pid {
+		t.Fatalf("worker %d was not replaced", pid)
+	}
+}
+
+// boundedBy runs f, failing the test if it takes longer than d: a request
+// lost with a dead worker must not hang the test.
+func boundedBy(t *testing.T, d time.Duration, what string, f func() error) error {
+	t.Helper()
+	ch := make(chan error, 1)
+	go func() { ch <- f() }()
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(d):
+		t.Fatalf("%s: still waiting after %s", what, d)
+		return nil
+	}
+}
+
+// TestSessionKeepsOpenFiles: on a read-only mount (no opens reach the
+// worker) and a read-write one (every open gets a handle), a file read in
+// part before the kill is read to its end through the same descriptor,
+// and a directory stream read in part lists the rest.
+func TestSessionKeepsOpenFiles(t *testing.T) {
+	sizes := map[string]int{"big.bin": 24<<20 + 5}
+	for i := range 300 {
+		sizes[fmt.Sprintf("many/f%03d", i)] = 10
+	}
+	for _, mode := range []string{"read-only", "read-write"} {
+		t.Run(mode, func(t *testing.T) {
+			var extra []string
+			if mode == "read-only" {
+				extra = []string{"--read-only"}
+			}
+			m, _, sums := sessionMount(t, sizes, extra...)
+			f, err := os.Open(filepath.Join(m.dir, "big.bin"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			h := sha256.New()
+			if _, err := io.CopyN(h, f, 1<<20); err != nil {
+				t.Fatal(err)
+			}
+			d, err := os.Open(filepath.Join(m.dir, "many"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			names, err := d.Readdirnames(40)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.restart(t, 1)
+			err = boundedBy(t, 60*time.Second, "read the rest", func() error {
+				_, err := io.Copy(h, f)
+				return err
+			})
+			if err != nil || [32]byte(h.Sum(nil)) != sums["big.bin"] {
+				t.Errorf("read through a descriptor opened before the kill: %v, sha256 matches: %v\n%s",
+					err, [32]byte(h.Sum(nil)) == sums["big.bin"], m.stderr.String())
+			}
+			err = boundedBy(t, 60*time.Second, "readdir the rest", func() error {
+				rest, err := d.Readdirnames(-1)
+				names = append(names, rest...)
+				return err
+			})
+			sort.Strings(names)
+			want := make([]string, 300)
+			for i := range want {
+				want[i] = fmt.Sprintf("f%03d", i)
+			}
+			if err != nil || !slices.Equal(names, want) {
+				t.Errorf("readdir across the kill: %d names, want each of f000..f299 once: %v", len(names), err)
+			}
+		})
+	}
+}
+
+// TestSessionKeepsWorkingDirectory: a shell whose working directory is
+// inside the mount goes on using relative paths after the kill.
+func TestSessionKeepsWorkingDirectory(t *testing.T) {
+	m, _, sums := sessionMount(t, map[string]int{"dir/sub/c.txt": 4096}, "--read-only")
+	sh := exec.Command("sh", "-c", `cd "$1" && read go && sha256sum c.txt && ls`, "sh", filepath.Join(m.dir, "dir/sub"))
+	in, err := sh.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	sh.Stdout, sh.Stderr = &out, &errOut
+	if err := sh.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The shell is in the directory once /proc says so.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if cwd, _ := os.Readlink(fmt.Sprintf("/proc/%d/cwd", sh.Process.Pid)); cwd == filepath.Join(m.dir, "dir/sub") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the shell never entered the mount: %s", errOut.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	m.restart(t, 1)
+	in.Write([]byte("go\n"))
+	in.Close()
+	err = boundedBy(t, 60*time.Second, "the shell", sh.Wait)
+	want := fmt.Sprintf("%x  c.txt\nc.txt\n", sums["dir/sub/c.txt"])
+	if err != nil || out.String() != want {
+		t.Errorf("shell in the mount across the kill: %v\n got %q\nwant %q\n%s", err, out.String(), want, errOut.String())
+	}
+}
+
+// TestSessionFailsTheWriter: a file open for writing when the worker dies
+// reports EIO at close, and the object keeps its old version; a file
+// written and closed before the kill is at the endpoint whole.
+func TestSessionFailsTheWriter(t *testing.T) {
+	m, cl, sums := sessionMount(t, map[string]int{"ckpt.bin": 1 << 20})
+	saved := bytes.Repeat([]byte("saved"), 100_000)
+	if err := os.WriteFile(filepath.Join(m.dir, "closed.bin"), saved, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(m.dir, "ckpt.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(bytes.Repeat([]byte("new"), 200_000)); err != nil {
+		t.Fatal(err)
+	}
+	m.restart(t, 1)
+	var werr error
+	err = boundedBy(t, 60*time.Second, "write and close", func() error {
+		_, werr = f.Write([]byte("more"))
+		return f.Close()
+	})
+	if !errors.Is(err, syscall.EIO) || !errors.Is(werr, syscall.EIO) {
+		t.Errorf("write, close of a file open for writing across the kill: %v, %v; want EIO", werr, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for key, want := range map[string][32]byte{"ckpt.bin": sums["ckpt.bin"], "closed.bin": sha256.Sum256(saved)} {
+		obj, err := cl.GetObject(ctx, "train", key, minio.GetObjectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(obj)
+		if err != nil || sha256.Sum256(b) != want {
+			t.Errorf("%s at the endpoint: %d bytes, %v; not the version expected", key, len(b), err)
+		}
+	}
+	// The mount goes on: a new writer's file lands.
+	if err := os.WriteFile(filepath.Join(m.dir, "ckpt.bin"), saved, 0o644); err != nil {
+		t.Errorf("write after the restart: %v", err)
+	}
+}
+
+// TestSessionReadersAcrossKills: 8 readers read the data set whole, file
+// by file (the kernel's cache dropped after each, so reads reach the
+// worker), while the worker is killed three times: every byte right, no
+// error. It logs the longest read that spanned a restart.
+func TestSessionReadersAcrossKills(t *testing.T) {
+	sizes := map[string]int{}
+	for i := range 48 {
+		sizes[fmt.Sprintf("set/s%02d", i)] = 256<<10 + i
+	}
+	m, _, sums := sessionMount(t, sizes, "--read-only")
+	keys := make([]string, 0, len(sums))
+	for k := range sums {
+		keys = append(keys, k)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var slowest []time.Duration
+	var failures []string
+	reads := 0
+	for r := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(r), 1))
+			var worst time.Duration
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					mu.Lock()
+					slowest = append(slowest, worst)
+					mu.Unlock()
+					return
+				default:
+				}
+				key := keys[rng.IntN(len(keys))]
+				start := time.Now()
+				b, err := readUncached(filepath.Join(m.dir, key))
+				worst = max(worst, time.Since(start))
+				mu.Lock()
+				reads++
+				if err != nil || sha256.Sum256(b) != sums[key] {
+					failures = append(failures, fmt.Sprintf("%s: %d bytes, %v", key, len(b), err))
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	progress := func() int { mu.Lock(); defer mu.Unlock(); return reads }
+	for kill := 1; kill <= 3; kill++ {
+		before := progress()
+		for deadline := time.Now().Add(60 * time.Second); progress() < before+50; {
+			if time.Now().After(deadline) {
+				t.Fatalf("readers made no progress before kill %d", kill)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		m.restart(t, kill)
+	}
+	for before, deadline := progress(), time.Now().Add(60*time.Second); progress() < before+50; {
+		if time.Now().After(deadline) {
+			t.Fatal("readers made no progress after the last kill")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(stop)
+	if boundedBy(t, 60*time.Second, "readers", func() error { wg.Wait(); return nil }) != nil {
+		return
+	}
+	if len(failures) > 0 {
+		t.Errorf("%d of %d reads failed across 3 kills, e.g. %s\n%s", len(failures), reads, failures[0], m.stderr.String())
+	}
+	slices.Sort(slowest)
+	t.Logf("%d reads across 3 kills; each reader's longest read: %v", reads, slowest)
+	if !strings.Contains(m.stderr.String(), "restarting in 0s") {
+		t.Errorf("the first restart was not immediate:\n%s", m.stderr.String())
+	}
+}
+
+// readUncached reads path whole, then drops its pages from the kernel's
+// cache so that the next read reaches the worker.
+func readUncached(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err == nil {
+		err = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
+	}
+	return b, err
+}

@@ -1,0 +1,204 @@
+// A FUSE connection that outlives its worker: the supervisor opens
+// /dev/fuse, mounts and answers the kernel's INIT once, and keeps the
+// descriptor; each worker inherits it, puts go-fuse in the initialized
+// state by replaying the saved INIT, and serves. When a worker dies, the
+// supervisor asks the kernel to resend what the worker had read but not
+// answered (FUSE_NOTIFY_RESEND, Linux 6.9+), and the next worker serves
+// it: the kernel holds requests while no worker runs.
+package fuse
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"unsafe"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+const (
+	opInit = 26 // FUSE_INIT
+	// notifyResend is FUSE_NOTIFY_RESEND: a bare out header, unique 0.
+	notifyResend = 7
+	initFile     = "init"
+	journalFile  = "nodes"
+)
+
+// Session is what a supervised worker inherits.
+type Session struct {
+	// FD is the supervisor's /dev/fuse descriptor, mounted and past INIT.
+	FD int
+	// Dir is the supervisor's state directory for the mount: the saved
+	// INIT and the node journal.
+	Dir string
+	// Gen numbers the worker, from 1: handles carry it.
+	Gen uint32
+}
+
+// Conn is the supervisor's side of a session.
+type Conn struct {
+	file   *os.File
+	dir    string // the mount point
+	state  string
+	resend bool // the kernel supports FUSE_NOTIFY_RESEND
+}
+
+// ErrNoResend means the kernel cannot resend the requests a dead worker
+// had read: they would hang, so the session cannot carry on.
+var ErrNoResend = errors.New("fuse: the kernel has no FUSE_NOTIFY_RESEND (Linux 6.9 or later)")
+
+// Connect mounts opts' bucket at dir on a connection the caller keeps,
+// and answers the kernel's INIT with what a worker would (the settings
+// of mountOptions), saving it under state for the workers. It needs
+// CAP_SYS_ADMIN. Nothing is served until a worker starts.
+func Connect(dir, state string, opts Options) (*Conn, error) {
+	o, err := opts.normalize()
+	if err != nil {
+		return nil, err
+	}
+	mo := mountOptions(o).MountOptions
+	fd, err := unix.Open("/dev/fuse", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("fuse: open /dev/fuse: %w", err)
+	}
+	c := &Conn{file: os.NewFile(uintptr(fd), "/dev/fuse"), dir: dir, state: state}
+	if err := c.mount(&mo); err != nil {
+		c.file.Close()
+		return nil, err
+	}
+	if err := c.init(&mo); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// mount calls mount(2) with the connection's descriptor, as go-fuse's
+// direct mount does.
+func (c *Conn) mount(mo *fuse.MountOptions) error {
+	var st syscall.Stat_t
+	if err := syscall.Stat(c.dir, &st); err != nil {
+		return fmt.Errorf("fuse: mount point: %w", err)
+	}
+	data := fmt.Sprintf("fd=%d,rootmode=%o,user_id=%d,group_id=%d,max_read=%d",
+		c.file.Fd(), st.Mode&syscall.S_IFMT, os.Geteuid(), os.Getegid(), mo.MaxWrite)
+	for _, opt := range mo.Options {
+		data += "," + opt
+	}
+	if mo.AllowOther {
+		data += ",allow_other"
+	}
+	if err := unix.Mount(mo.FsName, c.dir, "fuse."+mo.Name, unix.MS_NOSUID|unix.MS_NODEV, data); err != nil {
+		return fmt.Errorf("fuse: mount %s: %w", c.dir, err)
+	}
+	return nil
+}
+
+// init reads the kernel's INIT, answers it and saves it.
+func (c *Conn) init(mo *fuse.MountOptions) error {
+	buf := make([]byte, 1<<20+64<<10)
+	n, err := unix.Read(int(c.file.Fd()), buf)
+	if err != nil {
+		return fmt.Errorf("fuse: read INIT: %w", err)
+	}
+	in := buf[:n]
+	if n < int(unsafe.Sizeof(fuse.InitIn{})) || binary.LittleEndian.Uint32(in[4:]) != opInit {
+		return fmt.Errorf("fuse: the kernel's first request is not INIT (%d bytes)", n)
+	}
+	out := make([]byte, 4096)
+	m, st := fuse.NewProtocolServer(fuse.NewDefaultRawFileSystem(), mo).HandleRequest([][]byte{in}, [][]byte{out})
+	if !st.Ok() {
+		return fmt.Errorf("fuse: INIT: %v", st)
+	}
+	if _, err := unix.Write(int(c.file.Fd()), out[:m]); err != nil {
+		return fmt.Errorf("fuse: answer INIT: %w", err)
+	}
+	initIn := (*fuse.InitIn)(unsafe.Pointer(&in[0]))
+	c.resend = initIn.Flags64()&fuse.CAP_HAS_RESEND != 0
+	if err := writeFileAtomic(filepath.Join(c.state, initFile), in); err != nil {
+		return fmt.Errorf("fuse: save INIT: %w", err)
+	}
+	return nil
+}
+
+// File is the descriptor to hand each worker.
+func (c *Conn) File() *os.File { return c.file }
+
+// Resend asks the kernel to hand the next worker every request a dead
+// one had read but not answered. Call it while no worker runs: a live
+// worker's requests would be answered twice.
+func (c *Conn) Resend() error {
+	if !c.resend {
+		return ErrNoResend
+	}
+	var h [16]byte
+	binary.LittleEndian.PutUint32(h[0:], 16)
+	binary.LittleEndian.PutUint32(h[4:], notifyResend)
+	if _, err := unix.Write(int(c.file.Fd()), h[:]); err != nil {
+		return fmt.Errorf("fuse: resend: %w", err)
+	}
+	return nil
+}
+
+// Close detaches the mount if it is still there and closes the
+// connection: requests still waiting fail (ENOTCONN).
+func (c *Conn) Close() error {
+	err := unix.Unmount(c.dir, unix.MNT_DETACH)
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT) {
+		err = nil // not mounted any more
+	}
+	if cerr := c.file.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// serveSession starts go-fuse on the inherited connection: the saved
+// INIT goes through a socket pair, so that go-fuse negotiates exactly as
+// the supervisor's answer did, and the connection then takes the
+// socket's descriptor number.
+func serveSession(raw fuse.RawFileSystem, s *Session, mo *fuse.MountOptions) (*fuse.Server, error) {
+	init, err := os.ReadFile(filepath.Join(s.Dir, initFile))
+	if err != nil {
+		return nil, fmt.Errorf("fuse: session: %w", err)
+	}
+	if len(init) < int(unsafe.Sizeof(fuse.InitIn{})) {
+		return nil, fmt.Errorf("fuse: session: a saved INIT of %d bytes", len(init))
+	}
+	binary.LittleEndian.PutUint64(init[8:], 2) // unique
+	sp, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("fuse: session: %w", err)
+	}
+	defer unix.Close(sp[1])
+	if _, err := unix.Write(sp[1], init); err != nil {
+		unix.Close(sp[0])
+		return nil, fmt.Errorf("fuse: session: %w", err)
+	}
+	srv, err := fuse.NewServer(raw, fmt.Sprintf("/dev/fd/%d", sp[0]), mo)
+	if err != nil {
+		unix.Close(sp[0])
+		return nil, fmt.Errorf("fuse: session: %w", err)
+	}
+	// go-fuse answered the replayed INIT into the socket; drop it.
+	_, _ = unix.Read(sp[1], make([]byte, 4096))
+	if err := unix.Dup3(s.FD, sp[0], unix.O_CLOEXEC); err != nil {
+		return nil, fmt.Errorf("fuse: session: take over the connection: %w", err)
+	}
+	unix.Close(s.FD)
+	go srv.Serve()
+	return srv, nil
+}
+
+// writeFileAtomic writes b to path through a temporary file.
+func writeFileAtomic(path string, b []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
