@@ -169,10 +169,10 @@ func mountOptions(o *Options) *fs.Options {
 		MaxBackground: 64,
 		// Set, not defaulted: a supervisor answers INIT with these
 		// options and its workers must agree with it.
-		MaxWrite: 128 << 10,
-		DirectMount:   true,
-		Debug:         o.Debug,
-		Logger:        log.New(o.Logger, "", 0),
+		MaxWrite:    128 << 10,
+		DirectMount: true,
+		Debug:       o.Debug,
+		Logger:      log.New(o.Logger, "", 0),
 	}
 	if o.ReadOnly {
 		mo.Options = append(mo.Options, "ro")
