@@ -87,6 +87,9 @@ func runMount(ctx context.Context, o options, logw io.Writer) (*mountReport, err
 	if err := r.againRows(ctx, o.granary, g, dir); err != nil {
 		return nil, err
 	}
+	if err := r.crashRows(ctx, o.granary, g, dir); err != nil {
+		return nil, err
+	}
 	r.rep.loadEnd = loadAverage()
 	return r.rep, nil
 }

@@ -308,3 +308,33 @@ func readUncached(path string) ([]byte, error) {
 	}
 	return b, err
 }
+
+// TestBackoff: with a session, a worker that had mounted is replaced at
+// once, maxQuickRestarts times in a row; then, and for a worker that
+// never mounted, and without a session, the delays double.
+func TestBackoff(t *testing.T) {
+	young, old := workerResult{mounted: true, lived: time.Second}, workerResult{mounted: true, lived: resetRestartAfter}
+	b := backoff{delay: minRestartDelay}
+	for i := range maxQuickRestarts {
+		if d := b.next(young, true); d != 0 {
+			t.Fatalf("session restart %d: %s, want at once", i+1, d)
+		}
+	}
+	for _, want := range []time.Duration{minRestartDelay, 2 * minRestartDelay} {
+		if d := b.next(young, true); d != want {
+			t.Fatalf("past %d quick restarts: %s, want %s", maxQuickRestarts, d, want)
+		}
+	}
+	if d := b.next(old, true); d != 0 || b.quick != 1 {
+		t.Fatalf("after a worker that lived %s: %s (quick %d), want at once", old.lived, d, b.quick)
+	}
+	if d := b.next(workerResult{lived: time.Second}, true); d != minRestartDelay {
+		t.Fatalf("a worker that never mounted: %s, want %s", d, minRestartDelay)
+	}
+	b = backoff{delay: minRestartDelay}
+	for _, want := range []time.Duration{minRestartDelay, 2 * minRestartDelay, 4 * minRestartDelay} {
+		if d := b.next(young, false); d != want {
+			t.Fatalf("without a session: %s, want %s", d, want)
+		}
+	}
+}

@@ -75,11 +75,7 @@ func supervise(ctx context.Context, opts *fuse.Options, args []string, dir strin
 		}
 	}
 	defer func() { sess.close(w) }()
-	first := minRestartDelay
-	if sess != nil {
-		first = 0 // the kernel holds the requests: no time to lose
-	}
-	delay := first
+	b := backoff{delay: minRestartDelay}
 	everMounted := false
 	for {
 		wargs, extra := sess.worker(args)
@@ -99,11 +95,16 @@ func supervise(ctx context.Context, opts *fuse.Options, args []string, dir strin
 			return fmt.Errorf("supervisor: the mount worker failed before mounting (%s)", res.state)
 		}
 		everMounted = everMounted || res.mounted
-		if res.lived >= resetRestartAfter {
-			delay = first
-		}
+		delay := b.next(res, sess != nil)
 		fmt.Fprintf(w, "granary: supervisor: worker pid %d ended (%s) after %s; restarting in %s\n",
 			res.pid, res.state, res.lived.Round(time.Millisecond), delay)
+		if sess != nil && b.quick > maxQuickRestarts {
+			// A request that kills every worker would be resent to
+			// each for ever: end the session, failing it.
+			fmt.Fprintf(w, "granary: supervisor: %d workers in a row died within %s; remounting\n", b.quick, resetRestartAfter)
+			sess.close(w)
+			sess = nil
+		}
 		if sess = sess.carryOn(w); sess == nil {
 			if err := cleanDeadMount(dir); err != nil {
 				// The next worker fails to mount and is retried in turn.
@@ -116,8 +117,35 @@ func supervise(ctx context.Context, opts *fuse.Options, args []string, dir strin
 			return nil
 		case <-time.After(delay):
 		}
-		delay = min(max(2*delay, minRestartDelay), maxRestartDelay)
 	}
+}
+
+// backoff spaces restarts. Without a session, the delay doubles from
+// minRestartDelay up to maxRestartDelay while workers die young (sooner
+// than resetRestartAfter). With one, the kernel holds the trainer's
+// requests meanwhile, so a worker that had mounted is replaced at once,
+// up to maxQuickRestarts young deaths in a row; past that (or for a
+// worker that died before mounting) the delays double again.
+type backoff struct {
+	delay time.Duration // the next doubling delay
+	quick int           // workers in a row that died young
+}
+
+// maxQuickRestarts bounds the immediate restarts of a session in a row.
+const maxQuickRestarts = 8
+
+// next returns the delay before the worker that replaces res's.
+func (b *backoff) next(res workerResult, session bool) time.Duration {
+	if res.lived >= resetRestartAfter {
+		b.delay, b.quick = minRestartDelay, 0
+	}
+	b.quick++
+	if session && res.mounted && b.quick <= maxQuickRestarts {
+		return 0
+	}
+	d := b.delay
+	b.delay = min(2*b.delay, maxRestartDelay)
+	return d
 }
 
 // workerResult is how one worker ended.
