@@ -142,7 +142,8 @@ func (f *filesys) serve(dir string) (*fuse.Server, error) {
 	}
 	f.ids = newNodeTable(f.opts.ReadOnly, j)
 	opts := mountOptions(f.opts)
-	raw := newReviver(fs.NewNodeFS(&dirNode{fsys: f, prefix: f.opts.Prefix}, opts), f.ids, gen)
+	f.root = &dirNode{fsys: f, prefix: f.opts.Prefix}
+	raw := newReviver(fs.NewNodeFS(f.root, opts), f.ids, gen)
 	if s := f.opts.Session; s != nil {
 		return serveSession(raw, s, &opts.MountOptions)
 	}

@@ -28,6 +28,8 @@ type filesys struct {
 	cancel context.CancelFunc
 	// ids are the node ids the kernel holds (nodeids.go).
 	ids *nodeTable
+	// root is the mount's root directory.
+	root *dirNode
 }
 
 // inoOf returns the inode number of the object or directory at key. It
