@@ -53,21 +53,22 @@ var ErrNoResend = errors.New("fuse: the kernel has no FUSE_NOTIFY_RESEND (Linux 
 
 // Connect mounts opts' bucket at dir on a connection the caller keeps,
 // and answers the kernel's INIT with what a worker would (the settings
-// of mountOptions), saving it under state for the workers. It needs
-// CAP_SYS_ADMIN. Nothing is served until a worker starts.
+// of mountOptions), saving it under state for the workers. Root mounts
+// directly; anyone else through fusermount3. Nothing is served until a
+// worker starts.
 func Connect(dir, state string, opts Options) (*Conn, error) {
 	o, err := opts.normalize()
 	if err != nil {
 		return nil, err
 	}
 	mo := mountOptions(o).MountOptions
-	fd, err := unix.Open("/dev/fuse", unix.O_RDWR|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("fuse: open /dev/fuse: %w", err)
+	c := &Conn{dir: dir, state: state}
+	if os.Geteuid() == 0 && !viaFusermount {
+		err = c.mount(&mo)
+	} else {
+		c.file, err = fusermount(dir, &mo)
 	}
-	c := &Conn{file: os.NewFile(uintptr(fd), "/dev/fuse"), dir: dir, state: state}
-	if err := c.mount(&mo); err != nil {
-		c.file.Close()
+	if err != nil {
 		return nil, err
 	}
 	if err := c.init(&mo); err != nil {
@@ -77,13 +78,18 @@ func Connect(dir, state string, opts Options) (*Conn, error) {
 	return c, nil
 }
 
-// mount calls mount(2) with the connection's descriptor, as go-fuse's
-// direct mount does.
+// mount opens /dev/fuse and calls mount(2) with it, as go-fuse's direct
+// mount does.
 func (c *Conn) mount(mo *fuse.MountOptions) error {
 	var st syscall.Stat_t
 	if err := syscall.Stat(c.dir, &st); err != nil {
 		return fmt.Errorf("fuse: mount point: %w", err)
 	}
+	fd, err := unix.Open("/dev/fuse", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("fuse: open /dev/fuse: %w", err)
+	}
+	c.file = os.NewFile(uintptr(fd), "/dev/fuse")
 	data := fmt.Sprintf("fd=%d,rootmode=%o,user_id=%d,group_id=%d,max_read=%d",
 		c.file.Fd(), st.Mode&syscall.S_IFMT, os.Geteuid(), os.Getegid(), mo.MaxWrite)
 	for _, opt := range mo.Options {
@@ -93,6 +99,7 @@ func (c *Conn) mount(mo *fuse.MountOptions) error {
 		data += ",allow_other"
 	}
 	if err := unix.Mount(mo.FsName, c.dir, "fuse."+mo.Name, unix.MS_NOSUID|unix.MS_NODEV, data); err != nil {
+		c.file.Close()
 		return fmt.Errorf("fuse: mount %s: %w", c.dir, err)
 	}
 	return nil
@@ -147,9 +154,9 @@ func (c *Conn) Resend() error {
 // Close detaches the mount if it is still there and closes the
 // connection: requests still waiting fail (ENOTCONN).
 func (c *Conn) Close() error {
-	err := unix.Unmount(c.dir, unix.MNT_DETACH)
-	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT) {
-		err = nil // not mounted any more
+	var err error
+	if mounted, _ := IsMounted(c.dir); mounted {
+		err = lazyUnmount(c.dir)
 	}
 	if cerr := c.file.Close(); err == nil {
 		err = cerr

@@ -70,15 +70,16 @@ fail at once, before anything is mounted (exit 1).
 
 With --supervise the command becomes a supervisor: it runs the mount in a
 worker process and, if the worker dies (killed, out of memory, a crash),
-starts a new one at once. Run as root, the supervisor holds the FUSE
-connection itself, so the kernel waits for the new worker instead of
-failing: open files, directory listings and working directories inside
-the mount carry on, reads in flight are answered by the new worker
-(Linux 6.9 or later), and only a file open for writing fails, with EIO
-at its next write or close (the object keeps its previous version).
-Without root, or on an older kernel, the dead mount is removed and
-mounted again: files open at the time must be reopened. Repeated deaths
-back off up to 5s. If the very first worker fails before it mounts, the
+starts a new one at once. The supervisor holds the FUSE connection
+itself (mounting directly as root, else through fusermount3), so the
+kernel waits for the new worker instead of failing: open files,
+directory listings and working directories inside the mount carry on,
+reads in flight are answered by the new worker (Linux 6.9 or later), and
+only a file open for writing fails, with EIO at its next write or close
+(the object keeps its previous version). Where the supervisor cannot
+hold the connection, or on an older kernel, the dead mount is removed
+and mounted again: files open at the time must be reopened. More than 8
+quick deaths in a row back off up to 5s. If the very first worker fails before it mounts, the
 supervisor exits with its error.
 
 Exit codes: 0 after a clean unmount, 1 if mounting fails, 2 for a usage

@@ -162,14 +162,6 @@ func TestMountOptions(t *testing.T) {
 	}
 }
 
-func TestUnescapeMountinfo(t *testing.T) {
-	for in, want := range map[string]string{`/mnt/a\040b`: "/mnt/a b", `/x\011y\134z`: "/x\ty\\z", `/plain`: "/plain", `/bad\04`: `/bad\04`} {
-		if got := unescapeMountinfo(in); got != want {
-			t.Errorf("unescapeMountinfo(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // needFUSE skips a test where the kernel offers no FUSE.
 func needFUSE(t *testing.T) {
 	t.Helper()
@@ -227,7 +219,7 @@ func (m *mountChild) awaitMounted(t *testing.T, n int) int {
 	for {
 		if all := mountedRE.FindAllStringSubmatch(m.stderr.String(), -1); len(all) >= n {
 			pid, _ := strconv.Atoi(all[n-1][1])
-			if ok, err := isFuseMount(m.dir); !ok || err != nil {
+			if ok, err := fuse.IsMounted(m.dir); !ok || err != nil {
 				t.Fatalf("reported a mount, but %s is not a FUSE mount (%v)", m.dir, err)
 			}
 			return pid
@@ -254,7 +246,7 @@ func (m *mountChild) awaitExit(t *testing.T, code int, within time.Duration) {
 	if got := m.cmd.ProcessState.ExitCode(); got != code {
 		t.Fatalf("exit %d, want %d:\n%s", got, code, m.stderr.String())
 	}
-	if ok, err := isFuseMount(m.dir); ok || err != nil {
+	if ok, err := fuse.IsMounted(m.dir); ok || err != nil {
 		t.Fatalf("%s is still mounted after exit (%v)", m.dir, err)
 	}
 }

@@ -27,13 +27,10 @@ type session struct {
 }
 
 // openSession mounts opts' bucket at dir on a connection this process
-// keeps. It returns nil, and says so, where this process may not mount
-// itself (not root): its workers then mount, and a restart remounts.
+// keeps: directly as root, else through fusermount3. Where that fails
+// for a user other than root, it returns nil and says so: the workers
+// then mount themselves, and a restart remounts.
 func openSession(dir string, opts fuse.Options, w io.Writer) (*session, error) {
-	if os.Geteuid() != 0 {
-		fmt.Fprintf(w, "granary: supervisor: not root, so a restarted worker remounts %s: files open then must be reopened\n", dir)
-		return nil, nil
-	}
 	state, err := os.MkdirTemp("", "granary-mount-")
 	if err != nil {
 		return nil, fmt.Errorf("supervisor: %w", err)
@@ -41,6 +38,10 @@ func openSession(dir string, opts fuse.Options, w io.Writer) (*session, error) {
 	conn, err := fuse.Connect(dir, state, opts)
 	if err != nil {
 		os.RemoveAll(state)
+		if os.Geteuid() != 0 {
+			fmt.Fprintf(w, "granary: supervisor: %v: a restarted worker remounts %s, and files open then must be reopened\n", err, dir)
+			return nil, nil
+		}
 		return nil, fmt.Errorf("supervisor: %w", err)
 	}
 	return &session{conn: conn, dir: dir, state: state}, nil

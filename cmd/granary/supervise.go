@@ -6,7 +6,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -235,7 +234,7 @@ func stopWorker(cmd *exec.Cmd, exited <-chan struct{}, w io.Writer) {
 // after its process died it only answers "Transport endpoint is not
 // connected". As root this is umount2(MNT_DETACH); otherwise fusermount3.
 func cleanDeadMount(dir string) error {
-	mounted, err := isFuseMount(dir)
+	mounted, err := fuse.IsMounted(dir)
 	if err != nil || !mounted {
 		return err
 	}
@@ -250,50 +249,3 @@ func cleanDeadMount(dir string) error {
 	}
 	return nil
 }
-
-// isFuseMount reports whether /proc/self/mountinfo lists a FUSE file
-// system mounted at dir (an absolute, clean path).
-func isFuseMount(dir string) (bool, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		// ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTS
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		fields, fsFields := strings.Fields(pre), strings.Fields(post)
-		if !ok || len(fields) < 5 || len(fsFields) < 1 {
-			continue
-		}
-		if unescapeMountinfo(fields[4]) == dir && strings.HasPrefix(fsFields[0], "fuse") {
-			return true, nil
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return false, fmt.Errorf("read /proc/self/mountinfo: %w", err)
-	}
-	return false, nil
-}
-
-// unescapeMountinfo undoes the kernel's octal escapes (\040 for a space,
-// \011, \012, \134) in a mountinfo path.
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) && isOctal(s[i+1]) && isOctal(s[i+2]) && isOctal(s[i+3]) {
-			b.WriteByte((s[i+1]-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0'))
-			i += 3
-			continue
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-func isOctal(c byte) bool { return c >= '0' && c <= '7' }
