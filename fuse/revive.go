@@ -100,20 +100,26 @@ func (r *reviver) ours(h uint64) (uint64, bool) {
 	return h & fhIndex, h>>fhGenShift == r.gen
 }
 
-// reader returns the bridge handle serving reads on h: h's own, or for
-// an earlier worker's handle that only read, one opened again here.
-// An earlier worker's writer fails with EIO: its unsaved bytes are gone.
-func (r *reviver) reader(cancel <-chan struct{}, id, h uint64, dir bool) (uint64, fuse.Status) {
-	if fh, ok := r.ours(h); ok {
-		return fh, fuse.OK
+// readable makes sure the bridge has node id and turns *h into the
+// bridge handle serving reads on it: h's own, or for an earlier
+// worker's handle that only read, one opened again here. An earlier
+// worker's writer fails with EIO: its unsaved bytes are gone.
+func (r *reviver) readable(cancel <-chan struct{}, id uint64, h *uint64, dir bool) fuse.Status {
+	if st := r.node(cancel, id); !st.Ok() {
+		return st
 	}
-	if h&fhWriter != 0 {
-		return 0, fuse.EIO
+	if fh, ok := r.ours(*h); ok {
+		*h = fh
+		return fuse.OK
+	}
+	if *h&fhWriter != 0 {
+		return fuse.EIO
 	}
 	r.hmu.Lock()
 	defer r.hmu.Unlock()
-	if fh, ok := r.old[h]; ok {
-		return fh, fuse.OK
+	if fh, ok := r.old[*h]; ok {
+		*h = fh
+		return fuse.OK
 	}
 	in := &fuse.OpenIn{InHeader: fuse.InHeader{NodeId: id}, Flags: syscall.O_RDONLY}
 	var out fuse.OpenOut
@@ -127,19 +133,30 @@ func (r *reviver) reader(cancel <-chan struct{}, id, h uint64, dir bool) (uint64
 		st, out.Fh = fuse.OK, 0 // a read-only mount: reads take no handle
 	}
 	if !st.Ok() {
-		return 0, st
+		return st
 	}
-	r.old[h] = out.Fh
-	return out.Fh, fuse.OK
+	r.old[*h] = out.Fh
+	*h = out.Fh
+	return fuse.OK
 }
 
-// settled returns the status of a flush or fsync on an earlier worker's
-// handle: EIO for a writer, nothing to do for a reader.
-func settled(h uint64) fuse.Status {
-	if h&fhWriter != 0 {
-		return fuse.EIO
+// durable makes sure the bridge has node id and turns *h into the
+// bridge handle for a flush or fsync; done means st is the answer, with
+// nothing to pass on: an earlier worker's writer lost its unsaved bytes
+// (EIO), its reader has nothing to save.
+func (r *reviver) durable(cancel <-chan struct{}, id uint64, h *uint64) (st fuse.Status, done bool) {
+	if st := r.node(cancel, id); !st.Ok() {
+		return st, true
 	}
-	return fuse.OK
+	fh, ok := r.ours(*h)
+	if !ok {
+		if *h&fhWriter != 0 {
+			return fuse.EIO, true
+		}
+		return fuse.OK, true
+	}
+	*h = fh
+	return fuse.OK, false
 }
 
 // dropOld forgets an earlier worker's handle at its release.
@@ -177,15 +194,22 @@ func (r *reviver) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.
 	if st := r.node(cancel, in.NodeId); !st.Ok() {
 		return st
 	}
-	if in.Flags_&fuse.FUSE_GETATTR_FH != 0 {
-		if fh, ok := r.ours(in.Fh_); ok {
-			in.Fh_ = fh
-		} else {
-			in.Flags_ &^= fuse.FUSE_GETATTR_FH
-			in.Fh_ = 0
-		}
-	}
+	r.attrHandle(&in.Flags_, &in.Fh_)
 	return r.RawFileSystem.GetAttr(cancel, in, out)
+}
+
+// attrHandle translates the handle of a GETATTR or STATX that names one;
+// an earlier worker's is dropped (the attributes are the node's).
+func (r *reviver) attrHandle(flags *uint32, fh *uint64) {
+	if *flags&fuse.FUSE_GETATTR_FH == 0 {
+		return
+	}
+	if own, ok := r.ours(*fh); ok {
+		*fh = own
+	} else {
+		*flags &^= fuse.FUSE_GETATTR_FH
+		*fh = 0
+	}
 }
 
 func (r *reviver) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
@@ -331,26 +355,16 @@ func (r *reviver) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOu
 }
 
 func (r *reviver) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
-	if st := r.node(cancel, in.NodeId); !st.Ok() {
+	if st := r.readable(cancel, in.NodeId, &in.Fh, false); !st.Ok() {
 		return nil, st
 	}
-	fh, st := r.reader(cancel, in.NodeId, in.Fh, false)
-	if !st.Ok() {
-		return nil, st
-	}
-	in.Fh = fh
 	return r.RawFileSystem.Read(cancel, in, buf)
 }
 
 func (r *reviver) Lseek(cancel <-chan struct{}, in *fuse.LseekIn, out *fuse.LseekOut) fuse.Status {
-	if st := r.node(cancel, in.NodeId); !st.Ok() {
+	if st := r.readable(cancel, in.NodeId, &in.Fh, false); !st.Ok() {
 		return st
 	}
-	fh, st := r.reader(cancel, in.NodeId, in.Fh, false)
-	if !st.Ok() {
-		return st
-	}
-	in.Fh = fh
 	return r.RawFileSystem.Lseek(cancel, in, out)
 }
 
@@ -413,89 +427,69 @@ func (r *reviver) ReleaseDir(in *fuse.ReleaseIn) {
 	}
 }
 
-// written returns the bridge handle for a write on h: EIO for an
-// earlier worker's.
-func (r *reviver) written(cancel <-chan struct{}, id, h uint64) (uint64, fuse.Status) {
+// writable makes sure the bridge has node id and turns *h into the
+// bridge handle for a write: EIO for an earlier worker's.
+func (r *reviver) writable(cancel <-chan struct{}, id uint64, h *uint64) fuse.Status {
 	if st := r.node(cancel, id); !st.Ok() {
-		return 0, st
+		return st
 	}
-	fh, ok := r.ours(h)
+	fh, ok := r.ours(*h)
 	if !ok {
-		return 0, fuse.EIO
+		return fuse.EIO
 	}
-	return fh, fuse.OK
+	*h = fh
+	return fuse.OK
 }
 
 func (r *reviver) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
-	fh, st := r.written(cancel, in.NodeId, in.Fh)
-	if !st.Ok() {
+	if st := r.writable(cancel, in.NodeId, &in.Fh); !st.Ok() {
 		return 0, st
 	}
-	in.Fh = fh
 	return r.RawFileSystem.Write(cancel, in, data)
 }
 
 func (r *reviver) Writev(cancel <-chan struct{}, in *fuse.WriteIn, data [][]byte) (uint32, fuse.Status) {
-	fh, st := r.written(cancel, in.NodeId, in.Fh)
-	if !st.Ok() {
+	if st := r.writable(cancel, in.NodeId, &in.Fh); !st.Ok() {
 		return 0, st
 	}
-	in.Fh = fh
 	return r.RawFileSystem.Writev(cancel, in, data)
 }
 
 func (r *reviver) Fallocate(cancel <-chan struct{}, in *fuse.FallocateIn) fuse.Status {
-	fh, st := r.written(cancel, in.NodeId, in.Fh)
-	if !st.Ok() {
+	if st := r.writable(cancel, in.NodeId, &in.Fh); !st.Ok() {
 		return st
 	}
-	in.Fh = fh
 	return r.RawFileSystem.Fallocate(cancel, in)
 }
 
 func (r *reviver) CopyFileRange(cancel <-chan struct{}, in *fuse.CopyFileRangeIn) (uint32, fuse.Status) {
-	src, st := r.written(cancel, in.NodeId, in.FhIn)
-	if !st.Ok() {
+	if st := r.writable(cancel, in.NodeId, &in.FhIn); !st.Ok() {
 		return 0, st
 	}
-	dst, st := r.written(cancel, in.NodeIdOut, in.FhOut)
-	if !st.Ok() {
+	if st := r.writable(cancel, in.NodeIdOut, &in.FhOut); !st.Ok() {
 		return 0, st
 	}
-	in.FhIn, in.FhOut = src, dst
 	return r.RawFileSystem.CopyFileRange(cancel, in)
 }
 
 func (r *reviver) Ioctl(cancel <-chan struct{}, in *fuse.IoctlIn, inbuf []byte, out *fuse.IoctlOut, outbuf []byte) fuse.Status {
-	fh, st := r.written(cancel, in.NodeId, in.Fh)
-	if !st.Ok() {
+	if st := r.writable(cancel, in.NodeId, &in.Fh); !st.Ok() {
 		return st
 	}
-	in.Fh = fh
 	return r.RawFileSystem.Ioctl(cancel, in, inbuf, out, outbuf)
 }
 
 func (r *reviver) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status {
-	if st := r.node(cancel, in.NodeId); !st.Ok() {
+	if st, done := r.durable(cancel, in.NodeId, &in.Fh); done {
 		return st
 	}
-	fh, ok := r.ours(in.Fh)
-	if !ok {
-		return settled(in.Fh)
-	}
-	in.Fh = fh
 	return r.RawFileSystem.Flush(cancel, in)
 }
 
 func (r *reviver) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
-	if st := r.node(cancel, in.NodeId); !st.Ok() {
+	if st, done := r.durable(cancel, in.NodeId, &in.Fh); done {
 		return st
 	}
-	fh, ok := r.ours(in.Fh)
-	if !ok {
-		return settled(in.Fh)
-	}
-	in.Fh = fh
 	return r.RawFileSystem.Fsync(cancel, in)
 }
 
@@ -509,28 +503,18 @@ func (r *reviver) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.Ope
 }
 
 func (r *reviver) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
-	if st := r.node(cancel, in.NodeId); !st.Ok() {
+	if st := r.readable(cancel, in.NodeId, &in.Fh, true); !st.Ok() {
 		return st
 	}
-	fh, st := r.reader(cancel, in.NodeId, in.Fh, true)
-	if !st.Ok() {
-		return st
-	}
-	in.Fh = fh
 	return r.RawFileSystem.ReadDir(cancel, in, out)
 }
 
 // ReadDirPlus counts the lookup each entry with a node hands the kernel.
 func (r *reviver) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
-	if st := r.node(cancel, in.NodeId); !st.Ok() {
+	if st := r.readable(cancel, in.NodeId, &in.Fh, true); !st.Ok() {
 		return st
 	}
-	fh, st := r.reader(cancel, in.NodeId, in.Fh, true)
-	if !st.Ok() {
-		return st
-	}
-	in.Fh = fh
-	st = r.RawFileSystem.ReadDirPlus(cancel, in, out)
+	st := r.RawFileSystem.ReadDirPlus(cancel, in, out)
 	if st.Ok() {
 		for _, id := range direntplusNodes(out.Bytes()) {
 			r.t.looked(id)
@@ -555,14 +539,9 @@ func direntplusNodes(b []byte) []uint64 {
 }
 
 func (r *reviver) FsyncDir(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
-	if st := r.node(cancel, in.NodeId); !st.Ok() {
+	if st, done := r.durable(cancel, in.NodeId, &in.Fh); done {
 		return st
 	}
-	fh, ok := r.ours(in.Fh)
-	if !ok {
-		return fuse.OK
-	}
-	in.Fh = fh
 	return r.RawFileSystem.FsyncDir(cancel, in)
 }
 
@@ -577,13 +556,6 @@ func (r *reviver) Statx(cancel <-chan struct{}, in *fuse.StatxIn, out *fuse.Stat
 	if st := r.node(cancel, in.NodeId); !st.Ok() {
 		return st
 	}
-	if in.GetattrFlags&fuse.FUSE_GETATTR_FH != 0 {
-		if fh, ok := r.ours(in.Fh); ok {
-			in.Fh = fh
-		} else {
-			in.GetattrFlags &^= fuse.FUSE_GETATTR_FH
-			in.Fh = 0
-		}
-	}
+	r.attrHandle(&in.GetattrFlags, &in.Fh)
 	return r.RawFileSystem.Statx(cancel, in, out)
 }
