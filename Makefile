@@ -61,6 +61,7 @@ bench: deps bench-deps build
 	$(GO) run ./loadtest -granary bin/granary
 	$(GO) run ./loadtest -granary bin/granary -scenario checkpoint
 	$(GO) run ./loadtest -granary bin/granary -scenario mount
+	$(GO) test -run '^$$' -bench BenchmarkJournalOpen1M -benchtime 3x ./fuse
 	$(GO) run ./loadtest -granary bin/granary -scenario epochs
 	$(GO) run ./loadtest -granary bin/granary -scenario hdfs-epochs
 	$(GO) run ./loadtest -granary bin/granary -scenario cluster

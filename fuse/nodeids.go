@@ -6,6 +6,7 @@ package fuse
 
 import (
 	"context"
+	"os"
 	"strconv"
 	"sync"
 	"syscall"
@@ -53,15 +54,16 @@ type nodeTable struct {
 	mu sync.Mutex // guards the fields below
 	m  map[uint64]*idEntry
 	j  *journal // nil unless the mount is a supervised session
+	// compacting: a rewrite of the journal runs (compactions waits
+	// for it).
+	compacting  bool
+	compactions sync.WaitGroup
 }
 
 func newNodeTable(pinned bool, j *journal) *nodeTable {
 	t := &nodeTable{pinned: pinned, m: make(map[uint64]*idEntry), j: j}
 	if j != nil {
-		for id, e := range j.replayed {
-			t.m[id] = &idEntry{desc: e.desc, kernel: e.kernel, journaled: true}
-		}
-		j.replayed = nil
+		t.m, j.replayed = j.replayed, nil
 	}
 	return t
 }
@@ -204,33 +206,51 @@ func (t *nodeTable) revived(id uint64) {
 	}
 }
 
-// liveLocked returns a copy of the ids the kernel may hold, for
-// compacting the journal: gone ones too, so that no other node takes
-// their number while the kernel holds it.
-func (t *nodeTable) liveLocked() map[uint64]journalEntry {
-	out := make(map[uint64]journalEntry, len(t.m))
-	for id, e := range t.m {
-		if e.kernel > 0 {
-			out[id] = journalEntry{desc: e.desc, kernel: e.kernel}
-		}
-	}
-	return out
-}
-
-// maybeCompact rewrites the journal when most of it is dead.
+// maybeCompact rewrites the journal in the background when most of it
+// is dead: a copy of the live ids is written beside it without the
+// lock, then what was appended meanwhile follows it and it takes the
+// journal's place. Ids gone from the table but held by the kernel's
+// records (gone ones) are kept, so that no other node takes their
+// number while the kernel holds it.
 func (t *nodeTable) maybeCompact() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.j == nil || !t.j.wantsCompaction(len(t.m)) {
+	j := t.j
+	if j == nil || t.compacting || !j.wantsCompaction(len(t.m)) {
 		return
 	}
-	if err := t.j.compact(t.liveLocked()); err != nil {
-		t.j.fail(err)
+	snap := make(map[uint64]idEntry, len(t.m))
+	for id, e := range t.m {
+		if e.kernel > 0 {
+			snap[id] = idEntry{desc: e.desc, kernel: e.kernel}
+		}
 	}
+	j.flush()
+	from := j.size
+	j.records = 0
+	t.compacting = true
+	t.compactions.Add(1)
+	go func() {
+		defer t.compactions.Done()
+		tmp, err := j.snapshot(snap)
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		t.compacting = false
+		switch {
+		case err == nil && j.broken: // closed meanwhile
+			os.Remove(tmp)
+		case err == nil:
+			err = j.swap(tmp, from, 2*len(snap))
+		}
+		if err != nil {
+			j.log.Warn().Err(err).Str("journal", j.path).Msg("fuse: node journal not compacted; it keeps growing")
+		}
+	}()
 }
 
-// close flushes the journal.
+// close flushes the journal, after a compaction in progress.
 func (t *nodeTable) close() {
+	t.compactions.Wait()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.j != nil {
