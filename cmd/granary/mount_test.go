@@ -184,8 +184,18 @@ type mountChild struct {
 // at dir is removed.
 func spawnMount(t *testing.T, env map[string]string, dir string, args ...string) *mountChild {
 	t.Helper()
+	return spawnMountAs(t, os.Args[0], nil, env, dir, args...)
+}
+
+// spawnMountAs is spawnMount running bin (a copy of the test binary) as
+// the user of cred (nil: this process's).
+func spawnMountAs(t *testing.T, bin string, cred *syscall.Credential, env map[string]string, dir string, args ...string) *mountChild {
+	t.Helper()
 	argv, _ := json.Marshal(append([]string{"mount"}, args...))
-	c := &child{cmd: exec.Command(os.Args[0], "-test.run=^$"), stderr: &syncbuf.Buffer{}, exited: make(chan struct{})}
+	c := &child{cmd: exec.Command(bin, "-test.run=^$"), stderr: &syncbuf.Buffer{}, exited: make(chan struct{})}
+	if cred != nil {
+		c.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	}
 	c.cmd.Env = append(os.Environ(), childArgsEnv+"="+string(argv))
 	for k, v := range env {
 		c.cmd.Env = append(c.cmd.Env, k+"="+v)

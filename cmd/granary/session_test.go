@@ -27,6 +27,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/granary-dev/granary/internal/miniotest"
+	"github.com/granary-dev/granary/internal/syncbuf"
 )
 
 // sessionMount seeds bucket train with sizes and mounts it supervised
@@ -337,4 +338,80 @@ func TestBackoff(t *testing.T) {
 			t.Fatalf("without a session: %s, want %s", d, want)
 		}
 	}
+}
+
+// TestSessionWithoutRoot: a supervisor running as an ordinary user holds
+// its connection through fusermount3, and a shell of that user (a mount
+// is only for the user who made it) reads a file through a descriptor
+// opened before the worker was killed.
+func TestSessionWithoutRoot(t *testing.T) {
+	needFUSE(t)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run the mount as another user")
+	}
+	if _, err := exec.LookPath("fusermount3"); err != nil {
+		t.Skip("no fusermount3")
+	}
+	const nobody = 65534
+	mio := miniotest.StartT(t)
+	cl, err := newS3Client(mio.URL(), envMap(minioEnv(mio)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sums := seed(t, cl, "train", "", map[string]int{"big.bin": 8<<20 + 3})
+	// The test binary and the mount point, where that user reaches them.
+	home := t.TempDir()
+	for _, d := range []string{filepath.Dir(home), home} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin, dir := filepath.Join(home, "granary.test"), filepath.Join(home, "mnt")
+	if err := copyFile(os.Args[0], bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil || os.Chown(dir, nobody, nobody) != nil {
+		t.Fatalf("mount point: %v", err)
+	}
+	cred := &syscall.Credential{Uid: nobody, Gid: nobody}
+	m := spawnMountAs(t, bin, cred, minioEnv(mio), dir, "--read-only", "--supervise", "--endpoint", mio.URL(), "train", dir)
+	m.awaitMounted(t, 1)
+	sh := exec.Command("sh", "-c", `exec 3< "$1"; { dd bs=1M count=1 iflag=fullblock status=none <&3; echo ready >&2; read go; cat <&3; } | sha256sum`,
+		"sh", filepath.Join(dir, "big.bin"))
+	sh.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	in, err := sh.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	errOut := &syncbuf.Buffer{}
+	sh.Stdout, sh.Stderr = &out, errOut
+	if err := sh.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(errOut.String(), "ready"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the reader never read the first MiB: %s\n%s", errOut.String(), m.stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	m.restart(t, 1)
+	in.Write([]byte("go\n"))
+	in.Close()
+	err = boundedBy(t, 60*time.Second, "the reader", sh.Wait)
+	if want := fmt.Sprintf("%x  -\n", sums["big.bin"]); err != nil || out.String() != want {
+		t.Errorf("read across the kill as user %d: %v\n got %q\nwant %q\n%s\n%s", nobody, err, out.String(), want, errOut.String(), m.stderr.String())
+	}
+	if strings.Contains(m.stderr.String(), "remounts") {
+		t.Errorf("the supervisor did not hold the connection:\n%s", m.stderr.String())
+	}
+}
+
+// copyFile copies src to dst with mode perm.
+func copyFile(src, dst string, perm os.FileMode) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, perm)
 }
