@@ -132,10 +132,14 @@ func Mount(dir string, opts Options) (*Server, error) {
 // across workers.
 func (f *filesys) serve(dir string) (*fuse.Server, error) {
 	var j *journal
+	var taken *inflight
 	gen := uint32(1)
 	if s := f.opts.Session; s != nil {
 		var err error
 		if j, err = openJournal(filepath.Join(s.Dir, journalFile), f.log); err != nil {
+			return nil, err
+		}
+		if taken, err = openInflight(s.Dir); err != nil {
 			return nil, err
 		}
 		gen = s.Gen
@@ -144,6 +148,7 @@ func (f *filesys) serve(dir string) (*fuse.Server, error) {
 	opts := mountOptions(f.opts)
 	f.root = &dirNode{fsys: f, prefix: f.opts.Prefix}
 	raw := newReviver(fs.NewNodeFS(f.root, opts), f.ids, gen)
+	raw.taken = taken
 	if s := f.opts.Session; s != nil {
 		return serveSession(raw, s, &opts.MountOptions)
 	}

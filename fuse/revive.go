@@ -28,6 +28,10 @@ type reviver struct {
 
 	rmu sync.Mutex // serializes revivals
 
+	// taken is the ring of requests taken, for the supervisor (nil:
+	// not a session).
+	taken *inflight
+
 	hmu sync.Mutex // guards old
 	// old maps an earlier worker's handle to the bridge handle that
 	// reopened it here (0: reads need none).
@@ -38,9 +42,29 @@ func newReviver(bridge fuse.RawFileSystem, t *nodeTable, gen uint32) *reviver {
 	return &reviver{RawFileSystem: bridge, t: t, gen: uint64(gen) & (1<<24 - 1), old: make(map[uint64]uint64)}
 }
 
-// node makes sure the bridge has id, reviving it if the kernel got it
-// from an earlier worker.
-func (r *reviver) node(cancel <-chan struct{}, id uint64) fuse.Status {
+// node notes the request h as taken and makes sure the bridge has its
+// node.
+func (r *reviver) node(cancel <-chan struct{}, h *fuse.InHeader) fuse.Status {
+	r.taken.track(h.Unique)
+	return r.revive(cancel, h.NodeId)
+}
+
+// nodes is node, then revive for each of ids.
+func (r *reviver) nodes(cancel <-chan struct{}, h *fuse.InHeader, ids ...uint64) fuse.Status {
+	if st := r.node(cancel, h); !st.Ok() {
+		return st
+	}
+	for _, id := range ids {
+		if st := r.revive(cancel, id); !st.Ok() {
+			return st
+		}
+	}
+	return fuse.OK
+}
+
+// revive makes sure the bridge has id, making its node again if the
+// kernel got it from an earlier worker.
+func (r *reviver) revive(cancel <-chan struct{}, id uint64) fuse.Status {
 	if r.t.served(id) {
 		return fuse.OK
 	}
@@ -58,16 +82,6 @@ func (r *reviver) node(cancel <-chan struct{}, id uint64) fuse.Status {
 		r.t.revived(id)
 	}
 	return st
-}
-
-// nodes makes sure the bridge has every id.
-func (r *reviver) nodes(cancel <-chan struct{}, ids ...uint64) fuse.Status {
-	for _, id := range ids {
-		if st := r.node(cancel, id); !st.Ok() {
-			return st
-		}
-	}
-	return fuse.OK
 }
 
 // handle returns the kernel's number for the bridge's handle fh.
@@ -91,12 +105,12 @@ func (r *reviver) ours(h uint64) (uint64, bool) {
 	return h & fhIndex, h>>fhGenShift == r.gen
 }
 
-// readable makes sure the bridge has node id and turns *h into the
+// readable makes sure the bridge has the request's node and turns *h into the
 // bridge handle serving reads on it: h's own, or for an earlier
 // worker's handle that only read, one opened again here. An earlier
 // worker's writer fails with EIO: its unsaved bytes are gone.
-func (r *reviver) readable(cancel <-chan struct{}, id uint64, h *uint64, dir bool) fuse.Status {
-	if st := r.node(cancel, id); !st.Ok() {
+func (r *reviver) readable(cancel <-chan struct{}, in *fuse.InHeader, h *uint64, dir bool) fuse.Status {
+	if st := r.node(cancel, in); !st.Ok() {
 		return st
 	}
 	if fh, ok := r.ours(*h); ok {
@@ -112,13 +126,13 @@ func (r *reviver) readable(cancel <-chan struct{}, id uint64, h *uint64, dir boo
 		*h = fh
 		return fuse.OK
 	}
-	in := &fuse.OpenIn{InHeader: fuse.InHeader{NodeId: id}, Flags: syscall.O_RDONLY}
+	open := &fuse.OpenIn{InHeader: fuse.InHeader{NodeId: in.NodeId}, Flags: syscall.O_RDONLY}
 	var out fuse.OpenOut
 	var st fuse.Status
 	if dir {
-		st = r.RawFileSystem.OpenDir(cancel, in, &out)
+		st = r.RawFileSystem.OpenDir(cancel, open, &out)
 	} else {
-		st = r.RawFileSystem.Open(cancel, in, &out)
+		st = r.RawFileSystem.Open(cancel, open, &out)
 	}
 	if st == fuse.ENOSYS && !dir {
 		st, out.Fh = fuse.OK, 0 // a read-only mount: reads take no handle
@@ -131,12 +145,12 @@ func (r *reviver) readable(cancel <-chan struct{}, id uint64, h *uint64, dir boo
 	return fuse.OK
 }
 
-// durable makes sure the bridge has node id and turns *h into the
+// durable makes sure the bridge has the request's node and turns *h into the
 // bridge handle for a flush or fsync; done means st is the answer, with
 // nothing to pass on: an earlier worker's writer lost its unsaved bytes
 // (EIO), its reader has nothing to save.
-func (r *reviver) durable(cancel <-chan struct{}, id uint64, h *uint64) (st fuse.Status, done bool) {
-	if st := r.node(cancel, id); !st.Ok() {
+func (r *reviver) durable(cancel <-chan struct{}, in *fuse.InHeader, h *uint64) (st fuse.Status, done bool) {
+	if st := r.node(cancel, in); !st.Ok() {
 		return st, true
 	}
 	fh, ok := r.ours(*h)
@@ -160,7 +174,7 @@ func (r *reviver) dropOld(h uint64) (uint64, bool) {
 }
 
 func (r *reviver) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
-	if st := r.node(cancel, h.NodeId); !st.Ok() {
+	if st := r.node(cancel, h); !st.Ok() {
 		return st
 	}
 	return r.entry(r.RawFileSystem.Lookup(cancel, h, name, out), out)
@@ -200,26 +214,19 @@ func writes(flags uint32) bool {
 	return flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&(syscall.O_TRUNC|syscall.O_APPEND) != 0
 }
 
-// locked passes a lock request on a handle of this worker; locks held
-// through a dead worker's handles are gone (EIO).
-func (r *reviver) locked(cancel <-chan struct{}, in *fuse.LkIn) fuse.Status {
-	if st := r.node(cancel, in.NodeId); !st.Ok() {
+// writable makes sure the bridge has the request's node and turns *h
+// into the bridge handle for a write or a lock: EIO for an earlier
+// worker's (its unsaved bytes and its locks are gone).
+func (r *reviver) writable(cancel <-chan struct{}, in *fuse.InHeader, h *uint64) fuse.Status {
+	if st := r.node(cancel, in); !st.Ok() {
 		return st
 	}
-	fh, ok := r.ours(in.Fh)
-	if !ok {
-		return fuse.EIO
-	}
-	in.Fh = fh
-	return fuse.OK
+	return r.ownWriter(h)
 }
 
-// writable makes sure the bridge has node id and turns *h into the
-// bridge handle for a write: EIO for an earlier worker's.
-func (r *reviver) writable(cancel <-chan struct{}, id uint64, h *uint64) fuse.Status {
-	if st := r.node(cancel, id); !st.Ok() {
-		return st
-	}
+// ownWriter turns *h into the bridge's handle: EIO for an earlier
+// worker's.
+func (r *reviver) ownWriter(h *uint64) fuse.Status {
 	fh, ok := r.ours(*h)
 	if !ok {
 		return fuse.EIO

@@ -19,7 +19,7 @@ const (
 )
 
 func (r *reviver) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
-	if st := r.node(cancel, in.NodeId); !st.Ok() {
+	if st := r.node(cancel, &in.InHeader); !st.Ok() {
 		return st
 	}
 	r.attrHandle(&in.Flags_, &in.Fh_)
@@ -27,7 +27,7 @@ func (r *reviver) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.
 }
 
 func (r *reviver) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
-	if st := r.node(cancel, in.NodeId); !st.Ok() {
+	if st := r.node(cancel, &in.InHeader); !st.Ok() {
 		return st
 	}
 	if in.Valid&fuse.FATTR_FH != 0 {
@@ -46,98 +46,98 @@ func (r *reviver) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.
 }
 
 func (r *reviver) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
-	if st := r.node(cancel, in.NodeId); !st.Ok() {
+	if st := r.node(cancel, &in.InHeader); !st.Ok() {
 		return st
 	}
 	return r.entry(r.RawFileSystem.Mknod(cancel, in, name, out), out)
 }
 
 func (r *reviver) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
-	if st := r.node(cancel, in.NodeId); !st.Ok() {
+	if st := r.node(cancel, &in.InHeader); !st.Ok() {
 		return st
 	}
 	return r.entry(r.RawFileSystem.Mkdir(cancel, in, name, out), out)
 }
 
 func (r *reviver) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
-	if st := r.node(cancel, h.NodeId); !st.Ok() {
+	if st := r.node(cancel, h); !st.Ok() {
 		return st
 	}
 	return r.RawFileSystem.Unlink(cancel, h, name)
 }
 
 func (r *reviver) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
-	if st := r.node(cancel, h.NodeId); !st.Ok() {
+	if st := r.node(cancel, h); !st.Ok() {
 		return st
 	}
 	return r.RawFileSystem.Rmdir(cancel, h, name)
 }
 
 func (r *reviver) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, newName string) fuse.Status {
-	if st := r.nodes(cancel, in.NodeId, in.Newdir); !st.Ok() {
+	if st := r.nodes(cancel, &in.InHeader, in.Newdir); !st.Ok() {
 		return st
 	}
 	return r.RawFileSystem.Rename(cancel, in, oldName, newName)
 }
 
 func (r *reviver) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) fuse.Status {
-	if st := r.nodes(cancel, in.NodeId, in.Oldnodeid); !st.Ok() {
+	if st := r.nodes(cancel, &in.InHeader, in.Oldnodeid); !st.Ok() {
 		return st
 	}
 	return r.entry(r.RawFileSystem.Link(cancel, in, name, out), out)
 }
 
 func (r *reviver) Symlink(cancel <-chan struct{}, h *fuse.InHeader, target, name string, out *fuse.EntryOut) fuse.Status {
-	if st := r.node(cancel, h.NodeId); !st.Ok() {
+	if st := r.node(cancel, h); !st.Ok() {
 		return st
 	}
 	return r.entry(r.RawFileSystem.Symlink(cancel, h, target, name, out), out)
 }
 
 func (r *reviver) Readlink(cancel <-chan struct{}, h *fuse.InHeader) ([]byte, fuse.Status) {
-	if st := r.node(cancel, h.NodeId); !st.Ok() {
+	if st := r.node(cancel, h); !st.Ok() {
 		return nil, st
 	}
 	return r.RawFileSystem.Readlink(cancel, h)
 }
 
 func (r *reviver) Access(cancel <-chan struct{}, in *fuse.AccessIn) fuse.Status {
-	if st := r.node(cancel, in.NodeId); !st.Ok() {
+	if st := r.node(cancel, &in.InHeader); !st.Ok() {
 		return st
 	}
 	return r.RawFileSystem.Access(cancel, in)
 }
 
 func (r *reviver) GetXAttr(cancel <-chan struct{}, h *fuse.InHeader, attr string, dest []byte) (uint32, fuse.Status) {
-	if st := r.node(cancel, h.NodeId); !st.Ok() {
+	if st := r.node(cancel, h); !st.Ok() {
 		return 0, st
 	}
 	return r.RawFileSystem.GetXAttr(cancel, h, attr, dest)
 }
 
 func (r *reviver) ListXAttr(cancel <-chan struct{}, h *fuse.InHeader, dest []byte) (uint32, fuse.Status) {
-	if st := r.node(cancel, h.NodeId); !st.Ok() {
+	if st := r.node(cancel, h); !st.Ok() {
 		return 0, st
 	}
 	return r.RawFileSystem.ListXAttr(cancel, h, dest)
 }
 
 func (r *reviver) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, attr string, data []byte) fuse.Status {
-	if st := r.node(cancel, in.NodeId); !st.Ok() {
+	if st := r.node(cancel, &in.InHeader); !st.Ok() {
 		return st
 	}
 	return r.RawFileSystem.SetXAttr(cancel, in, attr, data)
 }
 
 func (r *reviver) RemoveXAttr(cancel <-chan struct{}, h *fuse.InHeader, attr string) fuse.Status {
-	if st := r.node(cancel, h.NodeId); !st.Ok() {
+	if st := r.node(cancel, h); !st.Ok() {
 		return st
 	}
 	return r.RawFileSystem.RemoveXAttr(cancel, h, attr)
 }
 
 func (r *reviver) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
-	if st := r.node(cancel, in.NodeId); !st.Ok() {
+	if st := r.node(cancel, &in.InHeader); !st.Ok() {
 		return st
 	}
 	st := r.entry(r.RawFileSystem.Create(cancel, in, name, out), &out.EntryOut)
@@ -146,7 +146,7 @@ func (r *reviver) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string,
 }
 
 func (r *reviver) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.CreateOut) fuse.Status {
-	if st := r.node(cancel, in.NodeId); !st.Ok() {
+	if st := r.node(cancel, &in.InHeader); !st.Ok() {
 		return st
 	}
 	st := r.entry(r.RawFileSystem.Tmpfile(cancel, in, out), &out.EntryOut)
@@ -155,7 +155,7 @@ func (r *reviver) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.C
 }
 
 func (r *reviver) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
-	if st := r.node(cancel, in.NodeId); !st.Ok() {
+	if st := r.node(cancel, &in.InHeader); !st.Ok() {
 		return st
 	}
 	st := r.RawFileSystem.Open(cancel, in, out)
@@ -164,41 +164,42 @@ func (r *reviver) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOu
 }
 
 func (r *reviver) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
-	if st := r.readable(cancel, in.NodeId, &in.Fh, false); !st.Ok() {
+	if st := r.readable(cancel, &in.InHeader, &in.Fh, false); !st.Ok() {
 		return nil, st
 	}
 	return r.RawFileSystem.Read(cancel, in, buf)
 }
 
 func (r *reviver) Lseek(cancel <-chan struct{}, in *fuse.LseekIn, out *fuse.LseekOut) fuse.Status {
-	if st := r.readable(cancel, in.NodeId, &in.Fh, false); !st.Ok() {
+	if st := r.readable(cancel, &in.InHeader, &in.Fh, false); !st.Ok() {
 		return st
 	}
 	return r.RawFileSystem.Lseek(cancel, in, out)
 }
 
 func (r *reviver) GetLk(cancel <-chan struct{}, in *fuse.LkIn, out *fuse.LkOut) fuse.Status {
-	if st := r.locked(cancel, in); !st.Ok() {
+	if st := r.writable(cancel, &in.InHeader, &in.Fh); !st.Ok() {
 		return st
 	}
 	return r.RawFileSystem.GetLk(cancel, in, out)
 }
 
 func (r *reviver) SetLk(cancel <-chan struct{}, in *fuse.LkIn) fuse.Status {
-	if st := r.locked(cancel, in); !st.Ok() {
+	if st := r.writable(cancel, &in.InHeader, &in.Fh); !st.Ok() {
 		return st
 	}
 	return r.RawFileSystem.SetLk(cancel, in)
 }
 
 func (r *reviver) SetLkw(cancel <-chan struct{}, in *fuse.LkIn) fuse.Status {
-	if st := r.locked(cancel, in); !st.Ok() {
+	if st := r.writable(cancel, &in.InHeader, &in.Fh); !st.Ok() {
 		return st
 	}
 	return r.RawFileSystem.SetLkw(cancel, in)
 }
 
 func (r *reviver) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
+	r.taken.track(in.Unique)
 	if fh, ok := r.ours(in.Fh); ok {
 		in.Fh = fh
 		r.RawFileSystem.Release(cancel, in)
@@ -211,6 +212,7 @@ func (r *reviver) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
 }
 
 func (r *reviver) ReleaseDir(in *fuse.ReleaseIn) {
+	r.taken.track(in.Unique)
 	if fh, ok := r.ours(in.Fh); ok {
 		in.Fh = fh
 		r.RawFileSystem.ReleaseDir(in)
@@ -223,59 +225,62 @@ func (r *reviver) ReleaseDir(in *fuse.ReleaseIn) {
 }
 
 func (r *reviver) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
-	if st := r.writable(cancel, in.NodeId, &in.Fh); !st.Ok() {
+	if st := r.writable(cancel, &in.InHeader, &in.Fh); !st.Ok() {
 		return 0, st
 	}
 	return r.RawFileSystem.Write(cancel, in, data)
 }
 
 func (r *reviver) Writev(cancel <-chan struct{}, in *fuse.WriteIn, data [][]byte) (uint32, fuse.Status) {
-	if st := r.writable(cancel, in.NodeId, &in.Fh); !st.Ok() {
+	if st := r.writable(cancel, &in.InHeader, &in.Fh); !st.Ok() {
 		return 0, st
 	}
 	return r.RawFileSystem.Writev(cancel, in, data)
 }
 
 func (r *reviver) Fallocate(cancel <-chan struct{}, in *fuse.FallocateIn) fuse.Status {
-	if st := r.writable(cancel, in.NodeId, &in.Fh); !st.Ok() {
+	if st := r.writable(cancel, &in.InHeader, &in.Fh); !st.Ok() {
 		return st
 	}
 	return r.RawFileSystem.Fallocate(cancel, in)
 }
 
 func (r *reviver) CopyFileRange(cancel <-chan struct{}, in *fuse.CopyFileRangeIn) (uint32, fuse.Status) {
-	if st := r.writable(cancel, in.NodeId, &in.FhIn); !st.Ok() {
+	if st := r.writable(cancel, &in.InHeader, &in.FhIn); !st.Ok() {
 		return 0, st
 	}
-	if st := r.writable(cancel, in.NodeIdOut, &in.FhOut); !st.Ok() {
+	if st := r.revive(cancel, in.NodeIdOut); !st.Ok() {
+		return 0, st
+	}
+	if st := r.ownWriter(&in.FhOut); !st.Ok() {
 		return 0, st
 	}
 	return r.RawFileSystem.CopyFileRange(cancel, in)
 }
 
 func (r *reviver) Ioctl(cancel <-chan struct{}, in *fuse.IoctlIn, inbuf []byte, out *fuse.IoctlOut, outbuf []byte) fuse.Status {
-	if st := r.writable(cancel, in.NodeId, &in.Fh); !st.Ok() {
+	if st := r.writable(cancel, &in.InHeader, &in.Fh); !st.Ok() {
 		return st
 	}
 	return r.RawFileSystem.Ioctl(cancel, in, inbuf, out, outbuf)
 }
 
 func (r *reviver) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status {
-	if st, done := r.durable(cancel, in.NodeId, &in.Fh); done {
+	if st, done := r.durable(cancel, &in.InHeader, &in.Fh); done {
 		return st
 	}
 	return r.RawFileSystem.Flush(cancel, in)
 }
 
 func (r *reviver) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
-	if st, done := r.durable(cancel, in.NodeId, &in.Fh); done {
+	if st, done := r.durable(cancel, &in.InHeader, &in.Fh); done {
 		return st
 	}
 	return r.RawFileSystem.Fsync(cancel, in)
 }
 
 func (r *reviver) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
-	if st := r.node(cancel, in.NodeId); !st.Ok() {
+	if st := r.node(cancel, &in.InHeader); !st.Ok() {
 		return st
 	}
 	st := r.RawFileSystem.OpenDir(cancel, in, out)
@@ -284,7 +289,7 @@ func (r *reviver) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.Ope
 }
 
 func (r *reviver) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
-	if st := r.readable(cancel, in.NodeId, &in.Fh, true); !st.Ok() {
+	if st := r.readable(cancel, &in.InHeader, &in.Fh, true); !st.Ok() {
 		return st
 	}
 	return r.RawFileSystem.ReadDir(cancel, in, out)
@@ -292,7 +297,7 @@ func (r *reviver) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.Dir
 
 // ReadDirPlus counts the lookup each entry with a node hands the kernel.
 func (r *reviver) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
-	if st := r.readable(cancel, in.NodeId, &in.Fh, true); !st.Ok() {
+	if st := r.readable(cancel, &in.InHeader, &in.Fh, true); !st.Ok() {
 		return st
 	}
 	st := r.RawFileSystem.ReadDirPlus(cancel, in, out)
@@ -320,21 +325,21 @@ func direntplusNodes(b []byte) []uint64 {
 }
 
 func (r *reviver) FsyncDir(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
-	if st, done := r.durable(cancel, in.NodeId, &in.Fh); done {
+	if st, done := r.durable(cancel, &in.InHeader, &in.Fh); done {
 		return st
 	}
 	return r.RawFileSystem.FsyncDir(cancel, in)
 }
 
 func (r *reviver) StatFs(cancel <-chan struct{}, h *fuse.InHeader, out *fuse.StatfsOut) fuse.Status {
-	if st := r.node(cancel, h.NodeId); !st.Ok() {
+	if st := r.node(cancel, h); !st.Ok() {
 		return st
 	}
 	return r.RawFileSystem.StatFs(cancel, h, out)
 }
 
 func (r *reviver) Statx(cancel <-chan struct{}, in *fuse.StatxIn, out *fuse.StatxOut) fuse.Status {
-	if st := r.node(cancel, in.NodeId); !st.Ok() {
+	if st := r.node(cancel, &in.InHeader); !st.Ok() {
 		return st
 	}
 	r.attrHandle(&in.GetattrFlags, &in.Fh)

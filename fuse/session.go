@@ -4,7 +4,8 @@
 // state by replaying the saved INIT, and serves. When a worker dies, the
 // supervisor asks the kernel to resend what the worker had read but not
 // answered (FUSE_NOTIFY_RESEND, Linux 6.9+), and the next worker serves
-// it: the kernel holds requests while no worker runs.
+// it, or on older kernels answers those EINTR (inflight.go): the kernel
+// holds requests while no worker runs.
 package fuse
 
 import (
@@ -48,7 +49,7 @@ type Conn struct {
 }
 
 // ErrNoResend means the kernel cannot resend the requests a dead worker
-// had read: they would hang, so the session cannot carry on.
+// had read: Interrupt must answer them, or they wait for ever.
 var ErrNoResend = errors.New("fuse: the kernel has no FUSE_NOTIFY_RESEND (Linux 6.9 or later)")
 
 // Connect mounts opts' bucket at dir on a connection the caller keeps,
@@ -135,12 +136,19 @@ func (c *Conn) init(mo *fuse.MountOptions) error {
 // File is the descriptor to hand each worker.
 func (c *Conn) File() *os.File { return c.file }
 
+// NoResend makes the connection act as on a kernel without
+// FUSE_NOTIFY_RESEND (tests of Interrupt).
+func (c *Conn) NoResend() { c.resend = false }
+
 // Resend asks the kernel to hand the next worker every request a dead
 // one had read but not answered. Call it while no worker runs: a live
 // worker's requests would be answered twice.
 func (c *Conn) Resend() error {
 	if !c.resend {
 		return ErrNoResend
+	}
+	if err := c.clearInflight(); err != nil {
+		return err
 	}
 	var h [16]byte
 	binary.LittleEndian.PutUint32(h[0:], 16)

@@ -43,6 +43,9 @@ type mountFlags struct {
 	// session is the supervisor's FUSE connection a worker serves
 	// (fd 0: none; the worker mounts itself).
 	session fuse.Session
+	// resend false makes a supervisor act as on a kernel without
+	// FUSE_NOTIFY_RESEND (tests).
+	resend bool
 }
 
 const mountLong = `Mount BUCKET (or the part of it under --prefix) of a Granary node, or of
@@ -74,12 +77,13 @@ starts a new one at once. The supervisor holds the FUSE connection
 itself (mounting directly as root, else through fusermount3), so the
 kernel waits for the new worker instead of failing: open files,
 directory listings and working directories inside the mount carry on,
-reads in flight are answered by the new worker (Linux 6.9 or later), and
-only a file open for writing fails, with EIO at its next write or close
-(the object keeps its previous version). Where the supervisor cannot
-hold the connection, or on an older kernel, the dead mount is removed
-and mounted again: files open at the time must be reopened. More than 8
-quick deaths in a row back off up to 5s. If the very first worker fails before it mounts, the
+and only a file open for writing fails, with EIO at its next write or
+close (the object keeps its previous version). Requests the dead worker
+had taken are resent to the new one (Linux 6.9 or later) or, on older
+kernels, answered EINTR, which callers retry (Go, Python and coreutils
+do). Where the supervisor cannot hold the connection, the dead mount is
+removed and mounted again: files open at the time must be reopened.
+More than 8 quick deaths in a row back off up to 5s. If the very first worker fails before it mounts, the
 supervisor exits with its error.
 
 Exit codes: 0 after a clean unmount, 1 if mounting fails, 2 for a usage
@@ -106,7 +110,7 @@ func newMountCmd(getenv Getenv) *cobra.Command {
 				return err
 			}
 			if f.supervise {
-				return supervise(cmd.Context(), &opts, workerArgs(cmd.Flags(), opts.Bucket, dir), dir, cmd.ErrOrStderr())
+				return supervise(cmd.Context(), &opts, f.resend, workerArgs(cmd.Flags(), opts.Bucket, dir), dir, cmd.ErrOrStderr())
 			}
 			return mountForeground(cmd.Context(), dir, opts, f.readyFD, cmd.ErrOrStderr())
 		},
@@ -144,7 +148,8 @@ func (f *mountFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.session.FD, "session-fd", 0, "the supervisor's FUSE connection a worker serves (internal)")
 	fs.StringVar(&f.session.Dir, "session-dir", "", "the supervisor's state directory for the connection (internal)")
 	fs.Uint32Var(&f.session.Gen, "session-gen", 0, "the worker's number on the connection (internal)")
-	for _, name := range []string{"session-fd", "session-dir", "session-gen"} {
+	fs.BoolVar(&f.resend, "fuse-resend", true, "a supervisor asks the kernel to resend a dead worker's requests where it can (internal: false tests the EINTR answers of older kernels)")
+	for _, name := range []string{"session-fd", "session-dir", "session-gen", "fuse-resend"} {
 		_ = fs.MarkHidden(name)
 	}
 }

@@ -482,7 +482,7 @@ func TestSupervisePolicy(t *testing.T) {
 		defer cancel()
 		var log syncbuf.Buffer
 		done := make(chan error, 1)
-		go func() { done <- supervise(ctx, nil, nil, t.TempDir(), &log) }()
+		go func() { done <- supervise(ctx, nil, true, nil, t.TempDir(), &log) }()
 		for deadline := time.After(20 * time.Second); workers == 0 || strings.Count(log.String(), "started mount worker") < workers; {
 			select {
 			case err := <-done:

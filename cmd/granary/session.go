@@ -30,7 +30,7 @@ type session struct {
 // keeps: directly as root, else through fusermount3. Where that fails
 // for a user other than root, it returns nil and says so: the workers
 // then mount themselves, and a restart remounts.
-func openSession(dir string, opts fuse.Options, w io.Writer) (*session, error) {
+func openSession(dir string, opts fuse.Options, resend bool, w io.Writer) (*session, error) {
 	state, err := os.MkdirTemp("", "granary-mount-")
 	if err != nil {
 		return nil, fmt.Errorf("supervisor: %w", err)
@@ -43,6 +43,9 @@ func openSession(dir string, opts fuse.Options, w io.Writer) (*session, error) {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("supervisor: %w", err)
+	}
+	if !resend {
+		conn.NoResend()
 	}
 	return &session{conn: conn, dir: dir, state: state}, nil
 }
@@ -61,9 +64,10 @@ func (s *session) worker(args []string) ([]string, []*os.File) {
 
 // carryOn readies the connection for the next worker once one died:
 // the kernel resends to it what the dead one had taken. Where it cannot
-// (a kernel before 6.9), those requests would hang for good, so the
-// session ends (they fail with ENOTCONN) and nil is returned: the next
-// worker mounts anew.
+// (a kernel before 6.9), each of those requests is answered EINTR (its
+// caller retries, now served by the next worker). If neither works, the
+// session ends (waiting requests fail with ENOTCONN) and nil is
+// returned: the next worker mounts anew.
 func (s *session) carryOn(w io.Writer) *session {
 	if s == nil {
 		return nil
@@ -73,10 +77,14 @@ func (s *session) carryOn(w io.Writer) *session {
 		return s
 	}
 	if errors.Is(err, fuse.ErrNoResend) {
-		fmt.Fprintf(w, "granary: supervisor: %v: remounting; files open now must be reopened\n", err)
-	} else {
-		fmt.Fprintf(w, "granary: supervisor: %v; remounting\n", err)
+		n, ierr := s.conn.Interrupt()
+		if ierr == nil {
+			fmt.Fprintf(w, "granary: supervisor: %v: answered the %d request(s) the dead worker had taken with EINTR\n", err, n)
+			return s
+		}
+		err = ierr
 	}
+	fmt.Fprintf(w, "granary: supervisor: %v; remounting: files open now must be reopened\n", err)
 	s.close(w)
 	return nil
 }

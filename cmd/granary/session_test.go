@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -27,6 +28,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/granary-dev/granary/internal/miniotest"
+	"github.com/granary-dev/granary/internal/slowproxy"
 	"github.com/granary-dev/granary/internal/syncbuf"
 )
 
@@ -414,4 +416,66 @@ func copyFile(src, dst string, perm os.FileMode) error {
 		return err
 	}
 	return os.WriteFile(dst, b, perm)
+}
+
+// TestSessionInterruptsOnOlderKernels: where the kernel cannot resend a
+// dead worker's requests (before 6.9; here --fuse-resend=false), the
+// supervisor answers each EINTR and the caller retries: a read in flight
+// at the kill (its GET held up by a slow origin) completes, every byte
+// right, and the mount stays.
+func TestSessionInterruptsOnOlderKernels(t *testing.T) {
+	needFUSE(t)
+	if os.Geteuid() != 0 {
+		t.Skip("a supervisor keeps its FUSE connection only as root")
+	}
+	mio := miniotest.StartT(t)
+	cl, err := newS3Client(mio.URL(), envMap(minioEnv(mio)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sums := seed(t, cl, "train", "", map[string]int{"slow.bin": 2<<20 + 1})
+	proxy, err := slowproxy.Start(mio.Endpoint, slowproxy.Options{Latency: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	dir := t.TempDir()
+	m := spawnMount(t, minioEnv(mio), dir, "--fuse-resend=false", "--read-only", "--supervise", "--endpoint", "http://"+proxy.Addr(), "train", dir)
+	m.awaitMounted(t, 1)
+	path := filepath.Join(dir, "slow.bin")
+	if _, err := os.Stat(path); err != nil {
+		t.Fatal(err)
+	}
+	up, _ := proxy.Forwarded()
+	done := make(chan error, 1)
+	go func() {
+		b, err := os.ReadFile(path)
+		if err == nil && sha256.Sum256(b) != sums["slow.bin"] {
+			err = fmt.Errorf("%d bytes, not the object's", len(b))
+		}
+		done <- err
+	}()
+	// The worker has taken the read once its GET is on the way.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if now, _ := proxy.Forwarded(); now > up {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the read never reached the origin:\n%s", m.stderr.String())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	m.restart(t, 1)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("read in flight at the kill: %v\n%s", err, m.stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("a read in flight at the kill still waits a minute later:\n%s", m.stderr.String())
+	}
+	answered := regexp.MustCompile(`answered the (\d+) request\(s\)`).FindStringSubmatch(m.stderr.String())
+	if answered == nil || answered[1] == "0" {
+		t.Errorf("the supervisor answered no request EINTR:\n%s", m.stderr.String())
+	}
 }

@@ -63,13 +63,13 @@ func workerArgs(fs *pflag.FlagSet, bucket, dir string) []string {
 // worker fails before it ever mounted (a bad bucket or credentials: its
 // error, not a restart loop). A worker that dies in any other way is
 // replaced: on the same FUSE connection if the supervisor holds one (see
-// session.go; opts nil: never), else after its dead mount at dir is
-// removed.
-func supervise(ctx context.Context, opts *fuse.Options, args []string, dir string, w io.Writer) error {
+// session.go; opts nil: never; resend false: as on a kernel without
+// FUSE_NOTIFY_RESEND), else after its dead mount at dir is removed.
+func supervise(ctx context.Context, opts *fuse.Options, resend bool, args []string, dir string, w io.Writer) error {
 	var sess *session
 	if opts != nil {
 		var err error
-		if sess, err = openSession(dir, *opts, w); err != nil {
+		if sess, err = openSession(dir, *opts, resend, w); err != nil {
 			return err
 		}
 	}
