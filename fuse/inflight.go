@@ -1,16 +1,19 @@
 // The requests a worker has taken, in a ring in shared memory that the
 // supervisor reads when the worker dies. On a kernel that cannot resend
-// them (before Linux 6.9), the supervisor answers each with EINTR, so
-// that no caller waits for ever on a request the dead worker had read
-// (callers retry an interrupted read or stat: Go and Python do). A
-// request the kernel has answered already is refused by it (ENOENT),
-// so the ring need not know which are done.
+// them (before Linux 6.9), the supervisor answers EINTR to every unique
+// from the oldest the ring holds to past the newest (a request read but
+// not yet noted when the worker died sits just after it), so that no
+// caller waits for ever on a request the dead worker had read (callers
+// retry an interrupted read or stat: Go and Python do). The kernel
+// refuses an answer to a request it has answered already or not handed
+// out yet (ENOENT), so the range need not be exact.
 package fuse
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -27,6 +30,12 @@ const (
 	// core, and the kernel sends at most MaxBackground in the
 	// background).
 	inflightSlots = 4096
+	// untracked bounds the requests a worker may have read but not yet
+	// noted, answered past the newest it noted.
+	untracked = 1024
+	// uniqueStep is the kernel's step between request uniques (bit 0
+	// marks an interrupt's).
+	uniqueStep = 2
 )
 
 // inflight is a worker's ring of the requests it took.
@@ -72,19 +81,23 @@ func (c *Conn) Interrupt() (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("fuse: %w", err)
 	}
-	var h [16]byte
-	binary.LittleEndian.PutUint32(h[0:], 16)
-	eintr := -int32(syscall.EINTR)
-	binary.LittleEndian.PutUint32(h[4:], uint32(eintr))
-	n := 0
+	lo, hi := uint64(math.MaxUint64), uint64(0)
 	for i := 0; i+8 <= len(ring); i += 8 {
-		u := binary.LittleEndian.Uint64(ring[i:])
-		if u == 0 {
-			continue
+		if u := binary.LittleEndian.Uint64(ring[i:]); u != 0 {
+			lo, hi = min(lo, u), max(hi, u)
 		}
-		binary.LittleEndian.PutUint64(h[8:], u)
-		if _, err := unix.Write(int(c.file.Fd()), h[:]); err == nil {
-			n++
+	}
+	n := 0
+	if hi > 0 {
+		var h [16]byte
+		binary.LittleEndian.PutUint32(h[0:], 16)
+		eintr := -int32(syscall.EINTR)
+		binary.LittleEndian.PutUint32(h[4:], uint32(eintr))
+		for u := lo &^ (uniqueStep - 1); u <= hi+untracked*uniqueStep; u += uniqueStep {
+			binary.LittleEndian.PutUint64(h[8:], u)
+			if _, err := unix.Write(int(c.file.Fd()), h[:]); err == nil {
+				n++
+			}
 		}
 	}
 	return n, c.clearInflight()

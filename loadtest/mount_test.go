@@ -74,10 +74,15 @@ func TestQuickMount(t *testing.T) {
 	if rep.peakRSS <= 0 {
 		t.Errorf("peak RSS %d", rep.peakRSS)
 	}
-	if c := rep.crash; c == nil || c.kills != crashKills || len(c.pauses) == 0 || len(c.restarts) != crashKills {
-		t.Errorf("crash rows: %+v", c)
-	} else if os.Geteuid() == 0 && c.failed > 0 {
-		t.Errorf("%d of %d reads failed across the worker's crashes: %s", c.failed, c.reads, c.firstErr)
+	if len(rep.crash) != len(crashModes) {
+		t.Errorf("crash rows for %d modes, want %d", len(rep.crash), len(crashModes))
+	}
+	for _, c := range rep.crash {
+		if c.kills != crashKills || len(c.pauses) == 0 || len(c.restarts) != crashKills {
+			t.Errorf("crash rows: %+v", c)
+		} else if os.Geteuid() == 0 && c.failed > 0 {
+			t.Errorf("%s: %d of %d reads failed across the worker's crashes: %s", c.mode, c.failed, c.reads, c.firstErr)
+		}
 	}
 	for _, s := range []string{"## The issue's targets", "warm sequential read through the mount", "## Worker crash",
 		"small files through the mount", "peak RSS of the mount", "quick mode", "drop_caches"} {
