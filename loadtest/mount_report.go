@@ -58,7 +58,7 @@ type mountReport struct {
 	mountpoint         string // where the bucket was mounted
 	unmounted          bool   // SIGTERM: exit 0 and the mountpoint gone
 	unmountErr         error
-	loadStart, loadEnd string // as in report
+	loadStart, loadEnd string         // as in report
 	crash              []*crashReport // one per crashModes
 }
 
