@@ -36,21 +36,29 @@ import (
 // (extra flags first); it returns the mount and the objects' sums.
 func sessionMount(t *testing.T, sizes map[string]int, extra ...string) (*mountChild, *minio.Client, map[string][32]byte) {
 	t.Helper()
+	mio, cl, sums := sessionOrigin(t, sizes)
+	dir := t.TempDir()
+	args := append(extra, "--supervise", "--endpoint", mio.URL(), "train", dir)
+	m := spawnMount(t, minioEnv(mio), dir, args...)
+	m.awaitMounted(t, 1)
+	return m, cl, sums
+}
+
+// sessionOrigin skips a test where a session cannot be held (no FUSE,
+// not root: the tests run the mount as root or as another user), and
+// starts a MinIO with bucket train seeded with sizes.
+func sessionOrigin(t *testing.T, sizes map[string]int) (*miniotest.Server, *minio.Client, map[string][32]byte) {
+	t.Helper()
 	needFUSE(t)
 	if os.Geteuid() != 0 {
-		t.Skip("a supervisor keeps its FUSE connection only as root")
+		t.Skip("the session tests run as root")
 	}
 	mio := miniotest.StartT(t)
 	cl, err := newS3Client(mio.URL(), envMap(minioEnv(mio)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sums := seed(t, cl, "train", "", sizes)
-	dir := t.TempDir()
-	args := append(extra, "--supervise", "--endpoint", mio.URL(), "train", dir)
-	m := spawnMount(t, minioEnv(mio), dir, args...)
-	m.awaitMounted(t, 1)
-	return m, cl, sums
+	return mio, cl, seed(t, cl, "train", "", sizes)
 }
 
 // restart kills the n-th worker with SIGKILL and waits (bounded) for the
@@ -347,20 +355,11 @@ func TestBackoff(t *testing.T) {
 // is only for the user who made it) reads a file through a descriptor
 // opened before the worker was killed.
 func TestSessionWithoutRoot(t *testing.T) {
-	needFUSE(t)
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run the mount as another user")
-	}
 	if _, err := exec.LookPath("fusermount3"); err != nil {
 		t.Skip("no fusermount3")
 	}
 	const nobody = 65534
-	mio := miniotest.StartT(t)
-	cl, err := newS3Client(mio.URL(), envMap(minioEnv(mio)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sums := seed(t, cl, "train", "", map[string]int{"big.bin": 8<<20 + 3})
+	mio, _, sums := sessionOrigin(t, map[string]int{"big.bin": 8<<20 + 3})
 	// The test binary and the mount point, where that user reaches them.
 	home := t.TempDir()
 	for _, d := range []string{filepath.Dir(home), home} {
@@ -424,16 +423,7 @@ func copyFile(src, dst string, perm os.FileMode) error {
 // at the kill (its GET held up by a slow origin) completes, every byte
 // right, and the mount stays.
 func TestSessionInterruptsOnOlderKernels(t *testing.T) {
-	needFUSE(t)
-	if os.Geteuid() != 0 {
-		t.Skip("a supervisor keeps its FUSE connection only as root")
-	}
-	mio := miniotest.StartT(t)
-	cl, err := newS3Client(mio.URL(), envMap(minioEnv(mio)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sums := seed(t, cl, "train", "", map[string]int{"slow.bin": 2<<20 + 1})
+	mio, _, sums := sessionOrigin(t, map[string]int{"slow.bin": 2<<20 + 1})
 	proxy, err := slowproxy.Start(mio.Endpoint, slowproxy.Options{Latency: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
