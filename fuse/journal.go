@@ -179,12 +179,11 @@ func (j *journal) describe(id uint64, d nodeDesc) {
 	j.records++
 }
 
-// add records one lookup the kernel is about to get, and writes it out
-// before the reply does.
+// add records one lookup the kernel is about to get; the caller flushes
+// before the reply leaves.
 func (j *journal) add(id uint64) {
 	j.buf = appendCount(j.buf, recAdd, id, 1)
 	j.records++
-	j.flush()
 }
 
 // forget records n lookups the kernel dropped.

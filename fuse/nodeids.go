@@ -109,6 +109,9 @@ func (t *nodeTable) rekey(id uint64, key string) {
 	if e, ok := t.m[id]; ok {
 		e.desc.key = key
 		t.journalDescLocked(id, e)
+		if t.j != nil {
+			t.j.flush() // before the rename's reply
+		}
 	}
 }
 
@@ -118,27 +121,32 @@ func (t *nodeTable) unlinked(id uint64) {
 	t.rekey(id, gone)
 }
 
-// looked records a lookup the bridge counted and the kernel will get.
-// It is journaled before the reply leaves.
-func (t *nodeTable) looked(id uint64) {
-	if id <= fuse.FUSE_ROOT_ID {
-		return
-	}
+// looked records a lookup of each of ids that the bridge counted and the
+// kernel will get, journaled (one write) before the reply leaves.
+func (t *nodeTable) looked(ids ...uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	e, ok := t.m[id]
-	if !ok {
-		// Not made through claim: count it, it cannot be revived.
-		e = &idEntry{desc: nodeDesc{key: gone}, journaled: true}
-		t.m[id] = e
-	}
-	e.kernel++
-	e.bridge++
-	if !e.journaled {
-		t.journalDescLocked(id, e)
+	for _, id := range ids {
+		if id <= fuse.FUSE_ROOT_ID {
+			continue
+		}
+		e, ok := t.m[id]
+		if !ok {
+			// Not made through claim: count it, it cannot be revived.
+			e = &idEntry{desc: nodeDesc{key: gone}, journaled: true}
+			t.m[id] = e
+		}
+		e.kernel++
+		e.bridge++
+		if !e.journaled {
+			t.journalDescLocked(id, e)
+		}
+		if t.j != nil {
+			t.j.add(id)
+		}
 	}
 	if t.j != nil {
-		t.j.add(id)
+		t.j.flush()
 	}
 }
 

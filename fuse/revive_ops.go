@@ -302,9 +302,7 @@ func (r *reviver) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse
 	}
 	st := r.RawFileSystem.ReadDirPlus(cancel, in, out)
 	if st.Ok() {
-		for _, id := range direntplusNodes(out.Bytes()) {
-			r.t.looked(id)
-		}
+		r.t.looked(direntplusNodes(out.Bytes())...)
 	}
 	return st
 }
