@@ -469,3 +469,30 @@ func TestSessionInterruptsOnOlderKernels(t *testing.T) {
 		t.Errorf("the supervisor answered no request EINTR:\n%s", m.stderr.String())
 	}
 }
+
+// TestSessionRenamedFile: a file renamed after it was opened reads on
+// through its descriptor after the kill: the new worker finds the object
+// under its new name.
+func TestSessionRenamedFile(t *testing.T) {
+	m, _, sums := sessionMount(t, map[string]int{"ckpt.tmp": 3<<20 + 9})
+	f, err := os.Open(filepath.Join(m.dir, "ckpt.tmp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.CopyN(h, f, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(m.dir, "ckpt.tmp"), filepath.Join(m.dir, "ckpt.pt")); err != nil {
+		t.Fatal(err)
+	}
+	m.restart(t, 1)
+	err = boundedBy(t, 60*time.Second, "read the rest", func() error {
+		_, err := io.Copy(h, f)
+		return err
+	})
+	if err != nil || [32]byte(h.Sum(nil)) != sums["ckpt.tmp"] {
+		t.Errorf("read of a renamed file across the kill: %v, sha256 matches: %v", err, [32]byte(h.Sum(nil)) == sums["ckpt.tmp"])
+	}
+}
