@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -105,15 +106,7 @@ func TestSessionKeepsOpenFiles(t *testing.T) {
 				extra = []string{"--read-only"}
 			}
 			m, _, sums := sessionMount(t, sizes, extra...)
-			f, err := os.Open(filepath.Join(m.dir, "big.bin"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			h := sha256.New()
-			if _, err := io.CopyN(h, f, 1<<20); err != nil {
-				t.Fatal(err)
-			}
+			part := readPart(t, filepath.Join(m.dir, "big.bin"))
 			d, err := os.Open(filepath.Join(m.dir, "many"))
 			if err != nil {
 				t.Fatal(err)
@@ -124,13 +117,8 @@ func TestSessionKeepsOpenFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			m.restart(t, 1)
-			err = boundedBy(t, 60*time.Second, "read the rest", func() error {
-				_, err := io.Copy(h, f)
-				return err
-			})
-			if err != nil || [32]byte(h.Sum(nil)) != sums["big.bin"] {
-				t.Errorf("read through a descriptor opened before the kill: %v, sha256 matches: %v\n%s",
-					err, [32]byte(h.Sum(nil)) == sums["big.bin"], m.stderr.String())
+			if err := part.rest(t, sums["big.bin"]); err != nil {
+				t.Errorf("read through a descriptor opened before the kill: %v\n%s", err, m.stderr.String())
 			}
 			err = boundedBy(t, 60*time.Second, "readdir the rest", func() error {
 				rest, err := d.Readdirnames(-1)
@@ -475,24 +463,47 @@ func TestSessionInterruptsOnOlderKernels(t *testing.T) {
 // under its new name.
 func TestSessionRenamedFile(t *testing.T) {
 	m, _, sums := sessionMount(t, map[string]int{"ckpt.tmp": 3<<20 + 9})
-	f, err := os.Open(filepath.Join(m.dir, "ckpt.tmp"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.CopyN(h, f, 1<<20); err != nil {
-		t.Fatal(err)
-	}
+	part := readPart(t, filepath.Join(m.dir, "ckpt.tmp"))
 	if err := os.Rename(filepath.Join(m.dir, "ckpt.tmp"), filepath.Join(m.dir, "ckpt.pt")); err != nil {
 		t.Fatal(err)
 	}
 	m.restart(t, 1)
-	err = boundedBy(t, 60*time.Second, "read the rest", func() error {
-		_, err := io.Copy(h, f)
+	if err := part.rest(t, sums["ckpt.tmp"]); err != nil {
+		t.Errorf("read of a renamed file across the kill: %v", err)
+	}
+}
+
+// partRead is a file read in part through one descriptor.
+type partRead struct {
+	f *os.File
+	h hash.Hash // of what was read
+}
+
+// readPart opens path and reads its first MiB; the descriptor is closed
+// when the test ends.
+func readPart(t *testing.T, path string) partRead {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	p := partRead{f: f, h: sha256.New()}
+	if _, err := io.CopyN(p.h, f, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// rest reads the rest (bounded) and checks the whole file's sha256.
+func (p partRead) rest(t *testing.T, want [32]byte) error {
+	t.Helper()
+	err := boundedBy(t, 60*time.Second, "read the rest", func() error {
+		_, err := io.Copy(p.h, p.f)
 		return err
 	})
-	if err != nil || [32]byte(h.Sum(nil)) != sums["ckpt.tmp"] {
-		t.Errorf("read of a renamed file across the kill: %v, sha256 matches: %v", err, [32]byte(h.Sum(nil)) == sums["ckpt.tmp"])
+	if err == nil && [32]byte(p.h.Sum(nil)) != want {
+		err = errors.New("the bytes read differ from the object's (sha256)")
 	}
+	return err
 }
