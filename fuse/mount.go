@@ -214,18 +214,17 @@ func (s *Server) unmount() error {
 	defer s.fsys.ids.close()
 	defer s.fsys.cl.close()
 	defer s.fsys.cancel()
-	err := s.srv.Unmount()
-	if err != nil {
+	if s.fsys.opts.Session != nil {
+		// The supervisor's mount: go-fuse unmounts only mounts it made.
+		if err := lazyUnmount(s.dir); err != nil && !s.ended() {
+			return fmt.Errorf("fuse: unmount %s: %w", s.dir, err)
+		}
+	} else if err := s.srv.Unmount(); err != nil {
 		// Busy (open files, a process's working directory): detach
 		// it from the namespace now; the kernel ends the session
 		// when the last file is closed.
 		s.fsys.log.Warn().Err(err).Str("dir", s.dir).Msg("fuse: unmount failed, detaching lazily")
-		if lerr := lazyUnmount(s.dir); lerr != nil {
-			select {
-			case <-s.served:
-				return nil // gone anyway
-			default:
-			}
+		if lerr := lazyUnmount(s.dir); lerr != nil && !s.ended() {
 			return fmt.Errorf("fuse: unmount %s: %w (lazy: %w)", s.dir, err, lerr)
 		}
 	}
@@ -237,6 +236,16 @@ func (s *Server) unmount() error {
 		s.fsys.log.Warn().Str("dir", s.dir).Msg("fuse: detached with files still open")
 	}
 	return nil
+}
+
+// ended reports whether the kernel has let go of the mount already.
+func (s *Server) ended() bool {
+	select {
+	case <-s.served:
+		return true
+	default:
+		return false
+	}
 }
 
 // lazyUnmount detaches dir: by the syscall when we may, else through
