@@ -269,7 +269,7 @@ func (n *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 		if err != nil {
 			return nil, 0, n.fsys.errno("open", err)
 		}
-		return &stageHandle{n: n, s: s}, 0, 0
+		return &stageHandle{n: n, s: s}, openStaged, 0
 	}
 	if n.pinned {
 		// Read-only mount: no opens at all (see noopen.go).

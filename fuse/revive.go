@@ -14,12 +14,19 @@ import (
 )
 
 // Handle numbers: the worker's generation, a bit for handles that wrote
-// (or may have), and the bridge's own number. Handle 0 is "none".
+// or read bytes not yet uploaded (a stage), and the bridge's own number.
+// Handle 0 is "none".
 const (
 	fhGenShift = 40
 	fhWriter   = 1 << 32
 	fhIndex    = 1<<32 - 1
 )
+
+// openStaged, in the open flags a node's Open returns, marks a handle on
+// a stage (a file being written): after a crash it fails like a
+// writer's, since the staged bytes it read are gone. The reviver clears
+// it before the kernel sees it (no FOPEN_ flag uses the bit).
+const openStaged = 1 << 31
 
 type reviver struct {
 	fuse.RawFileSystem // the fs package's bridge

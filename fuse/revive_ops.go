@@ -159,7 +159,9 @@ func (r *reviver) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOu
 		return st
 	}
 	st := r.RawFileSystem.Open(cancel, in, out)
-	out.Fh = r.handle(out.Fh, writes(in.Flags))
+	staged := out.OpenFlags&openStaged != 0
+	out.OpenFlags &^= openStaged
+	out.Fh = r.handle(out.Fh, staged || writes(in.Flags))
 	return st
 }
 

@@ -507,3 +507,43 @@ func (p partRead) rest(t *testing.T, want [32]byte) error {
 	}
 	return err
 }
+
+// TestSessionFailsAReaderOfAStage: a file opened for reading while
+// another descriptor was writing it reads the staged bytes; after the
+// kill those are gone, and it gets EIO, never the object's old bytes
+// after the new ones.
+func TestSessionFailsAReaderOfAStage(t *testing.T) {
+	m, _, _ := sessionMount(t, map[string]int{"ckpt.bin": 4 << 20})
+	path := filepath.Join(m.dir, "ckpt.bin")
+	w, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	staged := bytes.Repeat([]byte("new!"), 512<<10) // 2 MiB
+	if _, err := w.Write(staged); err != nil {
+		t.Fatal(err)
+	}
+	r, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	first := make([]byte, 1<<20)
+	if _, err := io.ReadFull(r, first); err != nil || !bytes.Equal(first, staged[:1<<20]) {
+		t.Fatalf("read of the stage: %v", err)
+	}
+	m.restart(t, 1)
+	// Pages the kernel keeps would answer without the mount.
+	if err := unix.Fadvise(int(r.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+	rest := make([]byte, 1<<20)
+	err = boundedBy(t, 60*time.Second, "read on", func() error {
+		_, err := io.ReadFull(r, rest)
+		return err
+	})
+	if !errors.Is(err, syscall.EIO) {
+		t.Errorf("read of a stage across the kill: %v (new bytes after: %v); want EIO", err, bytes.Equal(rest, staged[1<<20:]))
+	}
+}
