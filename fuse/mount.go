@@ -140,6 +140,7 @@ func (f *filesys) serve(dir string) (*fuse.Server, error) {
 			return nil, err
 		}
 		if taken, err = openInflight(s.Dir); err != nil {
+			j.close()
 			return nil, err
 		}
 		gen = s.Gen

@@ -51,7 +51,7 @@ type idEntry struct {
 type nodeTable struct {
 	pinned bool // read-only mount: a file node is one version
 
-	mu sync.Mutex // guards the fields below
+	mu sync.RWMutex // guards the fields below
 	m  map[uint64]*idEntry
 	j  *journal // nil unless the mount is a supervised session
 	// compacting: a rewrite of the journal runs (compactions waits
@@ -186,16 +186,16 @@ func (t *nodeTable) served(id uint64) bool {
 	if id <= fuse.FUSE_ROOT_ID {
 		return true
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.mu.RLock()
+	defer t.mu.RUnlock()
 	e, ok := t.m[id]
 	return ok && e.bridge > 0
 }
 
 // desc returns what id names, if the kernel may hold it.
 func (t *nodeTable) desc(id uint64) (nodeDesc, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.mu.RLock()
+	defer t.mu.RUnlock()
 	e, ok := t.m[id]
 	if !ok || e.desc.key == gone {
 		return nodeDesc{}, false
@@ -256,8 +256,12 @@ func (t *nodeTable) maybeCompact() {
 	}()
 }
 
-// close flushes the journal, after a compaction in progress.
+// close flushes the journal, after a compaction in progress (nil: a
+// mount that failed before it had a table).
 func (t *nodeTable) close() {
+	if t == nil {
+		return
+	}
 	t.compactions.Wait()
 	t.mu.Lock()
 	defer t.mu.Unlock()
