@@ -45,14 +45,15 @@ func sessionMount(t *testing.T, sizes map[string]int, extra ...string) (*mountCh
 	return m, cl, sums
 }
 
-// sessionOrigin skips a test where a session cannot be held (no FUSE,
-// not root: the tests run the mount as root or as another user), and
-// starts a MinIO with bucket train seeded with sizes.
+// sessionOrigin skips a test where the kernel has no FUSE, and starts a
+// MinIO with bucket train seeded with sizes. The session tests run as
+// root, as the other mount tests do (and as CI runs them): they mount
+// directly, or as another user.
 func sessionOrigin(t *testing.T, sizes map[string]int) (*miniotest.Server, *minio.Client, map[string][32]byte) {
 	t.Helper()
 	needFUSE(t)
 	if os.Geteuid() != 0 {
-		t.Skip("the session tests run as root")
+		t.Fatal("the session tests run as root")
 	}
 	mio := miniotest.StartT(t)
 	cl, err := newS3Client(mio.URL(), envMap(minioEnv(mio)))
@@ -344,7 +345,7 @@ func TestBackoff(t *testing.T) {
 // opened before the worker was killed.
 func TestSessionWithoutRoot(t *testing.T) {
 	if _, err := exec.LookPath("fusermount3"); err != nil {
-		t.Skip("no fusermount3")
+		t.Fatalf("fusermount3 (Debian's fuse3, which make test installs): %v", err)
 	}
 	const nobody = 65534
 	mio, _, sums := sessionOrigin(t, map[string]int{"big.bin": 8<<20 + 3})
