@@ -1,8 +1,10 @@
 // Prometheus metrics of the log: dirty bytes and objects, uploads by
-// result, uploaded bytes and retries.
+// result, uploaded bytes and retries, uploads held for restores.
 package writeback
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -34,7 +36,13 @@ func newMetrics(l *Log) *metrics {
 	dirtyLimit := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "granary_writeback_dirty_limit_bytes", Help: "Dirty bytes past which writes get 503 SlowDown (--dirty-limit).",
 	}, func() float64 { return float64(l.opts.DirtyLimit) })
-	m.all = []prometheus.Collector{m.uploads, m.bytes, m.retries, dirtyBytes, dirtyObjects, dirtyLimit}
+	held := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "granary_writeback_uploads_held", Help: "Upload bodies waiting now for clients reading staged copies (a restore of what was just saved).",
+	}, func() float64 { return float64(l.restores.waiting.Load()) })
+	heldSeconds := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "granary_writeback_held_seconds_total", Help: "Seconds upload bodies waited for clients reading staged copies, summed over uploads.",
+	}, func() float64 { return time.Duration(l.restores.held.Load()).Seconds() })
+	m.all = []prometheus.Collector{m.uploads, m.bytes, m.retries, dirtyBytes, dirtyObjects, dirtyLimit, held, heldSeconds}
 	return m
 }
 

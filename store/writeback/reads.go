@@ -58,8 +58,13 @@ func (l *Log) Get(ctx context.Context, bucket, key string, r store.ReadRange) (i
 }
 
 // GetStaged is Get from the staged copy only: a key with no pending put
-// of version r.ETag gets store.ErrNotFound, never an origin read.
+// of version r.ETag gets store.ErrNotFound, never an origin read. It is a
+// client's read (a restore of what was just saved): uploads give way to
+// it (see yielder).
 func (l *Log) GetStaged(bucket, key string, r store.ReadRange) (io.ReadCloser, error) {
+	if r.Length != 0 {
+		l.restores.touch()
+	}
 	rc, _, err, pending := l.getPending(bucket, key, r)
 	if !pending || errors.Is(err, store.ErrNoSuchKey) || errors.Is(err, store.ErrPreconditionFailed) {
 		if rc != nil {

@@ -75,7 +75,7 @@ func (l *Log) upload(o *op) (string, error) {
 		return "", fmt.Errorf("%w: %v", errStageLost, err)
 	}
 	defer rc.Close()
-	info, err := l.origin.Put(ctx, o.Bucket, o.Key, rc, o.Info.Size, o.Info.ObjectMeta)
+	info, err := l.origin.Put(ctx, o.Bucket, o.Key, l.held(ctx, rc), o.Info.Size, o.Info.ObjectMeta)
 	return info.ETag, err
 }
 
@@ -237,7 +237,7 @@ func (l *Log) uploadParts(ctx context.Context, o *op) (etag string, err error) {
 				return fmt.Errorf("%w: %v", errStageLost, err)
 			}
 			defer rc.Close()
-			pi, err := l.mp.PutPart(gctx, o.Bucket, o.Key, id, p.Number, rc, p.Size)
+			pi, err := l.mp.PutPart(gctx, o.Bucket, o.Key, id, p.Number, l.held(gctx, rc), p.Size)
 			if err != nil {
 				return err
 			}

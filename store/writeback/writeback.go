@@ -115,15 +115,16 @@ var errClosed = errors.New("writeback: log closed")
 // Lock order: closeMu (shared), then commitMu, then mu. No I/O (origin,
 // journal, stage) is done while holding mu.
 type Log struct {
-	opts   Options
-	origin store.Origin
-	mp     store.Multipart // the origin's, or nil if it has none
-	stage  *parts.Store    // multipart uploads and their completions
-	puts   *parts.Store    // single Puts
-	db     *bbolt.DB
-	tmpDir string
-	m      *metrics
-	log    zerolog.Logger
+	opts     Options
+	origin   store.Origin
+	mp       store.Multipart // the origin's, or nil if it has none
+	stage    *parts.Store    // multipart uploads and their completions
+	puts     *parts.Store    // single Puts
+	db       *bbolt.DB
+	tmpDir   string
+	m        *metrics
+	log      zerolog.Logger
+	restores yielder // clients reading staged copies hold uploads back
 
 	// observers are set once by Start (under mu), read-only after.
 	observers []Observer
@@ -185,6 +186,7 @@ func Open(opts Options) (*Log, error) {
 		changed:  make(chan struct{}),
 		uploads:  make(map[string]*wbUpload),
 		known:    make(map[string]bool),
+		restores: newYielder(),
 	}
 	l.mp, _ = opts.Origin.(store.Multipart)
 	l.work = sync.NewCond(&l.mu)
