@@ -84,7 +84,7 @@ func runCheckpoint(ctx context.Context, o options, logw io.Writer) (*ckptReport,
 	defer ck.close()
 	logf("wrote %d x %s of random bytes in %v", p.shards, sizeName(p.shardSize), time.Since(t0).Round(time.Millisecond))
 	r := &ckptRun{ck: ck, proxy: proxy, logf: logf,
-		rep: &ckptReport{plan: p, slow: o.slow, quick: o.quick, started: time.Now(), loadStart: loadAverage()}}
+		rep: &ckptReport{plan: p, slow: o.slow, quick: o.quick, started: time.Now(), loadStart: loadAverage(), held: -1}}
 	if err := r.direct(ctx, mio); err != nil {
 		return nil, err
 	}

@@ -134,6 +134,12 @@ func (r *ckptRun) writeBack(ctx context.Context, bin string, g *granaryProc, cl 
 	if err := <-flushed; err != nil {
 		return err
 	}
+	// Counted once a wait ends, so after the flush: nothing else read a
+	// staged copy meanwhile.
+	if m, err := scrapeMetrics(ctx, g.endpoint()); err == nil {
+		r.rep.held = time.Duration(m.sum("granary_writeback_held_seconds_total") * float64(time.Second))
+		r.logf("write-back uploads held for the restore: %.2f s in all", r.rep.held.Seconds())
+	}
 	if restoreErr != nil {
 		return restoreErr
 	}

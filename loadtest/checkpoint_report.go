@@ -55,14 +55,19 @@ type fillNote struct {
 
 // ckptReport collects a checkpoint run's results.
 type ckptReport struct {
-	plan               ckptPlan
-	slow               slowproxy.Options
-	quick              bool
-	started            time.Time
-	rows               []ckptRow
-	granaryRAM         int64 // --ram given to granary; 0 when not measured
-	rss                []rssNote
-	fills              []fillNote
+	plan       ckptPlan
+	slow       slowproxy.Options
+	quick      bool
+	started    time.Time
+	rows       []ckptRow
+	granaryRAM int64 // --ram given to granary; 0 when not measured
+	rss        []rssNote
+	fills      []fillNote
+	// held is how long the write-back uploads waited for the restore
+	// started when the save was acknowledged (the node's
+	// granary_writeback_held_seconds_total, summed over upload bodies);
+	// negative when not measured.
+	held               time.Duration
 	loadStart, loadEnd string // as in report
 }
 
@@ -113,6 +118,10 @@ func (r *ckptReport) markdown() string {
 			fmt.Fprintf(&b, "%s %.2f s after %s", map[bool]string{true: ",", false: ""}[i > 0], f.took.Seconds(), f.after)
 		}
 		b.WriteString(".\n\n")
+	}
+	if r.held >= 0 && r.granaryRAM > 0 {
+		fmt.Fprintf(&b, "While the restore started when the write-back save was acknowledged ran, the uploads to the origin gave way to it: "+
+			"their bodies waited %.2f s in all (summed over the parts in flight; granary_writeback_held_seconds_total).\n\n", r.held.Seconds())
 	}
 	if r.granaryRAM > 0 {
 		r.targets(&b)

@@ -56,6 +56,17 @@ type hopRow struct {
 	// served is where the nodes served the row's reads from, summed over
 	// the three nodes; zero for the direct row.
 	served servedCounts
+	// nodeCPU and clientCPU are the CPU time the three nodes and the
+	// load test used over the row (the nodes' is zero for the direct row).
+	nodeCPU, clientCPU time.Duration
+}
+
+// perRead returns d spread over the row's reads.
+func (h hopRow) perRead(d time.Duration) time.Duration {
+	if h.stats.reads == 0 {
+		return 0
+	}
+	return d / time.Duration(h.stats.reads)
 }
 
 // hopBench measures rows on one cluster.
@@ -127,22 +138,32 @@ func (h *hopBench) row(ctx context.Context, set hopSet, name string, route func(
 	if err != nil {
 		return err
 	}
+	cpu0, err := h.ns.cpu()
+	if err != nil {
+		return err
+	}
+	self0 := selfCPU()
 	st, err := runReads(ctx, h.clients, reads, set.conc)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
+	}
+	self1 := selfCPU()
+	cpu1, err := h.ns.cpu()
+	if err != nil {
+		return err
 	}
 	after, err := h.ns.served(ctx)
 	if err != nil {
 		return err
 	}
-	row := hopRow{set: set.name, row: name, stats: st}
+	row := hopRow{set: set.name, row: name, stats: st, clientCPU: self1 - self0}
 	if name != rowDirect {
-		row.served = after.minus(before)
+		row.served, row.nodeCPU = after.minus(before), cpu1-cpu0
 	}
 	s := row.served
-	h.r.logf("%-13s %-45s %6d reads %8.0f ops/s %8.1f MB/s p50 %-9v p99 %-9v ram %.0f hot %.0f disk %.0f peer %.0f origin %.0f",
+	h.r.logf("%-13s %-45s %6d reads %8.0f ops/s %8.1f MB/s p50 %-9v p99 %-9v ram %.0f hot %.0f disk %.0f peer %.0f origin %.0f cpu/read nodes %v client %v",
 		set.name, name, st.reads, st.opsPerSec(), st.mbPerSec(), st.p50.Round(time.Microsecond), st.p99.Round(time.Microsecond),
-		s.ram, s.hot, s.disk, s.peerReads, s.originReqs)
+		s.ram, s.hot, s.disk, s.peerReads, s.originReqs, row.perRead(row.nodeCPU).Round(time.Microsecond), row.perRead(row.clientCPU).Round(time.Microsecond))
 	h.r.rep.hops = append(h.r.rep.hops, row)
 	return nil
 }

@@ -264,6 +264,19 @@ func (c servedCounts) minus(e servedCounts) servedCounts {
 }
 
 // served scrapes every node and sums their counters.
+// cpu returns the CPU time the three nodes have used, summed.
+func (s *nodeSet) cpu() (time.Duration, error) {
+	var sum time.Duration
+	for i, g := range s.nodes {
+		d, err := g.cpuTime()
+		if err != nil {
+			return 0, fmt.Errorf("node %s: %w", s.ids[i], err)
+		}
+		sum += d
+	}
+	return sum, nil
+}
+
 func (s *nodeSet) served(ctx context.Context) (servedCounts, error) {
 	ms := make([]metricSet, len(s.nodes))
 	for i, g := range s.nodes {

@@ -86,16 +86,17 @@ func (r *clusterReport) hopTable(b *strings.Builder) {
 		"object through every node follows (untimed), so each node has the metadata and a warm row's reads are chunk "+
 		"reads alone. Non-owner rows send each read to the node after its chunk's owner (n1→n2→n3→n1), so every node "+
 		"asks each other node for a share.\n\n", r.ownersChecked)
-	b.WriteString("| set | row | reads | ops/s | MB/s | p50 | p99 | throughput / MinIO direct | p50 / via owner p50 | RAM hits | hot hits | disk hits | peer chunk reads | origin requests |\n" +
-		"|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| set | row | reads | ops/s | MB/s | p50 | p99 | throughput / MinIO direct | p50 / via owner p50 | RAM hits | hot hits | disk hits | peer chunk reads | origin requests | nodes' CPU per read | client's CPU per read |\n" +
+		"|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, h := range r.hops {
 		st, s := h.stats, h.served
 		direct, owner := r.findHop(h.set, rowDirect).stats, r.findHop(h.set, rowOwner).stats
 		vsDirect, vsOwner := ratio(st.mbPerSec(), direct.mbPerSec()), ratio(float64(st.p50), float64(owner.p50))
-		counts := "| - | - | - | - | - |"
+		counts := "| - | - | - | - | - | - |"
 		if h.row != rowDirect {
-			counts = fmt.Sprintf("| %.0f | %.0f | %.0f | %.0f | %.0f |", s.ram, s.hot, s.disk, s.peerReads, s.originReqs)
+			counts = fmt.Sprintf("| %.0f | %.0f | %.0f | %.0f | %.0f | %s |", s.ram, s.hot, s.disk, s.peerReads, s.originReqs, us(h.perRead(h.nodeCPU)))
 		}
+		counts += " " + us(h.perRead(h.clientCPU)) + " |"
 		fmt.Fprintf(b, "| %s | %s | %d | %.0f | %.1f | %s | %s | %s | %s %s\n", h.set, h.row, st.reads, st.opsPerSec(),
 			st.mbPerSec(), ms(st.p50), ms(st.p99), vsDirect, vsOwner, counts)
 	}
@@ -112,7 +113,10 @@ func (r *clusterReport) hopTable(b *strings.Builder) {
 		"(/metrics, summed over the three nodes, over the row): granary_cache_hits_total by tier (an owner serving a peer " +
 		"counts a RAM hit too, so a peer-hop row shows a RAM hit per chunk, at the owner), granary_peer_chunk_reads_total " +
 		"(chunks a node read from their owner) and granary_origin_requests_total (every op). p50 and p99 are per GET, to its " +
-		"last byte; the ratios compare rows of the same set.\n\n")
+		"last byte; the ratios compare rows of the same set. The CPU columns divide the CPU time (user and system) over " +
+		"the row by its reads: the three nodes' (/proc/PID/stat, 10 ms ticks) and the load test's own (getrusage: its " +
+		"clients, and its slow proxy, idle in warm rows). Client, nodes and MinIO share the machine's cores, so a row's " +
+		"throughput falls as its CPU per read rises.\n\n")
 	r.hopSummary(b)
 }
 
@@ -127,6 +131,11 @@ func (r *clusterReport) hopSummary(b *strings.Builder) {
 			"(p50 %s against %s, +%s per GET); a repeat through it, from its hot copy, at %.2fx (p50 %s).\n",
 			set, peer.mbPerSec()/owner.mbPerSec(), ms(peer.p50), ms(owner.p50), ms(peer.p50-owner.p50),
 			hot.mbPerSec()/owner.mbPerSec(), ms(hot.p50))
+		ownerRow, peerRow := r.findHop(set, rowOwner), r.findHop(set, rowPeer)
+		if oc, pc := ownerRow.perRead(ownerRow.nodeCPU), peerRow.perRead(peerRow.nodeCPU); oc > 0 && pc > 0 {
+			fmt.Fprintf(b, "  The nodes' CPU per read: %s through the owner, %s through a non-owner (%.2fx); the client's: %s and %s.\n",
+				us(oc), us(pc), float64(pc)/float64(oc), us(ownerRow.perRead(ownerRow.clientCPU)), us(peerRow.perRead(peerRow.clientCPU)))
+		}
 		if fresh := r.findHop(set, rowFresh).stats; fresh.reads > 0 {
 			fmt.Fprintf(b, "  Before the node had the metadata: %.2fx (p50 %s).\n", fresh.mbPerSec()/owner.mbPerSec(), ms(fresh.p50))
 		}
