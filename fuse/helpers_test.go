@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -146,16 +147,23 @@ func mountT(t *testing.T, opts Options) (string, *Server) {
 		select {
 		case err := <-done:
 			if err != nil {
-				t.Errorf("unmount: %v", err)
+				t.Errorf("unmount: %v\n%s", err, goroutines())
 			}
 		case <-time.After(time.Minute): // a hang, not slowness on a busy machine
-			t.Errorf("unmount of %s hangs", dir)
+			t.Errorf("unmount of %s hangs\n%s", dir, goroutines())
 		}
 		if mounted(dir) {
 			t.Errorf("%s still mounted after Unmount", dir)
 		}
 	})
 	return dir, s
+}
+
+// goroutines returns every goroutine's stack, for a test that failed
+// on a hang.
+func goroutines() string {
+	buf := make([]byte, 4<<20)
+	return "goroutines:\n" + string(buf[:runtime.Stack(buf, true)])
 }
 
 // bounded runs fn and fails the test if it takes longer than d. A FUSE
@@ -171,7 +179,7 @@ func bounded(t *testing.T, d time.Duration, what string, fn func()) {
 	select {
 	case <-done:
 	case <-time.After(d):
-		t.Fatalf("%s did not finish within %v", what, d)
+		t.Fatalf("%s did not finish within %v\n%s", what, d, goroutines())
 	}
 }
 

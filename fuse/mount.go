@@ -31,6 +31,11 @@ const (
 	// for the kernel to end the session (it does not while files are
 	// open).
 	unmountWait = time.Second
+	// serveWait bounds how long Unmount waits, once the kernel let go,
+	// for the requests being served to end: each is bounded by the S3
+	// timeouts, so one still running past it is stuck, and waiting on
+	// would hang the caller (a stopping worker, a test) for good.
+	serveWait = 45 * time.Second
 )
 
 // normalize checks opts and fills in the documented zero values.
@@ -220,7 +225,7 @@ func (s *Server) unmount() error {
 		if err := lazyUnmount(s.dir); err != nil && !s.ended() {
 			return fmt.Errorf("fuse: unmount %s: %w", s.dir, err)
 		}
-	} else if err := s.srv.Unmount(); err != nil {
+	} else if err := s.goFuseUnmount(); err != nil {
 		// Busy (open files, a process's working directory): detach
 		// it from the namespace now; the kernel ends the session
 		// when the last file is closed.
@@ -237,6 +242,26 @@ func (s *Server) unmount() error {
 		s.fsys.log.Warn().Str("dir", s.dir).Msg("fuse: detached with files still open")
 	}
 	return nil
+}
+
+// errStuck is the error of an unmount whose requests did not end.
+var errStuck = errors.New("requests still being served")
+
+// goFuseUnmount is go-fuse's Unmount (the unmount, then a wait for every
+// request being served to end), with that wait bounded by serveWait.
+func (s *Server) goFuseUnmount() error {
+	done := make(chan error, 1)
+	go func() { done <- s.srv.Unmount() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(serveWait):
+		if mounted, _ := IsMounted(s.dir); mounted {
+			return fmt.Errorf("fuse: unmount %s: no answer within %v", s.dir, serveWait)
+		}
+		s.fsys.log.Error().Str("dir", s.dir).Dur("after", serveWait).Msg("fuse: unmounted, but requests are still being served")
+		return fmt.Errorf("fuse: unmount %s: %w after %v", s.dir, errStuck, serveWait)
+	}
 }
 
 // ended reports whether the kernel has let go of the mount already.
