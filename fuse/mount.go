@@ -31,10 +31,11 @@ const (
 	// for the kernel to end the session (it does not while files are
 	// open).
 	unmountWait = time.Second
-	// serveWait bounds how long Unmount waits, once the kernel let go,
-	// for the requests being served to end: each is bounded by the S3
-	// timeouts, so one still running past it is stuck, and waiting on
-	// would hang the caller (a stopping worker, a test) for good.
+	// serveWait bounds how long Unmount waits, once the mount is gone
+	// from this namespace, for the session to end: its requests are
+	// bounded by the S3 timeouts, so a session still served past it is
+	// stuck or kept by a copy of the mount in another namespace, and
+	// waiting on would hang the caller (a stopping worker, a test).
 	serveWait = 45 * time.Second
 )
 
@@ -244,8 +245,11 @@ func (s *Server) unmount() error {
 	return nil
 }
 
-// errStuck is the error of an unmount whose requests did not end.
-var errStuck = errors.New("requests still being served")
+// errStuck is the error of an unmount whose session did not end: a
+// request is stuck, or another mount namespace (one made while the
+// mount existed, as `ip netns exec` or a container runtime makes them)
+// holds a copy of the mount, which keeps the session.
+var errStuck = errors.New("session still served")
 
 // goFuseUnmount is go-fuse's Unmount (the unmount, then a wait for every
 // request being served to end), with that wait bounded by serveWait.
@@ -259,7 +263,8 @@ func (s *Server) goFuseUnmount() error {
 		if mounted, _ := IsMounted(s.dir); mounted {
 			return fmt.Errorf("fuse: unmount %s: no answer within %v", s.dir, serveWait)
 		}
-		s.fsys.log.Error().Str("dir", s.dir).Dur("after", serveWait).Msg("fuse: unmounted, but requests are still being served")
+		s.fsys.log.Error().Str("dir", s.dir).Dur("after", serveWait).
+			Msg("fuse: unmounted here, but the session goes on: a request is stuck, or another mount namespace holds a copy of the mount")
 		return fmt.Errorf("fuse: unmount %s: %w after %v", s.dir, errStuck, serveWait)
 	}
 }

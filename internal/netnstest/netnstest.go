@@ -107,12 +107,16 @@ func (n *Net) Host(t testing.TB) *Host {
 	return h
 }
 
-// Command is a command that runs in the host's namespace (`ip netns
-// exec`, which execs it: the process is the command itself, so signals
-// sent to it reach the command). It is killed if the test process dies
-// first (a test binary killed at its timeout runs no cleanup).
+// Command is a command that runs in the host's network namespace
+// (nsenter, which execs it: the process is the command itself, so
+// signals sent to it reach the command). It keeps the test's mount
+// namespace: `ip netns exec` would give it a copy of every mount, and a
+// FUSE mount another test unmounts meanwhile would live on in that copy
+// (its session, and the unmount waiting for it, last as long as the
+// command). It is killed if the test process dies first (a test binary
+// killed at its timeout runs no cleanup).
 func (h *Host) Command(name string, args ...string) *exec.Cmd {
-	cmd := exec.Command("ip", append([]string{"netns", "exec", h.NS, name}, args...)...)
+	cmd := exec.Command("nsenter", append([]string{"--net=/var/run/netns/" + h.NS, "--", name}, args...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	return cmd
 }
