@@ -10,6 +10,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/granary-dev/granary/internal/growstack"
 	"github.com/granary-dev/granary/store"
 )
 
@@ -118,6 +119,7 @@ func (e *Engine) objectInfo(ctx context.Context, bucket, key string, first inten
 	}
 	e.m.metaMisses.Inc()
 	ch := e.sf.DoChan(k, func() (any, error) {
+		growstack.Grow() // a fresh goroutine, about to go deep (origin, index)
 		ctx, cancel := e.detached(ctx)
 		defer cancel()
 		return e.loadInfo(ctx, bucket, key, first)
