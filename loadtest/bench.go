@@ -23,6 +23,7 @@ type smallResult struct {
 	// cacheHits and cacheOthers count the answers with a cache status
 	// header (nginx's): HIT, and anything else.
 	cacheHits, cacheOthers int64
+	cpu                    cpuUse // over the whole pass
 }
 
 func (r smallResult) opsPerSec() float64 { return float64(r.n) / r.elapsed.Seconds() }

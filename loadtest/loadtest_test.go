@@ -33,6 +33,7 @@ func TestQuickRun(t *testing.T) {
 	if want := len(p.sizes) * len(p.concs) * 4; len(rep.small) != want {
 		t.Fatalf("%d small results, want %d", len(rep.small), want)
 	}
+	cpu := map[string]time.Duration{} // per target and party, over every set
 	for _, r := range rep.small {
 		if r.n != p.count || r.opsPerSec() <= 0 || r.p50 <= 0 || r.p99 < r.p50 {
 			t.Errorf("small result %+v", r)
@@ -41,6 +42,19 @@ func TestQuickRun(t *testing.T) {
 		if r.target == "nginx warm" && (r.cacheHits != int64(r.n) || r.cacheOthers != 0) ||
 			r.target == "nginx cold" && (r.cacheHits != 0 || r.cacheOthers != int64(r.n)) {
 			t.Errorf("nginx pass %s %s c%d: %d hits, %d others", r.target, r.set, r.conc, r.cacheHits, r.cacheOthers)
+		}
+		c := r.cpu
+		if c.client <= 0 || r.target == "trivial" && c.serverMeasured || r.target == "minio" && c.originOf {
+			t.Errorf("CPU of %s %s c%d: %+v", r.target, r.set, r.conc, c)
+		}
+		cpu[r.target+" server"] += c.server
+		cpu[r.target+" origin"] += c.origin
+	}
+	// MinIO serves its own GETs and nginx's misses, nginx's workers serve
+	// nginx's GETs; summed over the sets, each is tens of 10 ms ticks.
+	for _, party := range []string{"minio server", "nginx cold origin", "nginx cold server", "nginx warm server"} {
+		if cpu[party] <= 0 {
+			t.Errorf("no CPU time charged to %s: %v", party, cpu)
 		}
 	}
 	if len(rep.large) != 8 {
@@ -56,7 +70,8 @@ func TestQuickRun(t *testing.T) {
 	}
 	md := rep.markdown()
 	for _, want := range []string{"| 4KiB | 16 | minio |", "| 100KiB | 64 | trivial |", "| 4KiB | 64 | nginx warm |",
-		"| 8 ranges | minio |", "| 8 ranges | nginx cold |", "quick mode"} {
+		"| 8 ranges | minio |", "| 8 ranges | nginx cold |", "quick mode",
+		"## CPU per GET", "| 4KiB | 16 | trivial | in the client | none |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}

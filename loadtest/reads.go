@@ -58,9 +58,9 @@ func run(ctx context.Context, o options, logw io.Writer) (*report, error) {
 	defer ngx.stop()
 	rep := &report{plan: p, quick: o.quick, started: time.Now()}
 	targets := []target{
-		{name: "minio", endpoint: mio.URL(), access: mio.AccessKey, secret: mio.SecretKey},
+		{name: "minio", endpoint: mio.URL(), access: mio.AccessKey, secret: mio.SecretKey, procs: pidOf(mio.Pid())},
 		{name: "trivial", endpoint: triv.endpoint(), access: "x", secret: "x"},
-		{name: "nginx", endpoint: ngx.endpoint(), anonymous: true},
+		{name: "nginx", endpoint: ngx.endpoint(), anonymous: true, procs: childrenOf(ngx.cmd.Process.Pid), origin: pidOf(mio.Pid())},
 	}
 	var g *granaryProc
 	if o.granary != "" {
@@ -77,8 +77,10 @@ func run(ctx context.Context, o options, logw io.Writer) (*report, error) {
 		rep.granaryRAM = ram
 		// The unsigned target reads the same node after its cold and warm
 		// passes: warm, as nginx is read (the bucket is anonymous-read).
-		targets = append(targets, target{name: "granary", endpoint: g.endpoint(), access: granaryAccess, secret: granarySecret},
-			target{name: granaryUnsigned, endpoint: g.endpoint(), anonymous: true})
+		node, origin := pidOf(g.cmd.Process.Pid), pidOf(mio.Pid())
+		targets = append(targets,
+			target{name: "granary", endpoint: g.endpoint(), access: granaryAccess, secret: granarySecret, procs: node, origin: origin},
+			target{name: granaryUnsigned, endpoint: g.endpoint(), anonymous: true, procs: node, origin: origin})
 	}
 	rep.loadStart = loadAverage()
 	if err := measure(ctx, d, targets, rep, logf); err != nil {
@@ -149,13 +151,22 @@ func measure(ctx context.Context, d *dataset, targets []target, rep *report, log
 		for i, t := range targets {
 			for _, label := range passes(t) {
 				h0, o0 := clients[i].cacheHits()
+				meter, err := startCPU(t)
+				if err != nil {
+					return err
+				}
 				r, err := runSmall(ctx, clients[i], set, label)
 				if err != nil {
 					return err
 				}
+				if r.cpu, err = meter.used(); err != nil {
+					return err
+				}
 				r.cacheHits, r.cacheOthers = cacheDelta(clients[i], h0, o0)
-				logf("%d x %s c%d %-13s %8.0f ops/s  p50 %v  p99 %v%s", r.n, r.set, r.conc, label, r.opsPerSec(),
-					r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), cacheNote(r.cacheHits, r.cacheOthers))
+				c := r.cpu.perGet(r.n)
+				logf("%d x %s c%d %-13s %8.0f ops/s  p50 %v  p99 %v  cpu/GET target %v origin %v client %v%s", r.n, r.set, r.conc, label,
+					r.opsPerSec(), r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), c.server, c.origin, c.client,
+					cacheNote(r.cacheHits, r.cacheOthers))
 				rep.small = append(rep.small, r)
 			}
 		}

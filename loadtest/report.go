@@ -37,6 +37,7 @@ func (r *report) markdown() string {
 	r.largeTables(&b)
 	r.nginxTables(&b)
 	r.nginxTargets(&b)
+	r.cpuTable(&b)
 	if r.granaryRAM > 0 {
 		fmt.Fprintf(&b, "## Memory\n\ngranary peak RSS (VmHWM) %s with --ram %s: %.2fx the budget.\n",
 			mib(r.granaryPeakRSS), mib(r.granaryRAM), float64(r.granaryPeakRSS)/float64(r.granaryRAM))

@@ -30,6 +30,10 @@ type target struct {
 	secret    string
 	anonymous bool           // unsigned GETs (nginx: a public-read bucket)
 	roots     *x509.CertPool // what an https endpoint is verified against
+	// procs and origin are the target's own processes and, for a cache,
+	// its origin's, whose CPU time the reads scenario charges per GET
+	// (reads_cpu.go); nil where there are none apart from the client.
+	procs, origin procSet
 }
 
 // trivialServer serves objects from memory by path (/bucket/key), whole or

@@ -55,6 +55,10 @@ func (s *Server) URL() string {
 	return "http://" + s.Endpoint
 }
 
+// Pid is the id of the process started (with Options.Command, of the
+// command it ran): a load test charges its CPU time to the origin.
+func (s *Server) Pid() int { return s.cmd.Process.Pid }
+
 // Binary returns the path of the MinIO server binary.
 func Binary() (string, error) {
 	if p := os.Getenv("MINIO_BIN"); p != "" {

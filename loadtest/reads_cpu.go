@@ -1,0 +1,126 @@
+// CPU per GET in the reads scenario: what each small-object pass cost the
+// target's own processes, the origin behind a cache and the client, so a
+// ratio between two targets sharing these two cores comes with its cause.
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// procSet lists the processes whose CPU time a row charges to one party:
+// a node, nginx's workers, MinIO. Nil charges nothing (the trivial server
+// runs in the load test, whose CPU is the client's).
+type procSet func() []int
+
+// pidOf is the procSet of one process.
+func pidOf(pid int) procSet { return func() []int { return []int{pid} } }
+
+// cpuOf sums the CPU time of ps's processes (zero for a nil set).
+func cpuOf(ps procSet) (time.Duration, error) {
+	if ps == nil {
+		return 0, nil
+	}
+	var sum time.Duration
+	for _, pid := range ps() {
+		d, err := procCPU(pid)
+		if err != nil {
+			return 0, err
+		}
+		sum += d
+	}
+	return sum, nil
+}
+
+// childrenOf is the procSet of pid's children (nginx's workers and cache
+// manager; the master only waits on them).
+func childrenOf(pid int) procSet {
+	return func() []int {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+		if err != nil {
+			return nil
+		}
+		var pids []int
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, n)
+			}
+		}
+		return pids
+	}
+}
+
+// cpuUse is the CPU time a pass cost each party; measured is false for a
+// party the target has no processes for.
+type cpuUse struct {
+	server, origin, client   time.Duration
+	serverMeasured, originOf bool
+}
+
+// cpuMeter takes the snapshot a pass's cpuUse is measured from.
+type cpuMeter struct {
+	t                      target
+	server, origin, client time.Duration
+}
+
+func startCPU(t target) (cpuMeter, error) {
+	m := cpuMeter{t: t, client: selfCPU()}
+	var err error
+	if m.server, err = cpuOf(t.procs); err != nil {
+		return m, err
+	}
+	m.origin, err = cpuOf(t.origin)
+	return m, err
+}
+
+// used is the CPU time spent since startCPU.
+func (m cpuMeter) used() (cpuUse, error) {
+	client := selfCPU()
+	server, err := cpuOf(m.t.procs)
+	if err != nil {
+		return cpuUse{}, err
+	}
+	origin, err := cpuOf(m.t.origin)
+	if err != nil {
+		return cpuUse{}, err
+	}
+	return cpuUse{server: server - m.server, origin: origin - m.origin, client: client - m.client,
+		serverMeasured: m.t.procs != nil, originOf: m.t.origin != nil}, nil
+}
+
+// perGet is u spread over n GETs.
+func (u cpuUse) perGet(n int) cpuUse {
+	if n <= 0 {
+		return cpuUse{}
+	}
+	d := time.Duration(n)
+	u.server, u.origin, u.client = u.server/d, u.origin/d, u.client/d
+	return u
+}
+
+func (u cpuUse) total() time.Duration { return u.server + u.origin + u.client }
+
+// cpuTable renders the CPU per GET of every small-object pass.
+func (r *report) cpuTable(b *strings.Builder) {
+	b.WriteString("## CPU per GET\n\n" +
+		"What each small-object pass cost the machine's two cores, per GET, from the processes' CPU time (/proc/PID/stat, " +
+		"10 ms ticks; the client from getrusage): the target's own processes (a granary node; nginx's workers; MinIO), " +
+		"the origin behind a cache (MinIO), and the client, which checks every body (and, for the trivial target, " +
+		"also serves it). Client, servers and origin share the cores, so a pass's throughput follows its total.\n\n")
+	b.WriteString("| objects | conc | target | target's processes | origin | client | total |\n|---|---:|---|---:|---:|---:|---:|\n")
+	for _, s := range r.small {
+		c := s.cpu.perGet(s.n)
+		server, origin := "in the client", "none"
+		if c.serverMeasured {
+			server = us(c.server)
+		}
+		if c.originOf {
+			origin = us(c.origin)
+		}
+		fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %s | %s |\n", s.set, s.conc, s.target, server, origin, us(c.client), us(c.total()))
+	}
+	b.WriteString("\n")
+}
