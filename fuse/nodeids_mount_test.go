@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/granary-dev/granary/internal/pagecache"
 	"github.com/granary-dev/granary/internal/syncbuf"
 )
 
@@ -63,7 +64,7 @@ func TestKernelForgetsEveryID(t *testing.T) {
 	}
 	deadline := time.Now().Add(time.Minute)
 	for held() > 0 {
-		if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("2"), 0); err != nil {
+		if err := pagecache.Drop(pagecache.Slab); err != nil {
 			t.Fatalf("drop_caches: %v", err)
 		}
 		if time.Now().After(deadline) {
@@ -75,7 +76,7 @@ func TestKernelForgetsEveryID(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("go-fuse's tree still holds %d children of the root", len(s.fsys.root.Children()))
 		}
-		os.WriteFile("/proc/sys/vm/drop_caches", []byte("2"), 0)
+		pagecache.Drop(pagecache.Slab)
 		time.Sleep(50 * time.Millisecond)
 	}
 	if l := logs.String(); strings.Contains(l, "panic") || strings.Contains(l, "underflow") {

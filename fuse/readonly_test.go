@@ -29,6 +29,7 @@ func TestReadOnlyReads(t *testing.T) {
 	}
 	putMany(t, mc, bucket, objs)
 	dir, s := mountT(t, roOptions(bucket))
+	keepPageCache(t)
 	readAll := func(what string) {
 		bounded(t, 30*time.Second, what, func() {
 			for key, want := range objs {

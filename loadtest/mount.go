@@ -19,6 +19,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/granary-dev/granary/internal/miniotest"
+	"github.com/granary-dev/granary/internal/pagecache"
 )
 
 // mountBucket is the scenario's bucket, on MinIO, served by granary.
@@ -92,7 +93,7 @@ func (d *mountData) writeLocal(dir string) error {
 // cache (root only): it makes the local disk's cold read cold.
 func dropPageCache() error {
 	syscall.Sync()
-	return os.WriteFile("/proc/sys/vm/drop_caches", []byte("3\n"), 0o200)
+	return pagecache.Drop(pagecache.All)
 }
 
 // readAllInto reads r to its end into buf and returns the byte count; a
