@@ -55,8 +55,9 @@ func (b peerBackend) HeadStale(bucket, key string) (store.ObjectInfo, error) {
 }
 
 // Chunk returns a reader of the chunk r names from r.Off on, for a member
-// that asked this node as an owner: from the tiers, or a flight that reads
-// the origin (never another member: the asker already chose this node).
+// that asked this node as an owner: from RAM, a copy staged here, the disk
+// tier, or a flight that reads the origin (never another member: the
+// asker already chose this node), in the order a local reader looks.
 // With r.CachedOnly (a new owner asking a former one), from the tiers
 // only, else store.ErrNotFound. The reader fails if the chunk cannot be
 // had; ctx bounds it.
@@ -72,6 +73,15 @@ func (b peerBackend) Chunk(ctx context.Context, r peer.ChunkRequest) (io.Reader,
 		}
 		return &refReader{ctx: ctx, ref: chunkRef{data: data}, off: int(r.Off)}, nil
 	}
+	if b, ok := e.lookupRAM(id, true); ok && int64(len(b)) == r.Len {
+		return &refReader{ctx: ctx, ref: chunkRef{data: b}, off: int(r.Off)}, nil
+	}
+	if open := e.localSource(id); open != nil {
+		// Staged on this node (a write-back save not at the origin yet, a
+		// tee being filled): read in place, as this node's own clients
+		// do, and so a member restoring it holds the uploads back too.
+		return open(id.Index*e.opts.ChunkSize+r.Off, r.Len-r.Off)
+	}
 	if id.Index == 0 {
 		// The first chunk may be on its way with the object's metadata
 		// (fetchWithFirstChunk registers its flight only once the origin
@@ -82,7 +92,7 @@ func (b peerBackend) Chunk(ctx context.Context, r peer.ChunkRequest) (io.Reader,
 		}
 	}
 	info := store.ObjectInfo{Bucket: id.Bucket, Key: id.Key, ETag: id.ETag, Size: id.Index*r.Chunk + r.Len}
-	ref := e.chunk(info, id.Index, wantAsked, lookAll)
+	ref := e.chunk(info, id.Index, wantAsked, lookDisk) // RAM was looked at above
 	return &refReader{ctx: ctx, ref: ref, off: int(r.Off)}, nil
 }
 

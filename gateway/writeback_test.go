@@ -1,14 +1,18 @@
 // The engine over a write-back log: an acknowledged object is in the
-// tiers before the origin has it, so the restore after a flush is a hit.
+// tiers before the origin has it, so the restore after a flush is a hit;
+// a member's read of a copy staged here is read in place.
 package gateway
 
 import (
 	"bytes"
 	"context"
+	"io"
+	"sync/atomic"
 	"testing"
 
 	"github.com/rs/zerolog"
 
+	"github.com/granary-dev/granary/cluster/peer"
 	"github.com/granary-dev/granary/store"
 	"github.com/granary-dev/granary/store/writeback"
 )
@@ -75,5 +79,75 @@ func TestWriteBackObjectsFillTheCache(t *testing.T) {
 	var at bytes.Buffer
 	if _, err := at.ReadFrom(rc); err != nil || !bytes.Equal(at.Bytes(), big) {
 		t.Fatalf("the origin's copy differs (%v)", err)
+	}
+}
+
+// stagedReads is a write-back log that counts the reads of staged copies
+// it is asked for as a client's (GetStaged with a length): those hold its
+// uploads back while the restore goes on.
+type stagedReads struct {
+	*writeback.Log
+	reads atomic.Int64
+}
+
+func (s *stagedReads) GetStaged(bucket, key string, r store.ReadRange) (io.ReadCloser, error) {
+	if r.Length != 0 {
+		s.reads.Add(1)
+	}
+	return s.Log.GetStaged(bucket, key, r)
+}
+
+// A member asking this node for a chunk of an object staged here (saved,
+// not yet uploaded) reads the staged copy in place, as this node's own
+// clients do: a restore through another member holds the uploads back too.
+func TestPeerReadOfAStagedCopy(t *testing.T) {
+	const chunk = 1 << 20
+	var staged *stagedReads
+	wrap := func(o store.Origin) store.Origin {
+		log, err := writeback.Open(writeback.Options{Origin: o, Dir: t.TempDir(),
+			WriteBack: func(string) bool { return true }, Logger: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { log.Close() }) // never started: the copy stays staged
+		staged = &stagedReads{Log: log}
+		return staged
+	}
+	r := newRig(t, rigOptions{chunk: chunk, fresh: Freshness{Mode: Immutable}, wrap: wrap,
+		modes: map[string]WriteMode{"rig": WriteBack}})
+	ctx := context.Background()
+	data := randBytes(t, 3*chunk+5)
+	info, err := r.e.Put(ctx, r.bucket, "ckpt/shard", bytes.NewReader(data), int64(len(data)), store.ObjectMeta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.e.fills.Wait()
+	// Out of the tiers, as on a member whose RAM went to other chunks.
+	for _, tier := range []store.Tier{r.ram, r.disk} {
+		if err := tier.DeleteObject(r.bucket, info.Key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gets := r.originGets()
+	for idx := int64(0); idx*chunk < info.Size; idx++ {
+		n, before := r.e.chunkLen(info.Size, idx), staged.reads.Load()
+		off := n / 2 // part of a chunk, as a member asks for the rest of one
+		body, err := r.e.PeerBackend().Chunk(ctx, peer.ChunkRequest{ID: r.e.chunkID(info, idx), Len: n, Chunk: chunk, Off: off})
+		if err != nil {
+			t.Fatalf("chunk %d: %v", idx, err)
+		}
+		got, err := io.ReadAll(body)
+		if c, ok := body.(io.Closer); ok {
+			c.Close()
+		}
+		if want := data[idx*chunk+off : idx*chunk+n]; err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("chunk %d from %d: %d bytes (%v), want %d", idx, off, len(got), err, len(want))
+		}
+		if staged.reads.Load() == before {
+			t.Errorf("chunk %d was not read from the staged copy", idx)
+		}
+	}
+	if got := r.originGets() - gets; got != 0 {
+		t.Errorf("the peer's reads made %d reads through the origin, want none", got)
 	}
 }
