@@ -60,6 +60,9 @@ type DB struct {
 	closed  bool
 	writes  chan writeReq
 	stopped chan struct{} // closed when the committer has exited
+	// lingered counts the batches that waited for more inserts (tests
+	// read it).
+	lingered atomic.Int64
 }
 
 // Open opens or creates the index file at path.
@@ -147,14 +150,15 @@ func (d *DB) Lookup(id store.ChunkID) (Location, error) {
 // entry is written only if it returns true. A nil admit inserts only when
 // id is absent. Because bbolt serialises writers, admit can check,
 // atomically with respect to every other index write, that loc's unit
-// still exists and that an old entry is stale.
+// still exists and that an old entry is stale. Among concurrent inserts,
+// it may wait up to a millisecond to share their commit (see lingerFor).
 func (d *DB) Insert(id store.ChunkID, loc Location, admit func(old *Location) bool) (bool, error) {
 	k := ChunkKey(id)
 	if len(k) > MaxKeyLen {
 		return false, fmt.Errorf("%w: chunk key of %d bytes", store.ErrInvalidKey, len(k))
 	}
 	inserted := false
-	err := d.update(func(tx *bolt.Tx) (int64, error) {
+	err := d.insert(func(tx *bolt.Tx) (int64, error) {
 		inserted = false // fn may run twice (see update)
 		chunks := tx.Bucket(bucketChunks)
 		v := chunks.Get(k)

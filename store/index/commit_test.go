@@ -1,0 +1,59 @@
+// Group commit: inserts from concurrent writers linger to share a commit,
+// a writer alone never waits, and every write is committed either way.
+package index
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/granary-dev/granary/store"
+)
+
+func insertN(t *testing.T, d *DB, writer, n int) {
+	for i := range n {
+		id := store.ChunkID{Bucket: "b", Key: fmt.Sprintf("w%d/k%d", writer, i), ETag: "e"}
+		if ok, err := d.Insert(id, Location{Kind: InSegment, Unit: 1, Length: 10}, nil); !ok || err != nil {
+			t.Errorf("Insert %v = %v, %v", id, ok, err)
+			return
+		}
+	}
+}
+
+func TestSequentialInsertsNeverLinger(t *testing.T) {
+	d, _ := openTest(t)
+	insertN(t, d, 0, 300)
+	if n := d.lingered.Load(); n != 0 {
+		t.Fatalf("a writer alone waited for others %d times", n)
+	}
+	if d.Count() != 300 {
+		t.Fatalf("Count = %d, want 300", d.Count())
+	}
+}
+
+func TestConcurrentInsertsLinger(t *testing.T) {
+	d, _ := openTest(t)
+	const writers, each = 16, 100
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() { insertN(t, d, w, each) })
+	}
+	wg.Wait()
+	if d.lingered.Load() == 0 {
+		t.Error("no batch of 16 concurrent writers' inserts waited to share a commit")
+	}
+	if d.Count() != writers*each {
+		t.Fatalf("Count = %d, want %d", d.Count(), writers*each)
+	}
+	// A removal among lingering inserts is committed too.
+	var rm sync.WaitGroup
+	rm.Go(func() { insertN(t, d, writers, each) })
+	id := store.ChunkID{Bucket: "b", Key: "w0/k0", ETag: "e"}
+	if ok, err := d.Remove(id, Location{Kind: InSegment, Unit: 1, Length: 10}); !ok || err != nil {
+		t.Fatalf("Remove = %v, %v", ok, err)
+	}
+	rm.Wait()
+	if d.Count() != (writers+1)*each-1 {
+		t.Fatalf("Count = %d, want %d", d.Count(), (writers+1)*each-1)
+	}
+}
