@@ -53,8 +53,9 @@ func childrenOf(pid int) procSet {
 	}
 }
 
-// cpuUse is the CPU time a pass cost each party; measured is false for a
-// party the target has no processes for.
+// cpuUse is the CPU time a pass cost each party. serverMeasured and
+// originOf are false when the target has no processes of its own (the
+// trivial server) or no origin behind it (MinIO itself).
 type cpuUse struct {
 	server, origin, client   time.Duration
 	serverMeasured, originOf bool
