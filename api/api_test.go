@@ -175,7 +175,9 @@ func newEnvListening(t testing.TB, gopts gateway.Options, root string, before fu
 	})
 	e := &env{srv: srv, eng: eng, addr: ln.Addr().String(), root: root, reg: reg}
 	e.client = e.newClient(t, nil)
-	awaitReady(t, "http://"+e.addr+"/healthz")
+	if o.TLS == nil { // newTLSEnv waits for an HTTPS server itself
+		awaitReady(t, "http://"+e.addr+"/healthz")
+	}
 	return e
 }
 
@@ -195,9 +197,15 @@ func (e *env) newClient(t testing.TB, tr http.RoundTripper) *minio.Client {
 // awaitReady polls url until it answers 200.
 func awaitReady(t testing.TB, url string) {
 	t.Helper()
+	awaitReadyOver(t, http.DefaultClient, url)
+}
+
+// awaitReadyOver polls url with client until it answers 200.
+func awaitReadyOver(t testing.TB, client *http.Client, url string) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		resp, err := http.Get(url)
+		resp, err := client.Get(url)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {

@@ -199,9 +199,27 @@ func (c *trackedConn) Close() error {
 		first = true
 		c.l.forget(c)
 	})
-	tcp, ok := c.Conn.(*net.TCPConn)
-	if !first || !c.linger.Load() || !ok || tcp.CloseWrite() != nil {
+	if !first || !c.linger.Load() {
 		return c.Conn.Close()
+	}
+	return closeGently(c.Conn)
+}
+
+// closeGently is the lingering close of conn: its sending side ends in
+// order (for TLS, a close_notify alert ahead of the socket's FIN), then
+// what the client still sends is read and dropped for up to lingerTime
+// and lingerBytes, in the background, before the socket closes. A
+// connection that cannot end its sending side so is closed at once.
+func closeGently(conn net.Conn) error {
+	var tcp *net.TCPConn
+	switch cc := conn.(type) {
+	case *net.TCPConn:
+		tcp = cc
+	case *tlsConn:
+		tcp = cc.endWrite()
+	}
+	if tcp == nil || tcp.CloseWrite() != nil {
+		return conn.Close()
 	}
 	go func() {
 		_ = tcp.SetReadDeadline(time.Now().Add(lingerTime))

@@ -2,13 +2,19 @@
 // crypto/tls sends every record (at most 16 KiB of data) with its own
 // write to the socket: a 1 MiB body is 64 writes, 64 trips through the
 // TCP stack, 64 wake-ups of the reader. A tlsConn gathers the records of
-// one large Write into a buffer and sends them together.
+// one large Write into a buffer and sends them together. A connection
+// that opens with plain HTTP instead of a TLS handshake is answered 400,
+// in plain HTTP, saying to use HTTPS.
 package api
 
 import (
 	"crypto/tls"
+	"fmt"
+	"io"
 	"net"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // Record batching bounds. A Write of at most one record's worth of data
@@ -55,6 +61,31 @@ type tlsConn struct {
 	raw *batchingConn
 }
 
+// endWrite ends the sending side of a TLS session in order, with a
+// close_notify alert (crypto/tls bounds its write by a deadline), and
+// returns the socket under it, for closeGently to half-close and drain;
+// nil if the session cannot end so (its handshake never completed, the
+// socket is not TCP). A client that was refused ahead of the request
+// body it is still sending then reads the answer and an orderly end,
+// where a reset would reach its TLS stack as a broken connection.
+func (c *tlsConn) endWrite() *net.TCPConn {
+	tcp, ok := c.raw.Conn.(*net.TCPConn)
+	if !ok || c.Conn.CloseWrite() != nil {
+		return nil
+	}
+	return tcp
+}
+
+// Close closes the session (crypto/tls sends its close_notify first); a
+// connection answered as plain HTTP closes gently instead, so the client
+// reads the 400 before any reset.
+func (c *tlsConn) Close() error {
+	if c.raw.plain.Load() {
+		return closeGently(c.raw.Conn)
+	}
+	return c.Conn.Close()
+}
+
 // Write sends p as crypto/tls would, in fewer socket writes. The handshake
 // is completed first, outside any batch: its flights must reach the
 // client while the server waits for the answers.
@@ -81,6 +112,46 @@ type batchingConn struct {
 	mu  sync.Mutex // guards buf and err
 	buf *[]byte    // non-nil between begin and end
 	err error      // the first failed flush of this batch
+	// read is set by the first Read (used by the reading side only:
+	// crypto/tls serialises reads), plain when that Read found plain
+	// HTTP and answered it (read by Close, which a shutdown may call from
+	// another goroutine). The first read runs under the deadline fasthttp
+	// sets for a request's headers, so it is bounded.
+	read  bool
+	plain atomic.Bool
+}
+
+// plainHTTPAnswer is the answer to plain HTTP sent to the HTTPS port, as
+// nginx gives it.
+var plainHTTPAnswer = func() []byte {
+	body := "400 The plain HTTP request was sent to HTTPS port: use https:// to reach this server.\n"
+	return []byte(fmt.Sprintf("HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n"+
+		"Content-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body))
+}()
+
+// plainAnswerTimeout bounds the write of plainHTTPAnswer.
+const plainAnswerTimeout = 5 * time.Second
+
+// Read reads from the socket. The first Read, the start of the client's
+// handshake, is looked at: a TLS record starts with a content type byte
+// (0x16 for a ClientHello), an HTTP request with a method's capital
+// letter. Plain HTTP is answered plainHTTPAnswer and its bytes end in
+// io.EOF, which crypto/tls takes for a handshake that never started and
+// fasthttp for a client gone before its first request: the connection
+// closes without another byte (closing gently: see tlsConn.Close).
+func (c *batchingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if c.read || n == 0 {
+		return n, err
+	}
+	c.read = true
+	if p[0] < 'A' || p[0] > 'Z' {
+		return n, err
+	}
+	c.plain.Store(true)
+	_ = c.Conn.SetWriteDeadline(time.Now().Add(plainAnswerTimeout))
+	_, _ = c.Conn.Write(plainHTTPAnswer)
+	return 0, io.EOF
 }
 
 func (c *batchingConn) begin() {
