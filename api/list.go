@@ -150,11 +150,14 @@ func (s *Server) listObjectsV2(c *fiber.Ctx, r *request) error {
 		owner = &o
 	}
 	out := listBucketV2Result{
-		Name: r.bucket, Prefix: q.enc(q.prefix), ContinuationToken: token,
+		Name: r.bucket, Prefix: q.enc(q.prefix),
 		StartAfter: q.enc(startAfter), KeyCount: len(page.Objects) + len(page.CommonPrefixes),
 		MaxKeys: q.maxKeys, Delimiter: q.enc(q.delimiter), IsTruncated: page.IsTruncated,
 		Contents:       q.contents(page.Objects, owner),
 		CommonPrefixes: q.prefixes(page.CommonPrefixes),
+	}
+	if args.Has("continuation-token") { // echoed as given, even empty
+		out.ContinuationToken = &token
 	}
 	if page.IsTruncated {
 		out.NextContinuationToken = encodeToken(page.NextAfter)

@@ -193,10 +193,18 @@ func testListRaw(t *testing.T, e *env, bucket string) {
 		resp, body, _ := e.listRaw(t, bucket, q)
 		expectError(t, resp, body, http.StatusBadRequest, "InvalidArgument")
 	}
-	// An empty continuation token is no token, as S3 takes it.
-	_, _, res := e.listRaw(t, bucket, "list-type=2&continuation-token=&max-keys=3")
+	// An empty continuation token is no token, as S3 takes it, and it is
+	// echoed, empty (s3-tests' test_bucket_listv2_continuationtoken_empty);
+	// a listing given none names none.
+	_, body, res := e.listRaw(t, bucket, "list-type=2&continuation-token=&max-keys=3")
 	if len(res.Contents) != 3 || res.KeyCount != 3 || res.ContinuationToken != "" {
 		t.Errorf("empty continuation-token: %d keys, KeyCount %d, token %q", len(res.Contents), res.KeyCount, res.ContinuationToken)
+	}
+	if !strings.Contains(string(body), "<ContinuationToken></ContinuationToken>") {
+		t.Errorf("empty continuation-token not echoed: %.300s", body)
+	}
+	if _, body, _ = e.listRaw(t, bucket, "list-type=2&max-keys=3"); strings.Contains(string(body), "<ContinuationToken>") {
+		t.Errorf("a listing without continuation-token names one: %.300s", body)
 	}
 	_, _, res = e.listRaw(t, bucket, "list-type=2&max-keys=5000")
 	if res.MaxKeys != 1000 || len(res.Contents) != 1000 || !res.IsTruncated || res.KeyCount != 1000 {

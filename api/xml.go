@@ -74,7 +74,7 @@ type listBucketV2Result struct {
 	XMLName               xml.Name    `xml:"http://s3.amazonaws.com/doc/2006-03-01/ ListBucketResult"`
 	Name                  string      `xml:"Name"`
 	Prefix                string      `xml:"Prefix"`
-	ContinuationToken     string      `xml:"ContinuationToken,omitempty"`
+	ContinuationToken     *string     `xml:"ContinuationToken,omitempty"` // nil: none was given
 	NextContinuationToken string      `xml:"NextContinuationToken,omitempty"`
 	StartAfter            string      `xml:"StartAfter,omitempty"`
 	KeyCount              int         `xml:"KeyCount"`
