@@ -100,7 +100,7 @@ func testRefusedCompletions(t *testing.T, e *env, bucket, id string) {
 	}{
 		{"small first part", []minio.CompletePart{p1, p2}, 400, "EntityTooSmall"},
 		{"descending", []minio.CompletePart{p2, p1}, 400, "InvalidPartOrder"},
-		{"repeated", []minio.CompletePart{p1, p1}, 400, "InvalidPartOrder"},
+		{"repeated (s3-tests: InvalidPart)", []minio.CompletePart{p1, p1}, 400, "InvalidPart"},
 		{"wrong ETag", []minio.CompletePart{bad}, 400, "InvalidPart"},
 		{"not an MD5", []minio.CompletePart{{PartNumber: 1, ETag: "zz"}}, 400, "InvalidPart"},
 		{"missing part", []minio.CompletePart{{PartNumber: 3, ETag: p2.ETag}}, 400, "InvalidPart"},

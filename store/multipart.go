@@ -139,6 +139,8 @@ func MultipartETag(partETags []string) (string, error) {
 
 // CheckCompletion applies S3's rules to a completion before any part is
 // looked at: at least one part, numbers in range and strictly ascending.
+// A number listed twice in a row is a part that cannot be found twice
+// (S3 answers InvalidPart), not a disorder.
 func CheckCompletion(parts []CompletePart) error {
 	if len(parts) == 0 {
 		return fmt.Errorf("%w: no parts listed", ErrInvalidPart)
@@ -147,7 +149,11 @@ func CheckCompletion(parts []CompletePart) error {
 		if p.Number < 1 || p.Number > MaxPartNumber {
 			return fmt.Errorf("%w: %d", ErrInvalidPartNumber, p.Number)
 		}
-		if i > 0 && p.Number <= parts[i-1].Number {
+		switch {
+		case i == 0:
+		case p.Number == parts[i-1].Number:
+			return fmt.Errorf("%w: part %d listed twice", ErrInvalidPart, p.Number)
+		case p.Number < parts[i-1].Number:
 			return ErrInvalidPartOrder
 		}
 	}

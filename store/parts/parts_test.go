@@ -294,7 +294,7 @@ func TestCompletionErrors(t *testing.T) {
 	}{
 		{"none", nil, store.ErrInvalidPart},
 		{"descending", with(func(c []store.CompletePart) []store.CompletePart { c[0], c[1] = c[1], c[0]; return c }), store.ErrInvalidPartOrder},
-		{"duplicate", append(with(func(c []store.CompletePart) []store.CompletePart { return c[:2] }), good[1]), store.ErrInvalidPartOrder},
+		{"duplicate", append(with(func(c []store.CompletePart) []store.CompletePart { return c[:2] }), good[1]), store.ErrInvalidPart},
 		{"number 0", []store.CompletePart{{Number: 0, ETag: good[0].ETag}}, store.ErrInvalidPartNumber},
 		{"number too big", []store.CompletePart{{Number: store.MaxPartNumber + 1, ETag: good[0].ETag}}, store.ErrInvalidPartNumber},
 		{"missing part", []store.CompletePart{good[0], good[1], {Number: 4, ETag: good[0].ETag}}, store.ErrInvalidPart},

@@ -79,7 +79,7 @@ func mpCompletionErrors(t *testing.T, o store.Origin, mp store.Multipart) {
 		{"a part never uploaded", []store.CompletePart{{Number: 3, ETag: p1.ETag}}, store.ErrInvalidPart},
 		{"no parts", nil, store.ErrInvalidPart},
 		{"descending numbers", completion(p2, p1), store.ErrInvalidPartOrder},
-		{"a repeated number", completion(p1, p1), store.ErrInvalidPartOrder},
+		{"a repeated number", completion(p1, p1), store.ErrInvalidPart},
 		{"part number 0", []store.CompletePart{{Number: 0, ETag: p1.ETag}, {Number: 2, ETag: p2.ETag}}, store.ErrInvalidPartNumber},
 		{"part number 10001", []store.CompletePart{{Number: 2, ETag: p2.ETag}, {Number: 10001, ETag: p1.ETag}}, store.ErrInvalidPartNumber},
 	} {
