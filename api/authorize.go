@@ -26,16 +26,17 @@ func allows(p *access.Policy, c *fiber.Ctx, o op, bucket, key string) bool {
 		return p.Bucket(access.Write, bucket)
 	case opDeleteBucket:
 		return p.Bucket(access.Delete, bucket)
-	case opGetBucketTagging:
+	case opGetBucketTagging, opGetBucketACL:
 		return p.Bucket(access.Read, bucket)
-	case opPutBucketTagging, opDeleteBucketTagging:
+	case opPutBucketTagging, opDeleteBucketTagging, opPutBucketACL:
 		return p.Bucket(access.Write, bucket)
 	case opListObjects, opListObjectsV2, opListObjectVersions, opListMultipartUploads:
 		return p.Prefix(access.List, bucket, queryValue(c.Request().URI().QueryArgs(), "prefix"))
-	case opGetObject, opHeadObject, opGetObjectTagging:
+	case opGetObject, opHeadObject, opGetObjectTagging, opGetObjectACL:
 		return p.Object(access.Read, bucket, key)
 	case opPutObject, opCopyObject, opCreateMultipartUpload, opUploadPart, opUploadPartCopy,
-		opCompleteMultipartUpload, opAbortMultipartUpload, opListParts, opPutObjectTagging, opDeleteObjectTagging:
+		opCompleteMultipartUpload, opAbortMultipartUpload, opListParts, opPutObjectTagging, opDeleteObjectTagging,
+		opPutObjectACL:
 		return p.Object(access.Write, bucket, key)
 	case opDeleteObject:
 		return p.Object(access.Delete, bucket, key)

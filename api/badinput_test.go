@@ -256,7 +256,7 @@ func testUnsupported(t *testing.T, e *env, bucket string) {
 		status              int
 		code                string
 	}{
-		{http.MethodGet, "/" + bucket, "acl=", 501, "NotImplemented"},
+		{http.MethodGet, "/" + bucket, "website", 501, "NotImplemented"},
 		{http.MethodGet, "/" + bucket, "policy", 501, "NotImplemented"},
 		{http.MethodPut, "/" + bucket, "cors", 501, "NotImplemented"},
 		{http.MethodGet, "/" + bucket, "lifecycle", 501, "NotImplemented"},

@@ -58,6 +58,11 @@ const (
 	opAbortMultipartUpload
 	opListParts
 	opListMultipartUploads
+	opGetBucketACL
+	opPutBucketACL
+	opGetObjectACL
+	opPutObjectACL
+	opPreflight      // a CORS preflight (OPTIONS), answered unauthenticated
 	opNotImplemented // a sub-resource or method Granary does not serve
 	numOps
 )
@@ -107,6 +112,11 @@ var opNames = [numOps]string{
 	opAbortMultipartUpload:    "AbortMultipartUpload",
 	opListParts:               "ListParts",
 	opListMultipartUploads:    "ListMultipartUploads",
+	opGetBucketACL:            "GetBucketAcl",
+	opPutBucketACL:            "PutBucketAcl",
+	opGetObjectACL:            "GetObjectAcl",
+	opPutObjectACL:            "PutObjectAcl",
+	opPreflight:               "Preflight",
 	opNotImplemented:          "NotImplemented",
 }
 

@@ -119,6 +119,10 @@ func (s *Server) serveS3(c *fiber.Ctx, r *request) error {
 	if targetErr != nil {
 		r.op = opUnknown
 	}
+	if res != resService && targetErr == nil && c.Request().Header.IsOptions() {
+		r.op = opPreflight
+		return preflight(c)
+	}
 
 	if targetErr == nil && s.mayAnonymously(c, r.op, bucket, key) {
 		r.policy = s.access.Anonymous()
@@ -146,6 +150,22 @@ func (s *Server) serveS3(c *fiber.Ctx, r *request) error {
 		}
 	}
 	return rt.h(s, c, r)
+}
+
+// preflight answers a CORS preflight (OPTIONS on a bucket or object), which
+// browsers send without credentials, so it is answered before any
+// authentication, as S3 does: Granary serves no CORS configuration, so
+// one with its Origin and Access-Control-Request-Method is refused 403
+// AccessForbidden, and one without them is a bad request (400).
+func preflight(c *fiber.Ctx) error {
+	h := &c.Request().Header
+	switch {
+	case len(h.Peek("Origin")) == 0:
+		return s3err.New(s3err.BadRequest, "")
+	case len(h.Peek("Access-Control-Request-Method")) == 0:
+		return s3err.New(s3err.BadRequest, "Insufficient information. Access-Control-Request-Method header needed.")
+	}
+	return s3err.New(s3err.AccessForbidden, "")
 }
 
 // recoverPanic turns a handler panic into an InternalError, so one bad
@@ -192,6 +212,8 @@ func bodyBytes(resp *fasthttp.Response) int64 {
 // Routine outcomes log at debug, client mistakes at warn, server failures
 // (and responses cut short) at error; a request refused because the
 // origin is down logs at debug (the outage is logged once, by the guard).
+// A 501 NotImplemented answers a client asking for what Granary does not
+// serve (an ACL grant, a bucket policy): a client matter, logged at warn.
 func (s *Server) report(r *request, bytes int64, streamErr error) {
 	elapsed := time.Since(r.start)
 	s.metrics.observe(r.op, r.status, elapsed.Seconds())
@@ -200,7 +222,8 @@ func (s *Server) report(r *request, bytes int64, streamErr error) {
 	switch {
 	case errors.Is(r.cause, store.ErrOriginDown) && streamErr == nil:
 		ev = s.log.Debug() // the origin's guard logged the outage once
-	case r.status >= 500 || (streamErr != nil && !errors.Is(streamErr, errClientGone)):
+	case (r.status >= 500 && r.status != http.StatusNotImplemented) ||
+		(streamErr != nil && !errors.Is(streamErr, errClientGone)):
 		ev = s.log.Error()
 	case (r.status >= 400 && !routineStatus(r.status)) || streamErr != nil:
 		ev = s.log.Warn()

@@ -113,6 +113,7 @@ func newRouteTable() *routeTable {
 	registerObjectRoutes(t)
 	registerMultipartRoutes(t)
 	registerTaggingRoutes(t)
+	registerACLRoutes(t)
 	return t
 }
 
@@ -170,6 +171,14 @@ func registerTaggingRoutes(t *routeTable) {
 	t.add(resBucket, mGET, "tagging", opGetBucketTagging, (*Server).getBucketTagging)
 	t.add(resBucket, mPUT, "tagging", opPutBucketTagging, (*Server).putBucketTagging)
 	t.add(resBucket, mDELETE, "tagging", opDeleteBucketTagging, (*Server).deleteBucketTagging)
+}
+
+// registerACLRoutes adds the bucket and object ACL operations (acl.go).
+func registerACLRoutes(t *routeTable) {
+	t.add(resBucket, mGET, "acl", opGetBucketACL, (*Server).getBucketACL)
+	t.add(resBucket, mPUT, "acl", opPutBucketACL, (*Server).putBucketACL)
+	t.add(resObject, mGET, "acl", opGetObjectACL, (*Server).getObjectACL)
+	t.add(resObject, mPUT, "acl", opPutObjectACL, (*Server).putObjectACL)
 }
 
 // resolve picks the route of a request for res. A known sub-resource with

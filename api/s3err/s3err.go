@@ -14,6 +14,8 @@ type Code string
 // The codes Granary answers with.
 const (
 	AccessDenied                  Code = "AccessDenied"
+	AccessForbidden               Code = "AccessForbidden"
+	BadRequest                    Code = "BadRequest"
 	AuthorizationHeaderMalformed  Code = "AuthorizationHeaderMalformed"
 	AuthorizationQueryParamsError Code = "AuthorizationQueryParametersError"
 	BadDigest                     Code = "BadDigest"
@@ -72,6 +74,8 @@ type entry struct {
 // catalogue maps each code to its HTTP status and default description.
 var catalogue = map[Code]entry{
 	AccessDenied:                  {http.StatusForbidden, "Access Denied."},
+	AccessForbidden:               {http.StatusForbidden, "CORSResponse: CORS is not enabled for this bucket."},
+	BadRequest:                    {http.StatusBadRequest, "Insufficient information. Origin request header needed."},
 	AuthorizationHeaderMalformed:  {http.StatusBadRequest, "The authorization header is malformed."},
 	AuthorizationQueryParamsError: {http.StatusBadRequest, "Error parsing the X-Amz-Credential parameter."},
 	BadDigest:                     {http.StatusBadRequest, "The Content-MD5 or checksum you specified did not match what we received."},
