@@ -17,6 +17,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/minio/minio-go/v7/pkg/signer"
 )
 
 // v2Client is a minio-go client of e that signs with SigV2.
@@ -119,6 +120,26 @@ func TestSigV2Presigned(t *testing.T) {
 	expectError(t, resp, body, http.StatusForbidden, "AccessDenied")
 	if !bytes.Contains(body, []byte("Request has expired")) {
 		t.Fatalf("expired URL: %s", body)
+	}
+
+	// A URL signed to live ten years is refused, as SigV4 refuses one of
+	// more than seven days; seven days are taken.
+	for _, c := range []struct {
+		life   time.Duration
+		status int
+	}{{10 * 365 * 24 * time.Hour, http.StatusForbidden}, {7 * 24 * time.Hour, http.StatusOK}} {
+		req, err := http.NewRequest(http.MethodGet, "http://"+e.addr+"/"+bucket+"/dir/obj%20one", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		signed := signer.PreSignV2(*req, testAccess, testSecret, int64(c.life/time.Second), false)
+		resp, body = httpGet(t, signed.URL.String())
+		if resp.StatusCode != c.status {
+			t.Errorf("a SigV2 URL living %v: %d %q, want %d", c.life, resp.StatusCode, body, c.status)
+		}
+		if c.status == http.StatusForbidden {
+			expectError(t, resp, body, http.StatusForbidden, "AccessDenied")
+		}
 	}
 }
 

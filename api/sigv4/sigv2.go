@@ -82,8 +82,15 @@ func (v *Verifier) fromV2Query(r *Request, sc *scratch, a *authInfo) error {
 	if !ok {
 		return s3err.New(s3err.InvalidAccessKeyID, "")
 	}
-	if v.now().Unix() > expires {
+	now := v.now().Unix()
+	if now > expires {
 		return s3err.New(s3err.AccessDenied, "Request has expired")
+	}
+	// SigV4 caps a presigned URL's life at seven days; a SigV2 URL, which
+	// names its end instead, is capped the same (with the clock skew
+	// allowed, for a signer whose clock runs ahead of ours).
+	if expires-now > maxPresignLife+int64(v.maxSkew()/time.Second) {
+		return s3err.New(s3err.AccessDenied, "Expires must be less than a week (in seconds) from now: 604800")
 	}
 	// A '+' in a query is a space once decoded; a base64 signature sent
 	// unescaped meant '+', and base64 never holds a space.
