@@ -44,6 +44,7 @@ type request struct {
 	errCode   s3err.Code // the S3 error answered, if any
 	cause     error      // what a known server-side failure (5xx) came from, for the log
 	streaming bool       // the body is streamed: objectStream reports it
+	tooLarge  bool       // a PUT declaring more than maxPutBody, kept from a 100 Continue
 	logger    *zerolog.Logger
 }
 
@@ -77,6 +78,7 @@ func (s *Server) entry(c *fiber.Ctx) error {
 		method: methodString(c.Request().Header.Method()),
 	}
 	r.ctx = gateway.WithRequestID(s.baseCtx, r.id)
+	r.tooLarge = restoreTooLarge(&c.Request().Header)
 	h := &c.Response().Header
 	h.Set("X-Amz-Request-Id", r.id)
 	h.Set("X-Amz-Id-2", r.id)
@@ -138,6 +140,9 @@ func (s *Server) serveS3(c *fiber.Ctx, r *request) error {
 	}
 	if err := s.authorize(c, r); err != nil {
 		return err
+	}
+	if r.tooLarge { // no S3 PUT takes such a body: refused before it is sent
+		return s3err.New(s3err.EntityTooLarge, "")
 	}
 	if res != resService {
 		if err := checkBucket(bucket); err != nil {

@@ -262,9 +262,11 @@ func (s *Server) fiberConfig() fiber.Config {
 
 // headerReceived runs once a request's headers are read, before fasthttp
 // reads the first body bytes: the body gets IOTimeout from here on, not
-// what is left of the header phase's ReadHeaderTimeout. The zero fields
-// keep the server's body limit and write timeout.
-func (s *Server) headerReceived(*fasthttp.RequestHeader) fasthttp.RequestConfig {
+// what is left of the header phase's ReadHeaderTimeout, and a PUT too
+// large to take is kept from a 100 Continue (markTooLarge). The zero
+// fields keep the server's body limit and write timeout.
+func (s *Server) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+	markTooLarge(h)
 	return fasthttp.RequestConfig{ReadTimeout: s.opts.IOTimeout}
 }
 
