@@ -6,7 +6,7 @@ object and bucket tagging, the bucket's versioning status and listing of
 versions, and the places where S3 differs from a naive implementation
 (whitespace keys, empty metadata, Expires, partNumber reads, repeated
 completes, re-uploaded parts, presign bounds, continuation tokens, dates,
-Expect).
+Expect, canned ACLs, CORS preflights).
 
 Run by scripts/e2e.sh with each Python interpreter that has boto3. Reads
 E2E_ENDPOINT, E2E_ACCESS_KEY, E2E_SECRET_KEY, E2E_REGION, E2E_BUCKET (a
@@ -254,6 +254,7 @@ def empty_continuation_token(env):
         s3.put_object(Bucket=env.bucket, Key=env.key(f"tok/{i}"), Body=b"t")
     got = s3.list_objects_v2(Bucket=env.bucket, Prefix=env.key("tok/"), ContinuationToken="")
     check(got.get("KeyCount") == 3, f"listed {got.get('KeyCount')} keys with an empty token")
+    check(got.get("ContinuationToken") == "", f"the empty token echoed as {got.get('ContinuationToken')!r}")
 
 
 @case
@@ -271,6 +272,12 @@ def presign_expires_bounds(env):
         q = [(k, bad if k == "X-Amz-Expires" else v) for k, v in q]
         status, _, body = fetch(urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(q))))
         check(status == 403 and xml_code(body) == "AccessDenied", f"X-Amz-Expires={bad}: {status} {body[:200]!r}")
+    # SigV2 names its end: ten years ahead is refused as SigV4's 604801 s is.
+    url = env.v2.generate_presigned_url("get_object", Params={"Bucket": env.bucket, "Key": key},
+                                        ExpiresIn=10 * 365 * 86400)
+    check("AWSAccessKeyId=" in url, f"not a SigV2 URL: {url}")
+    status, _, body = fetch(url)
+    check(status == 403 and xml_code(body) == "AccessDenied", f"SigV2 URL for ten years: {status} {body[:200]!r}")
 
 
 @case
@@ -317,6 +324,60 @@ def expect_header(env):
 
 def _add_expect(request, **_):
     request.headers["Expect"] = "something-else"
+
+
+@case
+def expect_too_large(env):
+    """A PUT declaring more than S3 takes is refused EntityTooLarge before
+    any 100 Continue: the client never sends its body."""
+    url = env.plain.generate_presigned_url("put_object", Params={"Bucket": env.bucket, "Key": env.key("expect/huge")})
+    parts = urllib.parse.urlsplit(url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=30) as conn:
+        conn.sendall((f"PUT {parts.path}?{parts.query} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+                      f"Content-Length: {6 << 40}\r\nExpect: 100-continue\r\n\r\n").encode())
+        first = conn.recv(4096)
+        check(first.startswith(b"HTTP/1.1 400") and b"<Code>EntityTooLarge</Code>" in first,
+              f"6 TiB with Expect: {first[:200]!r}")
+
+
+@case
+def canned_private_acl(env):
+    """ACLs answer as MinIO's: the owner's FULL_CONTROL; the canned private
+    can be set, any other ACL is NotImplemented."""
+    s3, key = env.s3, env.key("acl/obj")
+    s3.put_object(Bucket=env.bucket, Key=key, Body=b"a")
+    for got in (s3.get_object_acl(Bucket=env.bucket, Key=key), s3.get_bucket_acl(Bucket=env.bucket)):
+        grants = got["Grants"]
+        check(len(grants) == 1 and grants[0]["Permission"] == "FULL_CONTROL" and
+              grants[0]["Grantee"].get("ID") == got["Owner"]["ID"], f"ACL {got}")
+    s3.put_object_acl(Bucket=env.bucket, Key=key, ACL="private")
+    s3.put_bucket_acl(Bucket=env.bucket, ACL="private")
+    expect_error("NotImplemented", s3.put_object_acl, Bucket=env.bucket, Key=key, ACL="public-read")
+    expect_error("NoSuchKey", s3.get_object_acl, Bucket=env.bucket, Key=key + "-missing")
+
+
+@case
+def preflight_without_cors(env):
+    """OPTIONS on a presigned GET URL is a CORS preflight: 400 without
+    Origin, 403 with one (no CORS is configured)."""
+    key = env.key("cors/obj")
+    env.s3.put_object(Bucket=env.bucket, Key=key, Body=b"c")
+    url = env.s3.generate_presigned_url("get_object", Params={"Bucket": env.bucket, "Key": key}, ExpiresIn=300)
+    status, _, body = fetch(url, method="OPTIONS")
+    check(status == 400, f"OPTIONS without Origin: {status} {body[:200]!r}")
+    status, _, body = fetch(url, method="OPTIONS", headers={"Origin": "example", "Access-Control-Request-Method": "GET"})
+    check(status == 403 and xml_code(body) == "AccessForbidden", f"preflight: {status} {body[:200]!r}")
+
+
+@case
+def complete_repeated_part(env):
+    """A completion naming part 1 twice is InvalidPart, as S3 answers."""
+    s3, key = env.s3, env.key("mp/repeated")
+    uid = s3.create_multipart_upload(Bucket=env.bucket, Key=key)["UploadId"]
+    etag = s3.upload_part(Bucket=env.bucket, Key=key, UploadId=uid, PartNumber=1, Body=b"one")["ETag"]
+    expect_error("InvalidPart", s3.complete_multipart_upload, Bucket=env.bucket, Key=key, UploadId=uid,
+                 MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}, {"PartNumber": 1, "ETag": etag}]})
+    s3.abort_multipart_upload(Bucket=env.bucket, Key=key, UploadId=uid)
 
 
 @case
