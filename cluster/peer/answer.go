@@ -17,7 +17,7 @@
 // are the tag's kind and index (answerNonce), each used once.
 //
 // The seal. HeaderAnswer carries a GMAC over the answer's status, its
-// mode (a body, or frames), the one header the protocol trusts
+// mode (a body, frames, or raw), the one header the protocol trusts
 // (HeaderObject), and, for a body, the body's own GMAC. A body (JSON, a
 // refusal, nothing) is read whole, bounded, and checked before it is
 // decoded.
@@ -42,6 +42,13 @@
 // Poly1305 about 2 GB/s (and a one-time key per frame), keyed BLAKE2b
 // about 0.3 GB/s.
 //
+// Over TLS. A member that reaches another over HTTPS (verifying its
+// certificate) asks for a chunk raw (HeaderRaw, signed like every
+// X-Granary-* header, so no one can ask it on a member's behalf): TLS
+// already authenticates every byte and binds it to the connection, so
+// frames would only tag them twice; the seal still binds the status and
+// the info header to the call.
+//
 // Versions. A member of an older version seals nothing; its answers are
 // refused (ErrBadAnswer), so a mixed cluster serves from the origin and
 // treats such members as not answering until every member is upgraded.
@@ -62,6 +69,17 @@ import (
 
 // HeaderAnswer carries an answer's seal (hex).
 const HeaderAnswer = "X-Granary-Peer-Answer"
+
+// HeaderRaw, a request header, "1": the caller reaches the member over
+// HTTPS and asks for a chunk's bytes as they are, without frames.
+const HeaderRaw = "X-Granary-Peer-Raw"
+
+// How an answer's body travels, as its seal states.
+const (
+	modeBody   = "body"   // read whole; its GMAC is in the seal
+	modeFrames = "frames" // a chunk in tagged frames
+	modeRaw    = "raw"    // a chunk as it is, over TLS (HeaderRaw)
+)
 
 // FrameSize is the payload of each frame of a chunk's answer but the
 // last. An asker releases a chunk's bytes a frame at a time, so a frame
@@ -122,17 +140,14 @@ func (k answerKey) frameTag(i uint64, last bool, payload []byte) [TagSize]byte {
 	return k.mac(kindFrame, i, payload)
 }
 
-// seal is HeaderAnswer's value for an answer with status and object
-// (HeaderObject's value, "" if none): framed, or with body.
-func (k answerKey) seal(status int, framed bool, object string, body []byte) string {
+// seal is HeaderAnswer's value for an answer with status, its body
+// travelling as mode, and object (HeaderObject's value, "" if none);
+// body is the body of modeBody.
+func (k answerKey) seal(status int, mode, object string, body []byte) string {
 	b := strconv.AppendInt(nil, int64(status), 10)
-	if framed {
-		b = append(b, "\nframes\n"...)
-	} else {
-		b = append(b, "\nbody\n"...)
-	}
+	b = append(append(append(b, '\n'), mode...), '\n')
 	b = append(append(b, object...), '\n')
-	if !framed {
+	if mode == modeBody {
 		t := k.mac(kindBody, 0, body)
 		b = append(b, t[:]...)
 	}
@@ -141,8 +156,8 @@ func (k answerKey) seal(status int, framed bool, object string, body []byte) str
 }
 
 // sealMatches reports whether got is the seal of that answer.
-func (k answerKey) sealMatches(got string, status int, framed bool, object string, body []byte) bool {
-	want := k.seal(status, framed, object, body)
+func (k answerKey) sealMatches(got string, status int, mode, object string, body []byte) bool {
+	want := k.seal(status, mode, object, body)
 	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
 

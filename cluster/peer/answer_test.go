@@ -8,12 +8,16 @@ package peer
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
+	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 
+	"github.com/granary-dev/granary/internal/testcerts"
 	"github.com/granary-dev/granary/store"
 )
 
@@ -281,5 +285,66 @@ func TestFramedLen(t *testing.T) {
 		if got := framedLen(n); got != want {
 			t.Errorf("framedLen(%d) = %d, want %d", n, got, want)
 		}
+	}
+}
+
+// TestRawChunksOverTLS: a client reaching its member over HTTPS asks for
+// chunks raw (TLS authenticates their bytes) and reads them whole; the
+// seal still binds the status and the info header to the call.
+func TestRawChunksOverTLS(t *testing.T) {
+	ca := testcerts.NewCA(t)
+	dir := t.TempDir()
+	ca.Leaf(t, dir+"/cert.pem", dir+"/key.pem")
+	pair, err := tls.LoadX509KeyPair(dir+"/cert.pem", dir+"/key.pem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := startRigOn(t, tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{pair}}), false, nil)
+	r.client.WithTLS(&tls.Config{RootCAs: ca.Pool()})
+	ed := &editor{rt: r.client.http.Transport}
+	r.client.http.Transport = ed
+	r.be.chunk = 4 * FrameSize
+	data := bytes.Repeat([]byte("0123456789abcdef"), 3*FrameSize/16+7)
+	id := store.ChunkID{Bucket: "b", Key: "k", ETag: "e"}
+	r.be.chunks[id] = data
+	r.be.heads["b/k"] = store.ObjectInfo{Bucket: "b", Key: "k", ETag: "e", Size: int64(len(data))}
+	var lengths []int64
+	ed.set(func(req *http.Request, resp *http.Response, b []byte) []byte {
+		if req.Header.Get(HeaderRaw) == "1" {
+			lengths = append(lengths, int64(len(b)))
+		}
+		return b
+	})
+	ctx := context.Background()
+	for _, streamed := range []bool{false, true} {
+		r.be.streamed = streamed
+		rc, err := r.client.GetChunk(ctx, r.to, ChunkRequest{ID: id, Len: int64(len(data)), Chunk: r.be.chunk, Off: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := readFrames(rc); err != nil || !bytes.Equal(got, data[5:]) {
+			t.Fatalf("a chunk over TLS (streamed %v): %d bytes, %v", streamed, len(got), err)
+		}
+		_, rc, err = r.client.GetFirst(ctx, r.to, "b", "k", r.be.chunk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := readFrames(rc); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("a first chunk over TLS (streamed %v): %d bytes, %v", streamed, len(got), err)
+		}
+	}
+	if want := []int64{int64(len(data)) - 5, int64(len(data)), int64(len(data)) - 5, int64(len(data))}; !slices.Equal(lengths, want) {
+		t.Fatalf("answers of %v bytes asked raw, want %v: raw, without frames", lengths, want)
+	}
+	ed.set(func(_ *http.Request, resp *http.Response, b []byte) []byte {
+		resp.Header.Set(HeaderObject, "e30="+resp.Header.Get(HeaderObject))
+		return b
+	})
+	if _, _, err := r.client.GetFirst(ctx, r.to, "b", "k", r.be.chunk); !errors.Is(err, ErrBadAnswer) {
+		t.Fatalf("a first answer whose info changed: %v, want ErrBadAnswer", err)
 	}
 }

@@ -77,7 +77,7 @@ func (c *Client) Close() { c.http.CloseIdleConnections() }
 const maxRefusal = 64 << 10
 
 // answer is a member's 2xx answer to a signed call, its seal not checked
-// yet: the caller reads it as a body (body) or as frames (frames).
+// yet: the caller reads it as a body (body) or a chunk (chunk).
 type answer struct {
 	*http.Response
 	peer string
@@ -119,7 +119,7 @@ func (a *answer) refusal() error {
 		return fmt.Errorf("peer %s: %d answer: %w", a.peer, a.StatusCode, err)
 	}
 	e := decodeError(a.peer, a.StatusCode, bytes.TrimSpace(msg))
-	if a.check(false, msg) == nil {
+	if a.check(modeBody, msg) == nil {
 		return e
 	}
 	if e.Code == CodeUnauthenticated || e.Code == CodeCertRequired {
@@ -128,13 +128,14 @@ func (a *answer) refusal() error {
 	return fmt.Errorf("peer %s: %w: %d %s", a.peer, ErrBadAnswer, a.StatusCode, bytes.TrimSpace(msg[:min(len(msg), 200)]))
 }
 
-// check checks the answer's seal, framed or over body.
-func (a *answer) check(framed bool, body []byte) error {
+// check checks the answer's seal, its body travelling as mode (body: the
+// body of modeBody).
+func (a *answer) check(mode string, body []byte) error {
 	got := a.Header.Get(HeaderAnswer)
 	if got == "" {
 		return fmt.Errorf("peer %s: %w: the answer carries no seal (is the member an older version?)", a.peer, ErrBadAnswer)
 	}
-	if !a.key.sealMatches(got, a.StatusCode, framed, a.Header.Get(HeaderObject), body) {
+	if !a.key.sealMatches(got, a.StatusCode, mode, a.Header.Get(HeaderObject), body) {
 		return fmt.Errorf("peer %s: %w: its seal does not match", a.peer, ErrBadAnswer)
 	}
 	return nil
@@ -150,32 +151,66 @@ func (a *answer) body(limit int64) ([]byte, error) {
 	if int64(len(b)) > limit {
 		return nil, fmt.Errorf("peer %s: an answer longer than %d bytes", a.peer, limit)
 	}
-	if err := a.check(false, b); err != nil {
+	if err := a.check(modeBody, b); err != nil {
 		return nil, err
 	}
 	return b, nil
 }
 
-// sealedFrames checks a framed answer's seal; it closes the answer if
-// that fails.
-func (a *answer) sealedFrames() error {
-	err := a.check(true, nil)
+// chunkMode is how c asks for a chunk: raw over HTTPS, else in frames.
+func (c *Client) chunkMode() (string, http.Header) {
+	if c.scheme == "https" {
+		return modeRaw, http.Header{HeaderRaw: {"1"}}
+	}
+	return modeFrames, nil
+}
+
+// sealedChunk checks the seal of an answer with a chunk travelling as
+// mode; it closes the answer if that fails.
+func (a *answer) sealedChunk(mode string) error {
+	err := a.check(mode, nil)
 	if err != nil {
 		a.Body.Close()
 	}
 	return err
 }
 
-// frames checks a framed answer's length (of n payload bytes; its seal
-// was checked) and returns its payload, checked frame by frame as it is
-// read. It closes the answer if it fails.
-func (a *answer) frames(n int64) (io.ReadCloser, error) {
-	if want := framedLen(n); a.ContentLength != want {
+// chunk checks the length of an answer (its seal checked) with a chunk
+// of n bytes travelling as mode, and returns the chunk: each frame's
+// bytes once checked, or (raw, over TLS) exactly n bytes. It closes the
+// answer if it fails.
+func (a *answer) chunk(mode string, n int64) (io.ReadCloser, error) {
+	want := n
+	if mode == modeFrames {
+		want = framedLen(n)
+	}
+	if a.ContentLength != want {
 		a.Body.Close()
-		return nil, fmt.Errorf("peer %s: %d payload bytes answered in %d, want %d", a.peer, n, a.ContentLength, want)
+		return nil, fmt.Errorf("peer %s: %d chunk bytes answered in %d, want %d", a.peer, n, a.ContentLength, want)
+	}
+	if mode == modeRaw {
+		return &exactBody{rc: a.Body, left: n}, nil
 	}
 	return &frameReader{rc: a.Body, key: a.key, peer: a.peer, left: n}, nil
 }
+
+// exactBody fails with io.ErrUnexpectedEOF if its body ends before left
+// bytes (a member that died or gave up mid-chunk).
+type exactBody struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (b *exactBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	if err == io.EOF && b.left > 0 {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+func (b *exactBody) Close() error { return b.rc.Close() }
 
 // sign sets the headers that sign req for member to, and returns the
 // signature.
@@ -247,14 +282,15 @@ func (c *Client) getJSON(ctx context.Context, to cluster.Member, route string, q
 // io.ErrUnexpectedEOF if it ends early, ErrBadAnswer if it is not the
 // member's; ctx bounds the whole read.
 func (c *Client) GetChunk(ctx context.Context, to cluster.Member, r ChunkRequest) (io.ReadCloser, error) {
-	a, err := c.do(ctx, http.MethodGet, to, RouteChunk, r.query(), nil, nil)
+	mode, hdr := c.chunkMode()
+	a, err := c.do(ctx, http.MethodGet, to, RouteChunk, r.query(), nil, hdr)
 	if err != nil {
 		return nil, err
 	}
-	if err := a.sealedFrames(); err != nil {
+	if err := a.sealedChunk(mode); err != nil {
 		return nil, err
 	}
-	return a.frames(r.Len - r.Off)
+	return a.chunk(mode, r.Len-r.Off)
 }
 
 // PutChunk places chunk id (its whole bytes; objects cut into chunk-byte
@@ -368,11 +404,12 @@ func (c *Client) Head(ctx context.Context, to cluster.Member, bucket, key string
 // Head's. ctx bounds the whole read.
 func (c *Client) GetFirst(ctx context.Context, to cluster.Member, bucket, key string, chunk int64) (store.ObjectInfo, io.ReadCloser, error) {
 	q := url.Values{"bucket": {bucket}, "key": {key}, "chunk": {strconv.FormatInt(chunk, 10)}}
-	a, err := c.do(ctx, http.MethodGet, to, RouteFirst, q, nil, nil)
+	mode, hdr := c.chunkMode()
+	a, err := c.do(ctx, http.MethodGet, to, RouteFirst, q, nil, hdr)
 	if err != nil {
 		return store.ObjectInfo{}, nil, err
 	}
-	if err := a.sealedFrames(); err != nil { // the info is trusted only sealed
+	if err := a.sealedChunk(mode); err != nil { // the info is trusted only sealed
 		return store.ObjectInfo{}, nil, err
 	}
 	info, err := decodeObject(a.Header.Get(HeaderObject), bucket, key)
@@ -380,7 +417,7 @@ func (c *Client) GetFirst(ctx context.Context, to cluster.Member, bucket, key st
 		a.Body.Close()
 		return store.ObjectInfo{}, nil, fmt.Errorf("peer %s: first of %s/%s: %w", to.ID, bucket, key, err)
 	}
-	body, err := a.frames(firstLen(info, chunk))
+	body, err := a.chunk(mode, firstLen(info, chunk))
 	if err != nil {
 		return store.ObjectInfo{}, nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/granary-dev/granary/cluster"
+	"github.com/granary-dev/granary/internal/membody"
 	"github.com/granary-dev/granary/store"
 )
 
@@ -125,10 +126,10 @@ func (h *Handler) Serve(c *fiber.Ctx, body io.Reader) {
 		refuse(c, err)
 		return
 	}
-	k := &call{c: c, body: body, from: from, sig: sig, secret: h.o.Secret, answer: newAnswerKey(h.o.Secret, sig)}
+	k := &call{c: c, body: body, from: from, sig: sig, secret: h.o.Secret, answer: newAnswerKey(h.o.Secret, sig), mode: modeBody}
 	k.bucket, k.key = k.get("bucket"), k.get("key")
 	if err := h.serve(k); err != nil {
-		k.framed = false
+		k.mode = modeBody
 		refuse(c, err)
 	}
 	k.seal()
@@ -148,10 +149,10 @@ type call struct {
 	from, sig   string
 	bucket, key string
 	secret      []byte
-	// answer seals the answer; framed says its body is a chunk's frames
-	// (set by the calls that answer one).
+	// answer seals the answer; mode is how its body travels (the calls
+	// that answer with a chunk set it).
 	answer answerKey
-	framed bool
+	mode   string
 }
 
 // seal sets the answer's seal, once the answer is complete (a framed
@@ -159,10 +160,19 @@ type call struct {
 func (k *call) seal() {
 	resp := k.c.Response()
 	var body []byte
-	if !k.framed {
+	if k.mode == modeBody {
 		body = resp.Body()
 	}
-	resp.Header.Set(HeaderAnswer, k.answer.seal(resp.StatusCode(), k.framed, string(resp.Header.Peek(HeaderObject)), body))
+	resp.Header.Set(HeaderAnswer, k.answer.seal(resp.StatusCode(), k.mode, string(resp.Header.Peek(HeaderObject)), body))
+}
+
+// chunkMode is how the call's chunk travels: raw if the caller asked
+// (over TLS), else in frames.
+func (k *call) chunkMode() string {
+	if string(k.c.Request().Header.Peek(HeaderRaw)) == "1" {
+		return modeRaw
+	}
+	return modeFrames
 }
 
 // signedBody is the call's body, of size bytes, checked against its
@@ -273,17 +283,27 @@ func (h *Handler) getChunk(k *call) error {
 }
 
 // sendChunk answers with the chunk r names (r passed Check), from r.Off,
-// in frames (see answer.go).
+// in frames, or raw if the caller asked (see answer.go).
 func (h *Handler) sendChunk(k *call, r ChunkRequest) error {
 	body, err := h.o.Backend.Chunk(h.o.Context, r)
 	if err != nil {
 		return err
 	}
-	n := r.Len - r.Off
+	n, conn := r.Len-r.Off, k.c.Context().Conn()
 	resp := k.c.Response()
 	resp.Header.SetContentType("application/octet-stream")
-	resp.SetBodyStream(newFrameWriter(k.answer, n, body, k.c.Context().Conn()), int(framedLen(n)))
-	k.framed = true
+	k.mode = k.chunkMode()
+	if k.mode == modeFrames {
+		resp.SetBodyStream(newFrameWriter(k.answer, n, body, conn), int(framedLen(n)))
+		return nil
+	}
+	if whole, ok := body.(interface{ Bytes() ([]byte, bool) }); ok {
+		if b, ok := whole.Bytes(); ok && int64(len(b)) == n {
+			membody.Set(resp, b, conn) // immutable: the tiers never modify it
+			return nil
+		}
+	}
+	resp.SetBodyStream(body, int(n))
 	return nil
 }
 
@@ -375,7 +395,7 @@ func (h *Handler) first(k *call) error {
 	k.c.Response().Header.Set(HeaderObject, v)
 	n := firstLen(info, chunk)
 	if n == 0 {
-		k.framed = true // no frames
+		k.mode = k.chunkMode() // no bytes
 		return nil
 	}
 	return h.sendChunk(k, ChunkRequest{ID: store.ChunkID{Bucket: k.bucket, Key: k.key, ETag: info.ETag}, Len: n, Chunk: chunk})

@@ -165,6 +165,12 @@ func startRigWith(t testing.TB, withReplicas bool, opt func(*HandlerOptions)) *r
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startRigOn(t, ln, withReplicas, opt)
+}
+
+// startRigOn is startRigWith serving on ln.
+func startRigOn(t testing.TB, ln net.Listener, withReplicas bool, opt func(*HandlerOptions)) *rig {
+	t.Helper()
 	r := &rig{to: cluster.Member{ID: "n1", Addr: ln.Addr().String()},
 		be:   &fakeBackend{chunks: map[store.ChunkID][]byte{}, heads: map[string]store.ObjectInfo{}},
 		reps: &fakeReplicas{got: map[string][]byte{}}}
