@@ -292,19 +292,7 @@ func TestFramedLen(t *testing.T) {
 // chunks raw (TLS authenticates their bytes) and reads them whole; the
 // seal still binds the status and the info header to the call.
 func TestRawChunksOverTLS(t *testing.T) {
-	ca := testcerts.NewCA(t)
-	dir := t.TempDir()
-	ca.Leaf(t, dir+"/cert.pem", dir+"/key.pem")
-	pair, err := tls.LoadX509KeyPair(dir+"/cert.pem", dir+"/key.pem")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := startRigOn(t, tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{pair}}), false, nil)
-	r.client.WithTLS(&tls.Config{RootCAs: ca.Pool()})
+	r := startTLSRig(t)
 	ed := &editor{rt: r.client.http.Transport}
 	r.client.http.Transport = ed
 	r.be.chunk = 4 * FrameSize
@@ -347,4 +335,23 @@ func TestRawChunksOverTLS(t *testing.T) {
 	if _, _, err := r.client.GetFirst(ctx, r.to, "b", "k", r.be.chunk); !errors.Is(err, ErrBadAnswer) {
 		t.Fatalf("a first answer whose info changed: %v, want ErrBadAnswer", err)
 	}
+}
+
+// startTLSRig is startRig over TLS, the client verifying the member's
+// certificate.
+func startTLSRig(t testing.TB) *rig {
+	ca := testcerts.NewCA(t)
+	dir := t.TempDir()
+	ca.Leaf(t, dir+"/cert.pem", dir+"/key.pem")
+	pair, err := tls.LoadX509KeyPair(dir+"/cert.pem", dir+"/key.pem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := startRigOn(t, tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{pair}}), false, nil)
+	r.client.WithTLS(&tls.Config{RootCAs: ca.Pool()})
+	return r
 }

@@ -8,7 +8,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"io"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -50,12 +49,20 @@ func BenchmarkAnswerMAC(b *testing.B) {
 }
 
 // BenchmarkGetChunk: a member reads 8 MiB chunks (and 100 KiB ones) that
-// another holds in a tier, into one buffer as a flight does; cpu-ns/op
-// is both members' CPU per chunk.
+// another holds in a tier, into one buffer as a flight does, in plain
+// HTTP and over TLS; cpu-ns/op is both members' CPU per chunk.
 func BenchmarkGetChunk(b *testing.B) {
-	for _, size := range []int{benchChunk, 100 << 10} {
-		b.Run(sizeName(size), func(b *testing.B) {
-			r := startRig(b, false)
+	for _, c := range []struct {
+		name  string
+		start func(testing.TB) *rig
+		size  int
+	}{
+		{"8MiB", plainRig, benchChunk}, {"100KiB", plainRig, 100 << 10},
+		{"TLS-8MiB", startTLSRig, benchChunk}, {"TLS-100KiB", startTLSRig, 100 << 10},
+	} {
+		size := c.size
+		b.Run(c.name, func(b *testing.B) {
+			r := c.start(b)
 			r.be.chunk = benchChunk
 			id := store.ChunkID{Bucket: "b", Key: "k", ETag: "e"}
 			r.be.chunks[id] = make([]byte, size)
@@ -78,14 +85,7 @@ func BenchmarkGetChunk(b *testing.B) {
 	}
 }
 
-func sizeName(n int) string {
-	if n >= 1<<20 {
-		return itoa(n>>20) + "MiB"
-	}
-	return itoa(n>>10) + "KiB"
-}
-
-func itoa(n int) string { return strconv.Itoa(n) }
+func plainRig(t testing.TB) *rig { return startRig(t, false) }
 
 // cpuTime is the process's user and system CPU so far.
 func cpuTime() time.Duration {
