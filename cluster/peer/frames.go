@@ -45,12 +45,19 @@ type frameWriter struct {
 
 func newFrameWriter(key answerKey, n int64, src io.Reader, conn net.Conn) *frameWriter {
 	f := &frameWriter{key: key, src: src, conn: conn, left: n}
+	f.whole, _ = wholeBytes(src, n)
+	return f
+}
+
+// wholeBytes returns the n bytes src would yield if a tier holds them
+// whole (immutable: they may be sent as they are, without a copy).
+func wholeBytes(src io.Reader, n int64) ([]byte, bool) {
 	if whole, ok := src.(interface{ Bytes() ([]byte, bool) }); ok {
 		if b, ok := whole.Bytes(); ok && int64(len(b)) == n {
-			f.whole = b
+			return b, true
 		}
 	}
-	return f
+	return nil, false
 }
 
 // frame frames up to max more frames into pending (empty when called).

@@ -297,11 +297,9 @@ func (h *Handler) sendChunk(k *call, r ChunkRequest) error {
 		resp.SetBodyStream(newFrameWriter(k.answer, n, body, conn), int(framedLen(n)))
 		return nil
 	}
-	if whole, ok := body.(interface{ Bytes() ([]byte, bool) }); ok {
-		if b, ok := whole.Bytes(); ok && int64(len(b)) == n {
-			membody.Set(resp, b, conn) // immutable: the tiers never modify it
-			return nil
-		}
+	if b, ok := wholeBytes(body, n); ok {
+		membody.Set(resp, b, conn)
+		return nil
 	}
 	resp.SetBodyStream(body, int(n))
 	return nil
