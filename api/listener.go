@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/granary-dev/granary/cluster/peer"
 )
 
 // trackingListener records its open connections and refuses a client
@@ -137,6 +139,23 @@ func (c *trackedConn) Write(p []byte) (int, error) {
 	}
 	return c.Conn.Write(p)
 }
+
+// WriteBuffers sends v, with one writev where the connection has it (a
+// member's framed chunk answer: see peer.BuffersWriter), unless the
+// connection was silenced.
+func (c *trackedConn) WriteBuffers(v *net.Buffers) (int64, error) {
+	if c.silent.Load() {
+		var n int64
+		for _, b := range *v {
+			n += int64(len(b))
+		}
+		*v = nil
+		return n, nil
+	}
+	return v.WriteTo(c.Conn)
+}
+
+var _ peer.BuffersWriter = (*trackedConn)(nil)
 
 // silenceIfUnused silences conn, if it is one of ours that never carried
 // a byte of a request, and reports whether it did: a client's spare

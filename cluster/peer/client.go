@@ -73,10 +73,23 @@ func (c *Client) Timeout() time.Duration { return c.timeout }
 // Close drops idle connections.
 func (c *Client) Close() { c.http.CloseIdleConnections() }
 
+// maxRefusal bounds a refusal's body (its JSON).
+const maxRefusal = 64 << 10
+
+// answer is a member's 2xx answer to a signed call, its seal not checked
+// yet: the caller reads it as a body (body) or a chunk (chunk).
+type answer struct {
+	*http.Response
+	peer string
+	key  answerKey
+}
+
 // do sends a signed request to member to and returns the answer if its
-// status is 2xx; otherwise an *Error. A body streams (chunked), bound to
-// the signature by its trailer.
-func (c *Client) do(ctx context.Context, method string, to cluster.Member, route string, q url.Values, body io.Reader, hdr http.Header) (*http.Response, error) {
+// status is 2xx; otherwise an *Error, if the member sealed the refusal
+// or refused to admit the call (it cannot seal those), else an error
+// matching ErrBadAnswer. A body streams (chunked), bound to the
+// signature by its trailer.
+func (c *Client) do(ctx context.Context, method string, to cluster.Member, route string, q url.Values, body io.Reader, hdr http.Header) (*answer, error) {
 	u := &url.URL{Scheme: c.scheme, Host: to.Addr, Path: route, RawQuery: q.Encode()}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
 	if err != nil {
@@ -85,18 +98,119 @@ func (c *Client) do(ctx context.Context, method string, to cluster.Member, route
 	for k, v := range hdr {
 		req.Header[k] = v
 	}
-	c.attach(req, c.sign(req, to.ID), body)
+	sig := c.sign(req, to.ID)
+	c.attach(req, sig, body)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("peer %s: %w", to.ID, err)
 	}
+	a := &answer{Response: resp, peer: to.ID, key: newAnswerKey(c.secret, sig)}
 	if resp.StatusCode/100 != 2 {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		resp.Body.Close()
-		return nil, decodeError(to.ID, resp.StatusCode, bytes.TrimSpace(msg))
+		defer resp.Body.Close()
+		return nil, a.refusal()
 	}
-	return resp, nil
+	return a, nil
 }
+
+// refusal reads a non-2xx answer as its error.
+func (a *answer) refusal() error {
+	msg, err := io.ReadAll(io.LimitReader(a.Body, maxRefusal))
+	if err != nil {
+		return fmt.Errorf("peer %s: %d answer: %w", a.peer, a.StatusCode, err)
+	}
+	e := decodeError(a.peer, a.StatusCode, bytes.TrimSpace(msg))
+	if a.check(modeBody, msg) == nil {
+		return e
+	}
+	if e.Code == CodeUnauthenticated || e.Code == CodeCertRequired {
+		return e // the call was not admitted: nothing to seal with
+	}
+	return fmt.Errorf("peer %s: %w: %d %s", a.peer, ErrBadAnswer, a.StatusCode, bytes.TrimSpace(msg[:min(len(msg), 200)]))
+}
+
+// check checks the answer's seal, its body travelling as mode (body: the
+// body of modeBody).
+func (a *answer) check(mode string, body []byte) error {
+	got := a.Header.Get(HeaderAnswer)
+	if got == "" {
+		return fmt.Errorf("peer %s: %w: the answer carries no seal (is the member an older version?)", a.peer, ErrBadAnswer)
+	}
+	if !a.key.sealMatches(got, a.StatusCode, mode, a.Header.Get(HeaderObject), body) {
+		return fmt.Errorf("peer %s: %w: its seal does not match", a.peer, ErrBadAnswer)
+	}
+	return nil
+}
+
+// body reads the whole answer, at most limit bytes, and checks its seal.
+func (a *answer) body(limit int64) ([]byte, error) {
+	defer a.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(a.Body, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("peer %s: %w", a.peer, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("peer %s: an answer longer than %d bytes", a.peer, limit)
+	}
+	if err := a.check(modeBody, b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// chunkMode is how c asks for a chunk: raw over HTTPS, else in frames.
+func (c *Client) chunkMode() (string, http.Header) {
+	if c.scheme == "https" {
+		return modeRaw, http.Header{HeaderRaw: {"1"}}
+	}
+	return modeFrames, nil
+}
+
+// sealedChunk checks the seal of an answer with a chunk travelling as
+// mode; it closes the answer if that fails.
+func (a *answer) sealedChunk(mode string) error {
+	err := a.check(mode, nil)
+	if err != nil {
+		a.Body.Close()
+	}
+	return err
+}
+
+// chunk checks the length of an answer (its seal checked) with a chunk
+// of n bytes travelling as mode, and returns the chunk: each frame's
+// bytes once checked, or (raw, over TLS) exactly n bytes. It closes the
+// answer if it fails.
+func (a *answer) chunk(mode string, n int64) (io.ReadCloser, error) {
+	want := n
+	if mode == modeFrames {
+		want = framedLen(n)
+	}
+	if a.ContentLength != want {
+		a.Body.Close()
+		return nil, fmt.Errorf("peer %s: %d chunk bytes answered in %d, want %d", a.peer, n, a.ContentLength, want)
+	}
+	if mode == modeRaw {
+		return &exactBody{rc: a.Body, left: n}, nil
+	}
+	return &frameReader{rc: a.Body, key: a.key, peer: a.peer, left: n}, nil
+}
+
+// exactBody fails with io.ErrUnexpectedEOF if its body ends before left
+// bytes (a member that died or gave up mid-chunk).
+type exactBody struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (b *exactBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	if err == io.EOF && b.left > 0 {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+func (b *exactBody) Close() error { return b.rc.Close() }
 
 // sign sets the headers that sign req for member to, and returns the
 // signature.
@@ -133,12 +247,12 @@ func (c *Client) attach(req *http.Request, sig string, body io.Reader) {
 func (c *Client) call(ctx context.Context, method string, to cluster.Member, route string, q url.Values, body io.Reader, hdr http.Header) error {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	resp, err := c.do(ctx, method, to, route, q, body, hdr)
+	a, err := c.do(ctx, method, to, route, q, body, hdr)
 	if err != nil {
 		return err
 	}
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-	return resp.Body.Close()
+	_, err = a.body(1 << 16)
+	return err
 }
 
 // getJSON is a GET whose answer is JSON decoded into out, bounded by the
@@ -146,12 +260,15 @@ func (c *Client) call(ctx context.Context, method string, to cluster.Member, rou
 func (c *Client) getJSON(ctx context.Context, to cluster.Member, route string, q url.Values, limit int64, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	resp, err := c.do(ctx, http.MethodGet, to, route, q, nil, nil)
+	a, err := c.do(ctx, http.MethodGet, to, route, q, nil, nil)
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	if err := json.NewDecoder(io.LimitReader(resp.Body, limit)).Decode(out); err != nil {
+	b, err := a.body(limit)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, out); err != nil {
 		return fmt.Errorf("peer %s: %s: %w", to.ID, route, err)
 	}
 	return nil
@@ -160,37 +277,21 @@ func (c *Client) getJSON(ctx context.Context, to cluster.Member, route string, q
 // GetChunk streams the chunk r names from member to, from r.Off on. The
 // owner answers from its tiers or fills itself from the origin (with
 // r.CachedOnly, from its tiers only, else an error matching
-// store.ErrNotFound at once). The body yields exactly r.Len-r.Off bytes
-// or fails with io.ErrUnexpectedEOF; ctx bounds the whole read.
+// store.ErrNotFound at once). The body yields exactly r.Len-r.Off bytes,
+// each only once checked (see answer.go), or fails: with
+// io.ErrUnexpectedEOF if it ends early, ErrBadAnswer if it is not the
+// member's; ctx bounds the whole read.
 func (c *Client) GetChunk(ctx context.Context, to cluster.Member, r ChunkRequest) (io.ReadCloser, error) {
-	resp, err := c.do(ctx, http.MethodGet, to, RouteChunk, r.query(), nil, nil)
+	mode, hdr := c.chunkMode()
+	a, err := c.do(ctx, http.MethodGet, to, RouteChunk, r.query(), nil, hdr)
 	if err != nil {
 		return nil, err
 	}
-	if want := r.Len - r.Off; resp.ContentLength != want {
-		resp.Body.Close()
-		return nil, fmt.Errorf("peer %s: chunk of %d bytes from %d answered with %d", to.ID, r.Len, r.Off, resp.ContentLength)
+	if err := a.sealedChunk(mode); err != nil {
+		return nil, err
 	}
-	return &exactBody{rc: resp.Body, left: r.Len - r.Off}, nil
+	return a.chunk(mode, r.Len-r.Off)
 }
-
-// exactBody fails with io.ErrUnexpectedEOF if its body ends before left
-// bytes (a member that died or gave up mid-chunk).
-type exactBody struct {
-	rc   io.ReadCloser
-	left int64
-}
-
-func (b *exactBody) Read(p []byte) (int, error) {
-	n, err := b.rc.Read(p)
-	b.left -= int64(n)
-	if err == io.EOF && b.left > 0 {
-		err = io.ErrUnexpectedEOF
-	}
-	return n, err
-}
-
-func (b *exactBody) Close() error { return b.rc.Close() }
 
 // PutChunk places chunk id (its whole bytes; objects cut into chunk-byte
 // chunks) on member to, admitted there past its tiers' policy (written or
@@ -244,12 +345,12 @@ func (c *Client) PutReplica(ctx context.Context, to cluster.Member, info store.O
 		return err
 	}
 	hdr := http.Header{HeaderObject: {v}}
-	resp, err := c.do(ctx, http.MethodPut, to, RouteReplica, url.Values{"bucket": {info.Bucket}, "key": {info.Key}}, body, hdr)
+	a, err := c.do(ctx, http.MethodPut, to, RouteReplica, url.Values{"bucket": {info.Bucket}, "key": {info.Key}}, body, hdr)
 	if err != nil {
 		return err
 	}
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-	return resp.Body.Close()
+	_, err = a.body(1 << 16)
+	return err
 }
 
 // DropReplica tells member to that this node's object bucket/key, version
@@ -303,20 +404,24 @@ func (c *Client) Head(ctx context.Context, to cluster.Member, bucket, key string
 // Head's. ctx bounds the whole read.
 func (c *Client) GetFirst(ctx context.Context, to cluster.Member, bucket, key string, chunk int64) (store.ObjectInfo, io.ReadCloser, error) {
 	q := url.Values{"bucket": {bucket}, "key": {key}, "chunk": {strconv.FormatInt(chunk, 10)}}
-	resp, err := c.do(ctx, http.MethodGet, to, RouteFirst, q, nil, nil)
+	mode, hdr := c.chunkMode()
+	a, err := c.do(ctx, http.MethodGet, to, RouteFirst, q, nil, hdr)
 	if err != nil {
 		return store.ObjectInfo{}, nil, err
 	}
-	info, err := decodeObject(resp.Header.Get(HeaderObject), bucket, key)
+	if err := a.sealedChunk(mode); err != nil { // the info is trusted only sealed
+		return store.ObjectInfo{}, nil, err
+	}
+	info, err := decodeObject(a.Header.Get(HeaderObject), bucket, key)
 	if err != nil {
-		resp.Body.Close()
+		a.Body.Close()
 		return store.ObjectInfo{}, nil, fmt.Errorf("peer %s: first of %s/%s: %w", to.ID, bucket, key, err)
 	}
-	if want := firstLen(info, chunk); resp.ContentLength != want {
-		resp.Body.Close()
-		return store.ObjectInfo{}, nil, fmt.Errorf("peer %s: first chunk of %d bytes answered with %d", to.ID, want, resp.ContentLength)
+	body, err := a.chunk(mode, firstLen(info, chunk))
+	if err != nil {
+		return store.ObjectInfo{}, nil, err
 	}
-	return info, &exactBody{rc: resp.Body, left: resp.ContentLength}, nil
+	return info, body, nil
 }
 
 // StaleHeader is a Backend that can answer a HEAD from its metadata cache

@@ -53,6 +53,12 @@ var (
 	ErrChunkSize       = errors.New("peer: members cut objects into chunks of different sizes")
 	ErrIncompleteBody  = errors.New("peer: body ended early")
 	ErrNotSupported    = errors.New("peer: not supported by this member")
+	// ErrBadAnswer is the asker's, never a code: an answer not sealed,
+	// or whose seal or frames do not match it (not the member's answer
+	// to this call, or changed on the way; see answer.go). It matches no
+	// store sentinel: the asker treats it as that member failing, and
+	// asks the next source.
+	ErrBadAnswer = errors.New("peer: answer not sealed with the cluster secret for this call")
 )
 
 // codeErrors maps each code to the sentinel it matches, in the order the

@@ -20,6 +20,11 @@
 //
 // A refusal is a non-2xx status with a JSON body {"code", "message"}
 // (see Code); the client turns it into an *Error.
+//
+// Every request is signed (sign.go); every answer to a request the
+// member admitted is sealed for that request (HeaderAnswer), and a
+// chunk's bytes (chunk, first) travel in frames, each with its tag
+// (answer.go). The client acts on no answer it has not checked so.
 package peer
 
 import (

@@ -113,13 +113,33 @@ func Target(c *fiber.Ctx) (bucket, key string) {
 }
 
 // Serve answers the call c; body is its request body (nil if none), read
-// under the server's I/O timeouts. A refusal is written as its code.
+// under the server's I/O timeouts. A refusal is written as its code. The
+// answer to a call admitted (its connection and signature checked) is
+// sealed (see answer.go); one refused before that is not: it shares no
+// key with the caller.
 func (h *Handler) Serve(c *fiber.Ctx, body io.Reader) {
-	if err := h.serve(c, body); err != nil {
-		code := codeOf(err)
-		c.Status(codeStatus[code])
-		c.JSON(errorBody{Code: code, Message: err.Error()})
+	req := c.Request()
+	from, sig, err := h.admit(c)
+	if err != nil {
+		h.o.Logger.Warn().Err(err).Str("peer", string(req.Header.Peek(HeaderFrom))).Str("remote", c.IP()).
+			Msg("peer request refused")
+		refuse(c, err)
+		return
 	}
+	k := &call{c: c, body: body, from: from, sig: sig, secret: h.o.Secret, answer: newAnswerKey(h.o.Secret, sig), mode: modeBody}
+	k.bucket, k.key = k.get("bucket"), k.get("key")
+	if err := h.serve(k); err != nil {
+		k.mode = modeBody
+		refuse(c, err)
+	}
+	k.seal()
+}
+
+// refuse writes err as the answer: its code's status and JSON.
+func refuse(c *fiber.Ctx, err error) {
+	code := codeOf(err)
+	c.Status(codeStatus[code])
+	c.JSON(errorBody{Code: code, Message: err.Error()})
 }
 
 // call is one decoded call.
@@ -129,6 +149,30 @@ type call struct {
 	from, sig   string
 	bucket, key string
 	secret      []byte
+	// answer seals the answer; mode is how its body travels (the calls
+	// that answer with a chunk set it).
+	answer answerKey
+	mode   string
+}
+
+// seal sets the answer's seal, once the answer is complete (a framed
+// body is sealed frame by frame as it is written).
+func (k *call) seal() {
+	resp := k.c.Response()
+	var body []byte
+	if k.mode == modeBody {
+		body = resp.Body()
+	}
+	resp.Header.Set(HeaderAnswer, k.answer.seal(resp.StatusCode(), k.mode, string(resp.Header.Peek(HeaderObject)), body))
+}
+
+// chunkMode is how the call's chunk travels: raw if the caller asked
+// (over TLS), else in frames.
+func (k *call) chunkMode() string {
+	if string(k.c.Request().Header.Peek(HeaderRaw)) == "1" {
+		return modeRaw
+	}
+	return modeFrames
 }
 
 // signedBody is the call's body, of size bytes, checked against its
@@ -144,17 +188,9 @@ func (k *call) signedBody(size int64) io.Reader {
 
 func (k *call) get(name string) string { return string(k.c.Request().URI().QueryArgs().Peek(name)) }
 
-func (h *Handler) serve(c *fiber.Ctx, body io.Reader) error {
-	req := c.Request()
+func (h *Handler) serve(k *call) error {
+	c, req := k.c, k.c.Request()
 	method, path := string(req.Header.Method()), string(req.URI().PathOriginal())
-	from, sig, err := h.admit(c)
-	if err != nil {
-		h.o.Logger.Warn().Err(err).Str("peer", string(req.Header.Peek(HeaderFrom))).Str("remote", c.IP()).
-			Msg("peer request refused")
-		return err
-	}
-	k := &call{c: c, body: body, from: from, sig: sig, secret: h.o.Secret}
-	k.bucket, k.key = k.get("bucket"), k.get("key")
 	switch {
 	case path == RouteChunk && method == fiber.MethodGet:
 		return h.getChunk(k)
@@ -246,21 +282,26 @@ func (h *Handler) getChunk(k *call) error {
 	return h.sendChunk(k, r)
 }
 
-// sendChunk answers with the chunk r names (r passed Check), from r.Off.
+// sendChunk answers with the chunk r names (r passed Check), from r.Off,
+// in frames, or raw if the caller asked (see answer.go).
 func (h *Handler) sendChunk(k *call, r ChunkRequest) error {
 	body, err := h.o.Backend.Chunk(h.o.Context, r)
 	if err != nil {
 		return err
 	}
+	n, conn := r.Len-r.Off, k.c.Context().Conn()
 	resp := k.c.Response()
 	resp.Header.SetContentType("application/octet-stream")
-	if whole, ok := body.(interface{ Bytes() ([]byte, bool) }); ok {
-		if b, ok := whole.Bytes(); ok && int64(len(b)) == r.Len-r.Off {
-			membody.Set(resp, b, k.c.Context().Conn()) // immutable: the tiers never modify it
-			return nil
-		}
+	k.mode = k.chunkMode()
+	if k.mode == modeFrames {
+		resp.SetBodyStream(newFrameWriter(k.answer, n, body, conn), int(framedLen(n)))
+		return nil
 	}
-	resp.SetBodyStream(body, int(r.Len-r.Off))
+	if b, ok := wholeBytes(body, n); ok {
+		membody.Set(resp, b, conn)
+		return nil
+	}
+	resp.SetBodyStream(body, int(n))
 	return nil
 }
 
@@ -352,6 +393,7 @@ func (h *Handler) first(k *call) error {
 	k.c.Response().Header.Set(HeaderObject, v)
 	n := firstLen(info, chunk)
 	if n == 0 {
+		k.mode = k.chunkMode() // no bytes
 		return nil
 	}
 	return h.sendChunk(k, ChunkRequest{ID: store.ChunkID{Bucket: k.bucket, Key: k.key, ETag: info.ETag}, Len: n, Chunk: chunk})

@@ -36,10 +36,16 @@ type fakeBackend struct {
 	pending  map[string]bool // "bucket/key" of writes waiting for the origin
 	err      error
 	asked    int
-	streamed bool // answer chunks as a stream, not whole bytes
+	streamed bool  // answer chunks as a stream, not whole bytes
+	chunk    int64 // the chunk size; 0: 1 KiB
 }
 
-func (b *fakeBackend) ChunkSize() int64 { return 1 << 10 }
+func (b *fakeBackend) ChunkSize() int64 {
+	if b.chunk > 0 {
+		return b.chunk
+	}
+	return 1 << 10
+}
 
 func (b *fakeBackend) Chunk(_ context.Context, r ChunkRequest) (io.Reader, error) {
 	b.mu.Lock()
@@ -146,19 +152,25 @@ type rig struct {
 	client *Client
 }
 
-func startRig(t *testing.T, withReplicas bool) *rig {
+func startRig(t testing.TB, withReplicas bool) *rig {
 	t.Helper()
 	return startRigWith(t, withReplicas, nil)
 }
 
 // startRigWith is startRig with opt, if set, applied to the handler's
 // options.
-func startRigWith(t *testing.T, withReplicas bool, opt func(*HandlerOptions)) *rig {
+func startRigWith(t testing.TB, withReplicas bool, opt func(*HandlerOptions)) *rig {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startRigOn(t, ln, withReplicas, opt)
+}
+
+// startRigOn is startRigWith serving on ln.
+func startRigOn(t testing.TB, ln net.Listener, withReplicas bool, opt func(*HandlerOptions)) *rig {
+	t.Helper()
 	r := &rig{to: cluster.Member{ID: "n1", Addr: ln.Addr().String()},
 		be:   &fakeBackend{chunks: map[store.ChunkID][]byte{}, heads: map[string]store.ObjectInfo{}},
 		reps: &fakeReplicas{got: map[string][]byte{}}}

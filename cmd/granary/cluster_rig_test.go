@@ -56,6 +56,16 @@ func startCluster(t *testing.T, mio *miniotest.Server, origin string, n int, arg
 // startClusterWith is startCluster with env added to the nodes'.
 func startClusterWith(t *testing.T, mio *miniotest.Server, origin string, n int, env map[string]string, args ...string) *clusterRig {
 	t.Helper()
+	return startClusterVia(t, mio, origin, n, env, nil, args...)
+}
+
+// startClusterVia is startClusterWith with the members reaching node i
+// at via(its address) (a proxy in front of it); nil via: directly.
+func startClusterVia(t *testing.T, mio *miniotest.Server, origin string, n int, env map[string]string, via func(addr string) string, args ...string) *clusterRig {
+	t.Helper()
+	if via == nil {
+		via = func(addr string) string { return addr }
+	}
 	lns := listenLoopback(t, n)
 	r := &clusterRig{mio: mio, args: append([]string{"--origin", origin}, args...),
 		env: map[string]string{
@@ -70,7 +80,7 @@ func startClusterWith(t *testing.T, mio *miniotest.Server, origin string, n int,
 	for i, ln := range lns {
 		r.ids = append(r.ids, "n"+strconv.Itoa(i+1))
 		r.addrs = append(r.addrs, ln.Addr().String())
-		peers = append(peers, r.ids[i]+"="+r.addrs[i])
+		peers = append(peers, r.ids[i]+"="+via(r.addrs[i]))
 	}
 	for i, ln := range lns {
 		r.nodes = append(r.nodes, r.start(t, i, ln, strings.Join(peers, ",")))

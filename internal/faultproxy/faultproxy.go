@@ -2,16 +2,20 @@
 // tests and the loadtest) that can turn, on the same address, into the
 // faults an origin shows on a bad day: a hung origin (accepts TCP, never
 // answers), one that sends its response headers and then stalls the body,
-// and a refused port. Turning hung black-holes the open connections too (a
+// and a refused port; or an on-path attacker that flips a byte of each
+// answer it relays (FlipBodies). Turning hung black-holes the open connections too (a
 // wedged route: what they carry goes nowhere); every other change of mode
 // drops them, so a client's pooled connections see the new mode.
 package faultproxy
 
 import (
+	"bufio"
 	"bytes"
 	"io"
 	"net"
+	"strconv"
 	"sync"
+	"sync/atomic"
 )
 
 // Mode is what the proxy does with a connection.
@@ -22,10 +26,17 @@ const (
 	Hang                  // accept, read the request, never answer
 	StallBody             // relay the request, and of the answer only its headers
 	Refuse                // no listener: connections are refused
+	// FlipBodies relays, flipping one byte in the middle of the body of
+	// each HTTP/1.1 answer of FlipMin bytes or more (small answers, a
+	// ping or a refusal, pass as they are).
+	FlipBodies
 )
 
+// FlipMin is the least body FlipBodies changes.
+const FlipMin = 32 << 10
+
 func (m Mode) String() string {
-	return [...]string{"forward", "hang", "stall-body", "refuse"}[m]
+	return [...]string{"forward", "hang", "stall-body", "refuse", "flip-bodies"}[m]
 }
 
 // Proxy relays connections to one upstream address, or fails them as its
@@ -40,6 +51,8 @@ type Proxy struct {
 	conns  map[net.Conn]struct{}
 	closed bool
 	wg     sync.WaitGroup // accept loops and connection handlers
+	// flipped counts the answers FlipBodies changed.
+	flipped atomic.Int64
 }
 
 // Start listens on a loopback port and relays to upstream (host:port).
@@ -53,6 +66,9 @@ func Start(upstream string) (*Proxy, error) {
 	go p.accept(ln)
 	return p, nil
 }
+
+// Flipped is how many answers FlipBodies changed so far.
+func (p *Proxy) Flipped() int64 { return p.flipped.Load() }
 
 // Addr is the address clients connect to; it stays the same across modes.
 func (p *Proxy) Addr() string { return p.addr }
@@ -170,10 +186,13 @@ func (p *Proxy) serve(c net.Conn, mode Mode) {
 		p.relay(up, c)
 		up.Close()
 	}()
-	if mode == StallBody {
+	switch mode {
+	case StallBody:
 		copyHeaders(c, up)
 		relay.Wait() // the rest never comes: hold until either side closes
-	} else {
+	case FlipBodies:
+		p.flipAnswers(c, up)
+	default:
 		p.relay(c, up)
 	}
 	c.Close()
@@ -201,6 +220,94 @@ func (p *Proxy) hanging() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.mode == Hang
+}
+
+// flipAnswers relays HTTP/1.1 answers from src to dst, one after the
+// other, flipping the middle byte of each body of FlipMin bytes or more.
+// From an answer without a Content-Length on, it relays as it is.
+func (p *Proxy) flipAnswers(dst io.Writer, src io.Reader) {
+	br := bufio.NewReaderSize(src, 64<<10)
+	for {
+		head, err := readHead(br)
+		if len(head) > 0 {
+			if _, werr := dst.Write(head); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+		n, ok := contentLength(head)
+		if !ok {
+			p.relay(dst, br)
+			return
+		}
+		if n >= FlipMin {
+			p.flipped.Add(1)
+		}
+		if err := copyFlipped(dst, br, n); err != nil {
+			return
+		}
+	}
+}
+
+// readHead reads an answer's status line and headers, through the empty
+// line that ends them.
+func readHead(br *bufio.Reader) ([]byte, error) {
+	var head []byte
+	for {
+		line, err := br.ReadSlice('\n')
+		head = append(head, line...)
+		if err != nil {
+			return head, err
+		}
+		if len(line) <= 2 && len(head) > len(line) { // "\r\n" after the headers
+			return head, nil
+		}
+	}
+}
+
+// contentLength is head's Content-Length, if it has one and no
+// Transfer-Encoding.
+func contentLength(head []byte) (int64, bool) {
+	n, ok := int64(-1), true
+	for _, line := range bytes.Split(head, []byte("\r\n")) {
+		name, value, found := bytes.Cut(line, []byte(":"))
+		switch {
+		case !found:
+		case bytes.EqualFold(bytes.TrimSpace(name), []byte("Transfer-Encoding")):
+			ok = false
+		case bytes.EqualFold(bytes.TrimSpace(name), []byte("Content-Length")):
+			v, err := strconv.ParseInt(string(bytes.TrimSpace(value)), 10, 64)
+			if err != nil {
+				ok = false
+			}
+			n = v
+		}
+	}
+	return n, ok && n >= 0
+}
+
+// copyFlipped copies a body of n bytes from src to dst, its middle byte
+// flipped if n is FlipMin or more.
+func copyFlipped(dst io.Writer, src io.Reader, n int64) error {
+	if n < FlipMin {
+		_, err := io.CopyN(dst, src, n)
+		return err
+	}
+	if _, err := io.CopyN(dst, src, n/2); err != nil {
+		return err
+	}
+	var b [1]byte
+	if _, err := io.ReadFull(src, b[:]); err != nil {
+		return err
+	}
+	b[0] ^= 0x01
+	if _, err := dst.Write(b[:]); err != nil {
+		return err
+	}
+	_, err := io.CopyN(dst, src, n-n/2-1)
+	return err
 }
 
 // copyHeaders relays the answer up to the end of its first header block.

@@ -1,0 +1,229 @@
+// Frames of a chunk's answer (see answer.go): the member writes each
+// frame's payload and then its tag; the asker returns a frame's bytes
+// only once its tag matched.
+package peer
+
+import (
+	"bufio"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+
+	"github.com/granary-dev/granary/internal/membody"
+)
+
+// frameBatch is how many frames of a chunk held whole go to the
+// connection in one writev.
+const frameBatch = 16
+
+// BuffersWriter is a connection that writes several buffers at once
+// (writev, as *net.TCPConn does through net.Buffers); a server's wrapper
+// of its connections offers it so that frames leave without copies.
+type BuffersWriter interface {
+	WriteBuffers(v *net.Buffers) (int64, error)
+}
+
+// frameWriter is a chunk answer's body: left payload bytes from whole
+// (held whole, immutable: a tier's bytes) or else from src, in frames.
+// fasthttp writes it with WriteTo, and closes it.
+type frameWriter struct {
+	key   answerKey
+	whole []byte
+	src   io.Reader
+	conn  net.Conn // the call's connection
+	left  int64    // payload bytes not framed yet
+	i     uint64   // the next frame's index
+	buf   []byte   // a frame read from src
+	// pending is what is framed and not written yet, in order: payloads
+	// and tags (tags[k]), in slots of slots.
+	pending net.Buffers
+	slots   [2 * frameBatch][]byte
+	tags    [frameBatch][TagSize]byte
+}
+
+func newFrameWriter(key answerKey, n int64, src io.Reader, conn net.Conn) *frameWriter {
+	f := &frameWriter{key: key, src: src, conn: conn, left: n}
+	f.whole, _ = wholeBytes(src, n)
+	return f
+}
+
+// wholeBytes returns the n bytes src would yield if a tier holds them
+// whole (immutable: they may be sent as they are, without a copy).
+func wholeBytes(src io.Reader, n int64) ([]byte, bool) {
+	if whole, ok := src.(interface{ Bytes() ([]byte, bool) }); ok {
+		if b, ok := whole.Bytes(); ok && int64(len(b)) == n {
+			return b, true
+		}
+	}
+	return nil, false
+}
+
+// frame frames up to max more frames into pending (empty when called).
+func (f *frameWriter) frame(max int) error {
+	f.pending = f.slots[:0]
+	for k := 0; k < max && f.left > 0; k++ {
+		n := min(int64(FrameSize), f.left)
+		var p []byte
+		if f.whole != nil {
+			p, f.whole = f.whole[:n], f.whole[n:]
+		} else {
+			if f.buf == nil {
+				f.buf = make([]byte, min(int64(FrameSize), f.left))
+			}
+			p = f.buf[:n]
+			if _, err := io.ReadFull(f.src, p); err != nil {
+				if errors.Is(err, io.EOF) {
+					err = io.ErrUnexpectedEOF
+				}
+				return fmt.Errorf("peer: chunk ended %d bytes early: %w", f.left, err)
+			}
+		}
+		f.left -= n
+		f.tags[k] = f.key.frameTag(f.i, f.left == 0, p)
+		f.i++
+		f.pending = append(f.pending, p, f.tags[k][:])
+	}
+	return nil
+}
+
+// WriteTo writes the frames to w. A chunk held whole goes past w (the
+// connection's buffered writer, flushed first) straight to the
+// connection, frameBatch frames per writev; a streamed one, a frame at a
+// time (its buffer is reused).
+func (f *frameWriter) WriteTo(w io.Writer) (int64, error) {
+	batch := 1
+	if bw, ok := w.(*bufio.Writer); ok && f.whole != nil && len(f.whole) >= membody.Direct && f.conn != nil {
+		if err := bw.Flush(); err != nil {
+			return 0, err
+		}
+		w, batch = f.conn, frameBatch
+	}
+	var total int64
+	for len(f.pending) > 0 || f.left > 0 {
+		if len(f.pending) == 0 {
+			if err := f.frame(batch); err != nil {
+				return total, err
+			}
+		}
+		n, err := writeBuffers(w, &f.pending)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// writeBuffers writes v to w, with one writev where w has it.
+func writeBuffers(w io.Writer, v *net.Buffers) (int64, error) {
+	if bw, ok := w.(BuffersWriter); ok {
+		return bw.WriteBuffers(v)
+	}
+	return v.WriteTo(w)
+}
+
+// Read is the framed body as a reader (what fasthttp falls back on).
+func (f *frameWriter) Read(p []byte) (int, error) {
+	for len(f.pending) == 0 {
+		if f.left == 0 {
+			return 0, io.EOF
+		}
+		if err := f.frame(1); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, f.pending[0])
+	f.pending[0] = f.pending[0][n:]
+	if len(f.pending[0]) == 0 {
+		f.pending = f.pending[1:]
+	}
+	return n, nil
+}
+
+// Close closes the chunk's source if it is a closer (a file).
+func (f *frameWriter) Close() error {
+	if c, ok := f.src.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// frameReader is a chunk answer's body as the asker reads it: left
+// payload bytes, each frame's returned only once its tag matched. A
+// frame is read into the caller's buffer when it holds one (the flight's
+// buffer: no copy), else into buf. A frame that does not match fails
+// with ErrBadAnswer, a body that ends early with io.ErrUnexpectedEOF;
+// then every Read fails.
+type frameReader struct {
+	rc    io.ReadCloser
+	key   answerKey
+	peer  string
+	left  int64  // payload bytes not read yet
+	i     uint64 // the next frame's index
+	buf   []byte // a frame too large for the caller's buffer
+	ready []byte // what is left of buf, checked, not returned yet
+	tag   [TagSize]byte
+	err   error
+}
+
+func (f *frameReader) Read(p []byte) (int, error) {
+	if len(f.ready) > 0 {
+		n := copy(p, f.ready)
+		f.ready = f.ready[n:]
+		return n, nil
+	}
+	switch {
+	case f.err != nil:
+		return 0, f.err
+	case f.left == 0:
+		return 0, io.EOF
+	case len(p) == 0:
+		return 0, nil
+	}
+	n := int(min(int64(FrameSize), f.left))
+	if len(p) >= n {
+		if f.err = f.frame(p[:n]); f.err != nil {
+			return 0, f.err
+		}
+		return n, nil
+	}
+	if f.buf == nil {
+		f.buf = make([]byte, n)
+	}
+	if f.err = f.frame(f.buf[:n]); f.err != nil {
+		return 0, f.err
+	}
+	f.ready = f.buf[:n]
+	return f.Read(p)
+}
+
+// frame reads the next frame's payload into p (its length) and its tag,
+// and checks them.
+func (f *frameReader) frame(p []byte) error {
+	if _, err := io.ReadFull(f.rc, p); err != nil {
+		return f.cut(err)
+	}
+	if _, err := io.ReadFull(f.rc, f.tag[:]); err != nil {
+		return f.cut(err)
+	}
+	f.left -= int64(len(p))
+	want := f.key.frameTag(f.i, f.left == 0, p)
+	if subtle.ConstantTimeCompare(want[:], f.tag[:]) != 1 {
+		return fmt.Errorf("peer %s: chunk frame %d does not match its tag: %w", f.peer, f.i, ErrBadAnswer)
+	}
+	f.i++
+	return nil
+}
+
+// cut is the error of a body that failed in frame i: one that ended is
+// io.ErrUnexpectedEOF.
+func (f *frameReader) cut(err error) error {
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("peer %s: chunk answer cut in frame %d: %w", f.peer, f.i, err)
+}
+
+func (f *frameReader) Close() error { return f.rc.Close() }
