@@ -112,9 +112,9 @@ func (e *Engine) objectInfo(ctx context.Context, bucket, key string, first inten
 		e.m.metaHits.Inc()
 		return ent.info, nil, nil
 	}
-	if had && f.Mode == TTL && !f.NoStale && !first.has(wantKept) {
+	if had && f.revalidatesInBackground() && !first.has(wantKept) {
 		e.m.metaHits.Inc()
-		e.revalidate(bucket, key)
+		e.revalidateInfo(bucket, key)
 		return ent.info, nil, nil
 	}
 	e.m.metaMisses.Inc()
