@@ -38,6 +38,9 @@ func (g *Guard) idleProbe() {
 // any answer (a 403 included) is an origin that is up.
 func (g *Guard) idleAsk() {
 	err := g.ping(g.ctx)
+	g.mu.Lock()
+	g.st.asked = time.Now() // the next probe's pause runs from this one's end
+	g.mu.Unlock()
 	switch {
 	case g.ctx.Err() != nil:
 		// Closing: nothing learnt.

@@ -51,7 +51,7 @@ type health struct {
 	state     string
 	since     time.Time
 	fails     int       // unreachable calls in a row
-	asked     time.Time // when a call or probe was last sent to the origin
+	asked     time.Time // when a call or probe was last sent (an idle probe: ended)
 	cause     string
 	lastErr   string
 	lastErrAt time.Time
