@@ -73,6 +73,10 @@ func toS3(err error) (e *s3err.Error, known bool) {
 			return s3err.New(s.code, ""), true
 		}
 	}
+	var oe *store.OriginError
+	if errors.As(err, &oe) {
+		return fromOrigin(oe), true
+	}
 	if errors.Is(err, context.Canceled) {
 		return nil, true
 	}
@@ -80,6 +84,17 @@ func toS3(err error) (e *s3err.Error, known bool) {
 		return s3err.New(s3err.ServiceUnavailable, "the origin did not answer in time"), true
 	}
 	return s3err.New(s3err.InternalError, ""), false
+}
+
+// fromOrigin is the S3 error of an origin's refusal of a request: the
+// origin's code, message and status, so a client sees what the origin
+// would have told it.
+func fromOrigin(oe *store.OriginError) *s3err.Error {
+	msg := oe.Message
+	if msg == "" {
+		msg = "The origin refused the request."
+	}
+	return &s3err.Error{Code: s3err.Code(oe.Code), Message: msg, HTTPStatus: oe.Status}
 }
 
 // writeError answers the request with err. HEAD responses and 304s carry

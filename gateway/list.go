@@ -4,6 +4,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -82,7 +83,10 @@ func (c *listCache) dropAll() {
 	c.buckets, c.n = make(map[string]map[store.ListOptions]listEntry), 0
 }
 
-// List returns one page of a bucket listing.
+// List returns one page of a bucket listing. A cached page past its TTL
+// is served at once and revalidated in the background, as metadata is
+// (revalidate.go); otherwise a page the cache cannot answer is asked of
+// the origin, within its guard's bound.
 func (e *Engine) List(ctx context.Context, bucket string, opts store.ListOptions) (store.ListPage, error) {
 	if opts.MaxKeys <= 0 || opts.MaxKeys > 1000 {
 		opts.MaxKeys = 1000
@@ -95,16 +99,34 @@ func (e *Engine) List(ctx context.Context, bucket string, opts store.ListOptions
 		return page, nil
 	}
 	ent, had := e.lists.get(bucket, opts)
-	if had && fr.fresh(ent.fetched, e.opts.Now()) {
+	switch {
+	case had && fr.fresh(ent.fetched, e.opts.Now()):
+		return ent.page, nil
+	case had && fr.revalidatesInBackground():
+		e.revalidate(listKey{bucket, opts}, func(ctx context.Context) { _, _ = e.listAtOrigin(ctx, bucket, opts, fr) })
 		return ent.page, nil
 	}
+	return e.listAtOrigin(ctx, bucket, opts, fr)
+}
+
+// listAtOrigin asks the origin for a page and caches it (unless the rule
+// is always). An origin that cannot answer gets the cached page, if the
+// rule serves stale ones, trusted for another TTL so an outage costs one
+// origin call per TTL (stale-if-error, as loadInfo).
+func (e *Engine) listAtOrigin(ctx context.Context, bucket string, opts store.ListOptions, fr Freshness) (store.ListPage, error) {
 	seq := e.lists.sequence()
+	stale, had := e.lists.get(bucket, opts)
 	page, err := e.origin.List(ctx, bucket, opts)
-	if err != nil {
-		if had && unavailable(err) && !fr.NoStale {
-			e.m.staleServed.Inc() // the origin's guard bounded the wait
-			return ent.page, nil
-		}
+	switch {
+	case err == nil:
+	case errors.Is(err, store.ErrNoSuchBucket):
+		e.lists.dropBucket(bucket) // gone at the origin: no page of it is served again
+		return page, err
+	case had && unavailable(err) && !fr.NoStale:
+		e.m.staleServed.Inc() // the origin's guard bounded the wait
+		e.lists.putIf(seq, bucket, opts, listEntry{page: stale.page, fetched: e.opts.Now()})
+		return stale.page, nil
+	default:
 		return page, err
 	}
 	if fr.Mode != Always {

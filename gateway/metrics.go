@@ -4,6 +4,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"io"
 	"sync"
 	"time"
@@ -61,7 +62,7 @@ func newMetrics() *metrics {
 			Name: "granary_metadata_revalidations_total", Help: "Stale metadata served at once and revalidated with the origin in the background.",
 		}),
 		originReqs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "granary_origin_requests_total", Help: "Requests sent to the origin.",
+			Name: "granary_origin_requests_total", Help: "Requests sent to the origin, by op and result: ok, error, or refused (the origin answered that the request was the client's mistake).",
 		}, []string{"op", "result"}),
 		originBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "granary_origin_read_bytes_total", Help: "Object bytes read from the origin, by bucket.",
@@ -178,9 +179,16 @@ type countingOrigin struct {
 	m *metrics
 }
 
+// observe counts a call by its result: ok, error, or refused (the
+// origin answered that the request was the client's mistake, a
+// store.OriginError: the origin did not fail).
 func (o countingOrigin) observe(op string, start time.Time, err error) {
+	var oe *store.OriginError
 	result := "ok"
-	if err != nil {
+	switch {
+	case errors.As(err, &oe):
+		result = "refused"
+	case err != nil:
 		result = "error"
 	}
 	o.m.originReqs.WithLabelValues(op, result).Inc()

@@ -112,9 +112,9 @@ func (e *Engine) objectInfo(ctx context.Context, bucket, key string, first inten
 		e.m.metaHits.Inc()
 		return ent.info, nil, nil
 	}
-	if had && f.Mode == TTL && !f.NoStale && !first.has(wantKept) {
+	if had && f.revalidatesInBackground() && !first.has(wantKept) {
 		e.m.metaHits.Inc()
-		e.revalidate(bucket, key)
+		e.revalidateInfo(bucket, key)
 		return ent.info, nil, nil
 	}
 	e.m.metaMisses.Inc()
@@ -247,8 +247,14 @@ func (e *Engine) fetchWithFirstChunk(ctx context.Context, bucket, key string, wa
 		errors.Is(err, store.ErrUnavailable), errors.Is(err, store.ErrAccessDenied):
 		return info, nil, err
 	case err != nil:
-		info, err = e.origin.Stat(ctx, bucket, key)
-		return info, nil, err
+		// Not a missing object: perhaps one the first chunk's range does
+		// not fit (an empty one, 416), which a HEAD describes.
+		info, serr := e.origin.Stat(ctx, bucket, key)
+		var refused *store.OriginError
+		if serr != nil && errors.As(err, &refused) && errors.As(serr, &refused) {
+			serr = err // refused both times: the GET's answer names the code, a HEAD's has no body
+		}
+		return info, nil, serr
 	}
 	if info.Size == 0 {
 		rc.Close()

@@ -30,9 +30,11 @@ const (
 // Freshness is a bucket's metadata rule. The zero value is TTL with a
 // one-minute TTL, serving stale metadata when the origin cannot answer.
 //
-// Metadata past its TTL is served at once and revalidated in the
-// background (stale-while-revalidate); with Always, a request waits for
-// the origin at most Options.OriginTimeout, then gets the stale copy.
+// Metadata (an object's, or a listing page) past its TTL is served at
+// once and revalidated in the background (stale-while-revalidate); with
+// Always, a request waits for the origin at most Options.OriginTimeout,
+// then gets the stale copy of an object's metadata (listing pages are
+// not kept).
 // NoStale never serves metadata past its rule: TTL and Always requests
 // wait (at most OriginTimeout) and fail with store.ErrUnavailable when the
 // origin does not answer.

@@ -55,6 +55,8 @@ func newFaultRigTimeout(t *testing.T, buckets map[string]Freshness, timeout time
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A MinIO just started may answer "not initialized" a while.
+	poll.Until(t, "MinIO to answer", func() bool { _, err := inner.ListBuckets(context.Background()); return err == nil })
 	g, err := guard.New(guard.Options{Origin: inner, Timeout: timeout, ProbeInterval: 50 * time.Millisecond, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)

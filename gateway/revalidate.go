@@ -1,30 +1,43 @@
-// Stale-while-revalidate: metadata past its TTL is served at once and
-// revalidated in the background, one revalidation per key in flight and
-// at most maxRevalidations at a time, so a slow or hung origin never
-// slows a read of what the cache holds.
+// Stale-while-revalidate: metadata and listings past their TTL are served
+// at once and revalidated in the background, one revalidation per entry
+// in flight and at most maxRevalidations at a time, so a slow or hung
+// origin never slows a request for what the cache holds.
 package gateway
 
 import (
 	"context"
 	"sync"
+
+	"github.com/granary-dev/granary/store"
 )
 
 // maxRevalidations bounds the background revalidations in flight; past
 // it a stale entry is served without one (a later request starts it).
 const maxRevalidations = 64
 
-// revalidations are the keys being revalidated in the background.
+// revalidations are the entries being revalidated in the background,
+// keyed by metaKey (an object's metadata) or listKey (a listing page).
 type revalidations struct {
 	mu   sync.Mutex // guards keys
-	keys map[string]struct{}
+	keys map[any]struct{}
 }
 
-// revalidate starts a background revalidation of bucket/key unless one
-// is in flight or maxRevalidations are. It runs on the engine's fill
-// context (Close cancels it and waits), bounded by FetchTimeout; it joins
-// a load of the key already in flight rather than asking twice.
-func (e *Engine) revalidate(bucket, key string) {
-	k := metaKey(bucket, key)
+// listKey names a listing page among the revalidations.
+type listKey struct {
+	bucket string
+	opts   store.ListOptions
+}
+
+// revalidatesInBackground reports whether an entry past f's rule is
+// served at once and revalidated in the background: a ttl bucket that
+// may serve stale metadata. Otherwise the request waits for the origin.
+func (f Freshness) revalidatesInBackground() bool { return f.Mode == TTL && !f.NoStale }
+
+// revalidate runs fetch in the background under key k unless a
+// revalidation of k is in flight or maxRevalidations are. fetch runs on
+// the engine's fill context (Close cancels it and waits), bounded by
+// FetchTimeout.
+func (e *Engine) revalidate(k any, fetch func(ctx context.Context)) {
 	r := &e.revals
 	r.mu.Lock()
 	if _, busy := r.keys[k]; busy || len(r.keys) >= maxRevalidations || e.fillCtx.Err() != nil {
@@ -32,7 +45,7 @@ func (e *Engine) revalidate(bucket, key string) {
 		return
 	}
 	if r.keys == nil {
-		r.keys = make(map[string]struct{})
+		r.keys = make(map[any]struct{})
 	}
 	r.keys[k] = struct{}{}
 	e.fills.Add(1)
@@ -47,8 +60,17 @@ func (e *Engine) revalidate(bucket, key string) {
 		}()
 		ctx, cancel := context.WithTimeout(e.fillCtx, e.opts.FetchTimeout)
 		defer cancel()
-		e.sf.Do(k, func() (any, error) { return e.loadInfo(ctx, bucket, key, wantNoChunk) })
+		fetch(ctx)
 	}()
+}
+
+// revalidateInfo revalidates bucket/key's metadata in the background; it
+// joins a load of the key already in flight rather than asking twice.
+func (e *Engine) revalidateInfo(bucket, key string) {
+	k := metaKey(bucket, key)
+	e.revalidate(k, func(ctx context.Context) {
+		e.sf.Do(k, func() (any, error) { return e.loadInfo(ctx, bucket, key, wantNoChunk) })
+	})
 }
 
 // revalidating reports how many background revalidations are in flight.

@@ -54,6 +54,25 @@ var (
 	ErrOverQuota = errors.New("store: bucket at its cache quota")
 )
 
+// OriginError is an origin's refusal of a request as the client's own
+// mistake, with a code no sentinel names (an S3 4xx such as MinIO's
+// XMinioInvalidObjectPrefix for a prefix of "../"). The origin answered:
+// it is neither unavailable nor failing, and the client is owed the
+// origin's answer. Match it with errors.As.
+type OriginError struct {
+	Status  int    // the HTTP status, 400..499
+	Code    string // the origin's error code, such as "InvalidArgument"
+	Message string // the origin's message; may be empty
+}
+
+func (e *OriginError) Error() string {
+	msg := fmt.Sprintf("store: the origin refused the request: %d %s", e.Status, e.Code)
+	if e.Message != "" {
+		msg += ": " + e.Message
+	}
+	return msg
+}
+
 // BucketInfo describes one bucket.
 type BucketInfo struct {
 	Name    string

@@ -135,6 +135,10 @@ type Error struct {
 	// for; AWS sends it with a credential scoped to another region, and
 	// SDKs (botocore, minio-go) read it to sign again.
 	Region string
+	// HTTPStatus, if set, is the status sent instead of the code's: an
+	// origin's own code, which the catalogue may lack, keeps the status
+	// the origin gave it.
+	HTTPStatus int
 }
 
 // New returns an *Error with code and, if msg is non-empty, that message.
@@ -147,8 +151,13 @@ func (e *Error) Error() string {
 	return string(e.Code) + ": " + Description(e.Code)
 }
 
-// Status is the HTTP status of e's code.
-func (e *Error) Status() int { return Status(e.Code) }
+// Status is the HTTP status of e: HTTPStatus if set, else its code's.
+func (e *Error) Status() int {
+	if e.HTTPStatus != 0 {
+		return e.HTTPStatus
+	}
+	return Status(e.Code)
+}
 
 // Description is the message of e, or its code's default description.
 func (e *Error) Description() string {

@@ -52,6 +52,9 @@ type Config struct {
 	OriginTimeout      Duration `yaml:"origin-timeout"`
 	RequireOrigin      bool     `yaml:"require-origin"`
 	ServeStaleWhenDown bool     `yaml:"serve-stale-when-down"`
+	// OriginIdleProbe is how long the origin may go unasked before the
+	// node asks it (guard.Options.IdleProbe); 0 means never.
+	OriginIdleProbe Duration `yaml:"origin-idle-probe"`
 	// UsersFile holds the users `granary user` manages, their secrets
 	// sealed with the key in UsersKeyFile (users.go); "" means users.json
 	// and users.key under DataDir.
@@ -169,6 +172,7 @@ func Defaults() Config {
 
 		OriginTimeout:      Duration(guard.DefaultTimeout),
 		ServeStaleWhenDown: true,
+		OriginIdleProbe:    Duration(guard.DefaultIdleProbe),
 
 		MaxConnsPerIP: api.DefaultMaxConnsPerIP,
 		MetricsAuth:   metricsAuthOpen,
@@ -240,6 +244,9 @@ func (c Config) Normalize() (Config, error) {
 	}
 	if c.OriginTimeout <= 0 {
 		return c, errors.New("origin-timeout: must be positive")
+	}
+	if c.OriginIdleProbe < 0 {
+		return c, errors.New("origin-idle-probe: must not be negative (0 means never)")
 	}
 	if c.MaxConnsPerIP < 0 {
 		return c, fmt.Errorf("max-conns-per-ip: %d is negative (0 means no limit)", c.MaxConnsPerIP)

@@ -145,6 +145,11 @@ var serveSettings = []setting{
 		get: func(c Config) string { return c.OriginTimeout.String() },
 		set: func(c *Config, v string) error { d, err := ParseDuration(v); c.OriginTimeout = d; return err },
 	},
+	{
+		name: "origin-idle-probe", usage: "how long the origin may go unasked (a Go `duration`) before the node asks it for its bucket list, so /readyz, status and the breaker learn of an origin that died while no client asked; a node whose clients reach the origin sends none; 0: never",
+		get: func(c Config) string { return c.OriginIdleProbe.String() },
+		set: func(c *Config, v string) error { d, err := ParseDuration(v); c.OriginIdleProbe = d; return err },
+	},
 	boolSetting("require-origin", "exit at start (status 1, naming the cause) if the origin does not answer; by default the node serves its cache and logs the cause",
 		func(c *Config) *bool { return &c.RequireOrigin }),
 	boolSetting("serve-stale-when-down", "/readyz stays 200 while the origin is down (the node serves what it caches); false: 503 until the origin answers",

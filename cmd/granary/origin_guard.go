@@ -20,8 +20,12 @@ import (
 // --require-origin, else the node serves its cache while the guard's
 // probe waits for the origin.
 func guardOrigin(cfg Config, origin store.Origin, reg prometheus.Registerer, log zerolog.Logger) (*guard.Guard, error) {
+	idle := time.Duration(cfg.OriginIdleProbe)
+	if idle == 0 {
+		idle = -1 // never; the guard's 0 is its default
+	}
 	g, err := guard.New(guard.Options{Origin: origin, Name: cfg.Origin, Timeout: time.Duration(cfg.OriginTimeout),
-		Registerer: reg, Logger: log})
+		IdleProbe: idle, Registerer: reg, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("origin guard: %w", err)
 	}

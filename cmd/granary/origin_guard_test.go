@@ -21,6 +21,7 @@ import (
 
 	"github.com/granary-dev/granary/internal/faultproxy"
 	"github.com/granary-dev/granary/internal/miniotest"
+	"github.com/granary-dev/granary/internal/poll"
 	"github.com/granary-dev/granary/ops"
 )
 
@@ -180,4 +181,38 @@ func TestBucketServeStale(t *testing.T) {
 	if !buckets["strict"].NoStale || buckets["lenient"].NoStale {
 		t.Fatalf("serve-stale per bucket: %+v", buckets)
 	}
+}
+
+// TestReadyzNoticesAnOriginDeadWhileIdle: with --serve-stale-when-down=false
+// and no client at all, /readyz turns 503 once the node's MinIO is killed
+// (the guard's idle probe finds it gone, where before only three client
+// misses did) and 200 again once MinIO is back.
+func TestReadyzNoticesAnOriginDeadWhileIdle(t *testing.T) {
+	mio := miniotest.StartT(t)
+	env := map[string]string{
+		"GRANARY_ACCESS_KEY": "idle-access", "GRANARY_SECRET_KEY": "idle-secret",
+		"GRANARY_ORIGIN_ACCESS_KEY": mio.AccessKey, "GRANARY_ORIGIN_SECRET_KEY": mio.SecretKey,
+		"GRANARY_DATA_DIR": t.TempDir(), "GRANARY_LOG_LEVEL": "warn",
+	}
+	s := startServe(t, env, "--origin", "s3://"+mio.Endpoint+"?secure=false", "--origin-timeout", "1s",
+		"--origin-idle-probe", "200ms", "--serve-stale-when-down=false")
+	readyz := func() int {
+		resp, err := http.Get("http://" + s.addr + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	// A MinIO just started may answer "not initialized" to the start-up
+	// check a while.
+	poll.Until(t, "readyz to be 200 with the origin up", func() bool { return readyz() == http.StatusOK })
+	mio.Kill()
+	poll.Until(t, "readyz to turn 503 with the origin killed and no client", func() bool {
+		return readyz() == http.StatusServiceUnavailable
+	})
+	if err := mio.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "readyz to turn 200 with the origin back", func() bool { return readyz() == http.StatusOK })
 }

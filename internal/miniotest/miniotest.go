@@ -125,32 +125,60 @@ func startOnce(bin, dir string, o Options) (*Server, error) {
 		SecretKey: "minioadmin-test-secret",
 		opts:      o,
 		dir:       dir,
-		exited:    make(chan struct{}),
 	}
+	if err := s.start(bin, command); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// start runs the server's process on its address and data, and waits
+// until it is ready.
+func (s *Server) start(bin string, command func(name string, args ...string) *exec.Cmd) error {
 	args := []string{"server", "--quiet", "--address", s.Endpoint, "--console-address", "127.0.0.1:0"}
-	if o.CertsDir != "" {
-		args = append(args, "--certs-dir", o.CertsDir)
+	if s.opts.CertsDir != "" {
+		args = append(args, "--certs-dir", s.opts.CertsDir)
 	}
-	s.cmd = command(bin, append(args, filepath.Join(dir, "data"))...)
+	s.exited = make(chan struct{})
+	s.cmd = command(bin, append(args, filepath.Join(s.dir, "data"))...)
 	s.cmd.Env = append(os.Environ(),
 		"MINIO_ROOT_USER="+s.AccessKey, "MINIO_ROOT_PASSWORD="+s.SecretKey,
 		"MINIO_BROWSER=off", "MINIO_UPDATE=off", "MINIO_API_REQUESTS_MAX=4096")
-	logf, err := os.Create(filepath.Join(dir, "minio.log"))
+	logf, err := os.OpenFile(filepath.Join(s.dir, "minio.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
 	if err := s.cmd.Start(); err != nil {
 		logf.Close()
-		return nil, err
+		return err
 	}
-	go func() { s.cmd.Wait(); logf.Close(); close(s.exited) }()
+	exited := s.exited
+	go func() { s.cmd.Wait(); logf.Close(); close(exited) }()
 	if err := s.awaitReady(30 * time.Second); err != nil {
 		s.kill()
-		log, _ := os.ReadFile(filepath.Join(dir, "minio.log"))
-		return nil, fmt.Errorf("miniotest: %w; log:\n%s", err, log)
+		log, _ := os.ReadFile(filepath.Join(s.dir, "minio.log"))
+		return fmt.Errorf("miniotest: %w; log:\n%s", err, log)
 	}
-	return s, nil
+	return nil
+}
+
+// Kill kills the server's process as a crash would, keeping its address
+// and data for Restart.
+func (s *Server) Kill() { s.kill() }
+
+// Restart starts a killed server again, on its address and with its
+// data, and waits until it is ready.
+func (s *Server) Restart() error {
+	bin, err := Binary()
+	if err != nil {
+		return err
+	}
+	command := s.opts.Command
+	if command == nil {
+		command = exec.Command
+	}
+	return s.start(bin, command)
 }
 
 // awaitReady polls the liveness endpoint until it answers, the process

@@ -3,7 +3,9 @@
 // calls in a row found the origin unreachable, calls fail at once with
 // store.ErrOriginDown until a background probe finds it answering), and
 // tracks the origin's health for the node's status, metrics, readiness and
-// logs (one line per change of state, naming the cause).
+// logs (one line per change of state, naming the cause). An origin nothing
+// asked for Options.IdleProbe is asked by the guard itself (idle.go), so
+// the health of an idle node's origin is never older than that.
 //
 // What is bounded, by Options.Timeout:
 //   - calls that move no body (Stat, List, Delete, buckets, multipart
@@ -41,6 +43,13 @@ type Options struct {
 	// ProbeInterval is the pause between probes of an origin that is
 	// down; 0 means one second. Clients are told to retry after it.
 	ProbeInterval time.Duration
+	// IdleProbe is how long the origin may go unasked before the guard
+	// asks it (the probe's bucket listing), so readiness and the breaker
+	// learn of an origin that died while the node was idle; while the
+	// last calls failed, it asks every ProbeInterval instead, until
+	// Threshold failures open the breaker. A node serving traffic sends
+	// no probe. 0 means DefaultIdleProbe; negative means never.
+	IdleProbe time.Duration
 	// Registerer receives the origin's health metrics; nil means none.
 	Registerer prometheus.Registerer
 	Logger     zerolog.Logger
@@ -48,6 +57,9 @@ type Options struct {
 
 // DefaultTimeout is Options.Timeout when unset.
 const DefaultTimeout = 5 * time.Second
+
+// DefaultIdleProbe is Options.IdleProbe when unset.
+const DefaultIdleProbe = 5 * time.Second
 
 func (o Options) normalize() Options {
 	if o.Timeout <= 0 {
@@ -59,11 +71,14 @@ func (o Options) normalize() Options {
 	if o.ProbeInterval <= 0 {
 		o.ProbeInterval = time.Second
 	}
+	if o.IdleProbe == 0 {
+		o.IdleProbe = DefaultIdleProbe
+	}
 	return o
 }
 
 // Guard guards one origin. It is safe for concurrent use; Close stops its
-// probe.
+// probes.
 type Guard struct {
 	opts  Options
 	inner store.Origin
@@ -76,28 +91,32 @@ type Guard struct {
 	// open); it ends once the origin answers or the guard closes.
 	probing bool
 
-	ctx    context.Context // cancelled by Close: ends the probe
+	ctx    context.Context // cancelled by Close: ends the probes
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // the probe
+	wg     sync.WaitGroup // the probe of a down origin and the idle probe
 }
 
-// New returns a guard over opts.Origin. It does not contact the origin
-// (Check does).
+// New returns a guard over opts.Origin. It does not contact the origin at
+// once (Check does); the idle probe first asks it IdleProbe from now.
 func New(opts Options) (*Guard, error) {
 	opts = opts.normalize()
 	g := &Guard{opts: opts, inner: opts.Origin, m: newMetrics(),
 		log: opts.Logger.With().Str("component", "origin").Str("origin", opts.Name).Logger()}
-	g.st = health{state: StateUnknown, since: time.Now()}
+	g.st = health{state: StateUnknown, since: time.Now(), asked: time.Now()}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	if opts.Registerer != nil {
 		if err := g.m.register(opts.Registerer); err != nil {
 			return nil, err
 		}
 	}
+	if opts.IdleProbe > 0 {
+		g.wg.Add(1)
+		go g.idleProbe()
+	}
 	return g, nil
 }
 
-// Close stops the probe and waits for it; the origin, which the caller
+// Close stops the probes and waits for them; the origin, which the caller
 // owns, stays open.
 func (g *Guard) Close() error {
 	g.mu.Lock() // a probe starts under mu only while ctx is live

@@ -14,6 +14,9 @@ import (
 // ping lists the origin's buckets within the timeout; a timeout is
 // returned as store.ErrUnavailable naming it.
 func (g *Guard) ping(ctx context.Context) error {
+	g.mu.Lock()
+	g.st.asked = time.Now()
+	g.mu.Unlock()
 	cctx, cancel := context.WithTimeoutCause(ctx, g.opts.Timeout, errTimedOut)
 	defer cancel()
 	_, err := g.inner.ListBuckets(cctx)

@@ -50,7 +50,8 @@ func (h Health) Up() bool { return h.State != StateDown }
 type health struct {
 	state     string
 	since     time.Time
-	fails     int // unreachable calls in a row
+	fails     int       // unreachable calls in a row
+	asked     time.Time // when a call or probe was last sent (an idle probe: ended)
 	cause     string
 	lastErr   string
 	lastErrAt time.Time
@@ -78,6 +79,7 @@ func (g *Guard) admit() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.st.state != StateDown {
+		g.st.asked = time.Now()
 		return nil
 	}
 	g.st.rejected++

@@ -4,7 +4,7 @@
 // own transport carries it. Stat, Get, Put, Delete and Copy take this
 // path, and so do multipart uploads (blankmp.go); tagging needs none
 // (minio-go checks no key there). (rawDo also carries the part HEADs of
-// parts.go.)
+// parts.go and the listings of list.go.)
 package s3
 
 import (
@@ -37,8 +37,9 @@ func (o *Origin) blankDo(ctx context.Context, method, bucket, key string, header
 }
 
 // rawDo sends one request presigned by minio-go over the origin's
-// transport, for what minio-go will not send or not report (blank keys,
-// the Content-Range of a part).
+// transport, under ctx, for what minio-go will not send, not report or
+// not bound by a context (blank keys, the Content-Range of a part,
+// listings).
 func (o *Origin) rawDo(ctx context.Context, method, bucket, key string, query url.Values, header http.Header, body io.Reader, size int64) (*http.Response, error) {
 	u, err := o.core.PresignHeader(ctx, method, bucket, key, blankPresignLife, query, header)
 	if err != nil {

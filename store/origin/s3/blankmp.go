@@ -19,9 +19,10 @@ import (
 	"github.com/granary-dev/granary/store"
 )
 
-// maxBlankAnswer bounds an XML answer read here (a page of 1,000 parts is
-// well under it).
-const maxBlankAnswer = 4 << 20
+// maxBlankAnswer bounds an XML answer readAnswer reads (a page of 1,000
+// parts is well under it, and so is one of 1,000 listed keys of 1,024
+// bytes, each byte percent-encoded).
+const maxBlankAnswer = 8 << 20
 
 // readAnswer decodes resp's XML body into v. A 200 answer may still be an
 // error document (S3 sends one when a completion fails after its headers

@@ -104,8 +104,20 @@ func fromResponse(er minio.ErrorResponse) error {
 		return fmt.Errorf("%w (%s)", store.ErrAccessDenied, msg)
 	case er.StatusCode == 412:
 		return fmt.Errorf("%w (%s)", store.ErrPreconditionFailed, msg)
+	case er.StatusCode >= 400 && er.StatusCode < 500:
+		return &store.OriginError{Status: er.StatusCode, Code: clientCode(er.Code), Message: er.Message}
 	}
 	return fmt.Errorf("origin error %d (%s)", er.StatusCode, msg)
+}
+
+// clientCode is the S3 code of a 4xx answer: its own, or InvalidRequest
+// for one that named none (minio-go names a bodiless answer by its
+// status line, "400 Bad Request").
+func clientCode(code string) string {
+	if code == "" || strings.ContainsAny(code, " \t") {
+		return "InvalidRequest"
+	}
+	return code
 }
 
 // isTransport reports whether err is a failure to reach or hear from the

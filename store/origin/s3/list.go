@@ -1,10 +1,18 @@
 // Listing of an S3 origin: one ListObjectsV2 page per call (more only when
 // the After rule filtered entries out), translated to the store's page.
+// Each page is one request sent with the caller's context (rawDo), so a
+// caller's bound ends it: minio-go's ListObjectsV2 takes no context, and
+// through its retries a hung origin held a listing for three
+// response-header timeouts, whatever bound the guard set.
 package s3
 
 import (
 	"context"
+	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/granary-dev/granary/store"
 )
@@ -26,8 +34,8 @@ const pastPrefix = "\U0010FFFF"
 // but "/"). So entries are filtered here, and each further server page
 // starts after a position this code computes, never from a token.
 //
-// minio.Core.ListObjectsV2 takes no context: ctx is checked between
-// requests, and the transport's timeouts bound each request.
+// Each request runs under ctx; it is sent once (no retries of its own:
+// the caller's bound holds, and a client retries a 503 itself).
 func (o *Origin) List(ctx context.Context, bucket string, opts store.ListOptions) (store.ListPage, error) {
 	if err := checkBucket(bucket); err != nil {
 		return store.ListPage{}, err
@@ -41,10 +49,7 @@ func (o *Origin) List(ctx context.Context, bucket string, opts store.ListOptions
 		startAfter = opts.After + pastPrefix
 	}
 	for {
-		if err := ctx.Err(); err != nil {
-			return store.ListPage{}, wrap(ctx, "list", bucket, "", err)
-		}
-		res, err := o.core.ListObjectsV2(bucket, opts.Prefix, startAfter, "", opts.Delimiter, opts.MaxKeys-count)
+		res, err := o.listV2(ctx, bucket, opts.Prefix, startAfter, opts.Delimiter, opts.MaxKeys-count)
 		if err != nil {
 			return store.ListPage{}, wrap(ctx, "list", bucket, "", err)
 		}
@@ -82,6 +87,48 @@ func (o *Origin) List(ctx context.Context, bucket string, opts store.ListOptions
 			startAfter = last + pastPrefix
 		}
 	}
+}
+
+// listResult is what List reads of a ListObjectsV2 answer.
+type listResult struct {
+	EncodingType string
+	IsTruncated  bool
+	Contents     []struct {
+		Key          string
+		ETag         string
+		Size         int64
+		LastModified time.Time
+	}
+	CommonPrefixes []struct{ Prefix string }
+}
+
+// listV2 sends one ListObjectsV2 request, as minio-go would (names
+// url-encoded on the wire, decoded here), under ctx.
+func (o *Origin) listV2(ctx context.Context, bucket, prefix, startAfter, delimiter string, maxKeys int) (listResult, error) {
+	q := url.Values{"list-type": {"2"}, "encoding-type": {"url"}, "prefix": {prefix}, "delimiter": {delimiter},
+		"max-keys": {strconv.Itoa(maxKeys)}}
+	if startAfter != "" {
+		q.Set("start-after", startAfter)
+	}
+	var res listResult
+	resp, err := o.rawDo(ctx, http.MethodGet, bucket, "", q, nil, nil, 0)
+	if err == nil {
+		err = readAnswer(resp, &res)
+	}
+	if err != nil || res.EncodingType != "url" {
+		return res, err
+	}
+	for i := range res.Contents {
+		if res.Contents[i].Key, err = url.QueryUnescape(res.Contents[i].Key); err != nil {
+			return res, err
+		}
+	}
+	for i := range res.CommonPrefixes {
+		if res.CommonPrefixes[i].Prefix, err = url.QueryUnescape(res.CommonPrefixes[i].Prefix); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
 }
 
 // isCommonPrefix reports whether s is a common prefix of the listing opts

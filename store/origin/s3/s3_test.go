@@ -262,11 +262,26 @@ func TestRangeIgnoredByServer(t *testing.T) {
 // TestHungServerFails checks that a server that accepts connections but
 // never answers fails requests instead of hanging them.
 func TestHungServerFails(t *testing.T) {
+	o := newOrigin(t, Options{Endpoint: hungServer(t), AccessKey: "k", SecretKey: "secret-key",
+		ResponseHeaderTimeout: 300 * time.Millisecond})
+	err := within(t, 15*time.Second, "Stat", func() error {
+		_, err := o.Stat(context.Background(), "bucket", "key")
+		return err
+	})
+	if !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Stat against a hung server = %v, want ErrUnavailable", err)
+	}
+}
+
+// hungServer is the address of a server that accepts connections and
+// reads them, but never answers; it closes when t ends.
+func hungServer(t *testing.T) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	t.Cleanup(func() { l.Close() })
 	go func() {
 		for {
 			c, err := l.Accept()
@@ -276,14 +291,23 @@ func TestHungServerFails(t *testing.T) {
 			go func() { io.Copy(io.Discard, c); c.Close() }() // read, never answer
 		}
 	}()
-	o := newOrigin(t, Options{Endpoint: l.Addr().String(), AccessKey: "k", SecretKey: "secret-key",
-		ResponseHeaderTimeout: 300 * time.Millisecond})
-	err = within(t, 15*time.Second, "Stat", func() error {
-		_, err := o.Stat(context.Background(), "bucket", "key")
+	return l.Addr().String()
+}
+
+// TestListEndsWithItsContext: a listing of a hung server ends when its
+// caller's context does, not after the transport's timeouts (a minute
+// here, and minio-go would have tried three times).
+func TestListEndsWithItsContext(t *testing.T) {
+	o := newOrigin(t, Options{Endpoint: hungServer(t), AccessKey: "k", SecretKey: "secret-key",
+		ResponseHeaderTimeout: time.Minute})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	err := within(t, 20*time.Second, "List", func() error {
+		_, err := o.List(ctx, "bucket", store.ListOptions{Prefix: "p/", Delimiter: "/"})
 		return err
 	})
-	if !errors.Is(err, store.ErrUnavailable) {
-		t.Fatalf("Stat against a hung server = %v, want ErrUnavailable", err)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("List of a hung server past its context = %v, want context.DeadlineExceeded", err)
 	}
 }
 
