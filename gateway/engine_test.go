@@ -59,6 +59,8 @@ type rigOptions struct {
 	quotas    store.Quotas         // given to the tiers and the engine
 	metaMax   int                  // Options.MetaEntries
 	partSize  int64                // the S3 origin's multipart part size (0: its default)
+	singlePut int64                // the S3 origin's largest single PUT (0: its default)
+	observers []writeback.Observer // of a write-back log, after the engine
 	clock     *fakeClock           // Options.Now (nil: time.Now)
 }
 
@@ -85,7 +87,8 @@ func (c *fakeClock) Advance(d time.Duration) {
 
 func newRig(t testing.TB, ro rigOptions) *rig {
 	t.Helper()
-	o, err := s3.New(s3.Options{Endpoint: minio.Endpoint, AccessKey: minio.AccessKey, SecretKey: minio.SecretKey, PartSize: ro.partSize})
+	o, err := s3.New(s3.Options{Endpoint: minio.Endpoint, AccessKey: minio.AccessKey, SecretKey: minio.SecretKey,
+		PartSize: ro.partSize, MaxSinglePut: ro.singlePut})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,15 +145,15 @@ func newRig(t testing.TB, ro rigOptions) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.e.Close() })
-	startLog(origin, r.e)
+	startLog(origin, r.e, ro.observers...)
 	return r
 }
 
-// startLog starts origin's uploads, observed by e, if it is a write-back
-// log.
-func startLog(origin store.Origin, e *Engine) {
+// startLog starts origin's uploads, observed by e and then by more, if it
+// is a write-back log.
+func startLog(origin store.Origin, e *Engine, more ...writeback.Observer) {
 	if l, ok := origin.(*writeback.Log); ok {
-		l.Start(e.WriteBackObserver())
+		l.Start(append([]writeback.Observer{e.WriteBackObserver()}, more...)...)
 	}
 }
 

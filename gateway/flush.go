@@ -42,9 +42,13 @@ func (uploads) Staged(context.Context, store.ObjectInfo, func() (io.ReadCloser, 
 
 // Persisted keeps the cache true to the origin. An origin that named the
 // uploaded object with an ETag other than the one served while it was
-// staged (an origin that cut it into parts of its own) has made the cached
-// metadata and chunks of that ETag a dead version: they are dropped, and
-// the next read fetches the object under its new name.
+// staged has made the cached metadata and chunks of that ETag a dead
+// version: they are dropped, and the next read fetches the object under its
+// new name. Origins keep the served ETag (a PUT of up to 5 GiB goes whole, a
+// multipart upload with the client's parts); it changes only where one
+// PUT cannot carry the object (a copy of more than 5 GiB staged as one
+// object) or the origin names objects otherwise than by MD5 (S3 with
+// SSE-KMS).
 func (u uploads) Persisted(staged store.ObjectInfo, originETag string) {
 	e := u.e
 	if originETag != "" && originETag != staged.ETag {

@@ -184,10 +184,11 @@ func TestWriteThroughPutFillsCache(t *testing.T) {
 
 // A restore that starts the moment a save returns reads the save's tee,
 // not the origin, even when the origin stored the PUT as a multipart
-// upload of its own (its ETag then is not the body's MD5); the fill that
-// follows puts every chunk on the disk tier too.
+// upload of its own (over its largest single PUT: its ETag then is not the
+// body's MD5); the fill that follows puts every chunk on the disk tier too.
 func TestWriteThroughPutRestoresAtOnce(t *testing.T) {
-	r := newRig(t, rigOptions{chunk: 1 << 20, fresh: Freshness{Mode: Immutable}, tee: true, partSize: 5 << 20})
+	r := newRig(t, rigOptions{chunk: 1 << 20, fresh: Freshness{Mode: Immutable}, tee: true,
+		partSize: 5 << 20, singlePut: 5 << 20})
 	data := randBytes(t, 12<<20+4321)
 	gets, stats := r.originGets(), r.originStats()
 	info, err := r.e.Put(context.Background(), r.bucket, "ckpt/big", bytes.NewReader(data), int64(len(data)), store.ObjectMeta{})

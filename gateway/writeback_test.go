@@ -6,9 +6,12 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"io"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -17,9 +20,9 @@ import (
 	"github.com/granary-dev/granary/store/writeback"
 )
 
-// newWriteBackRig is a rig whose origin is a write-back log over MinIO, in
-// write-back mode for the rig's bucket.
-func newWriteBackRig(t *testing.T, chunk int64) (*rig, *writeback.Log) {
+// newWriteBackRig is a rig as ro says whose origin is a write-back log over
+// MinIO, in write-back mode for the rig's bucket.
+func newWriteBackRig(t *testing.T, ro rigOptions) (*rig, *writeback.Log) {
 	var log *writeback.Log
 	wrap := func(o store.Origin) store.Origin {
 		var err error
@@ -31,9 +34,8 @@ func newWriteBackRig(t *testing.T, chunk int64) (*rig, *writeback.Log) {
 		t.Cleanup(func() { log.Close() })
 		return log
 	}
-	r := newRig(t, rigOptions{chunk: chunk, fresh: Freshness{Mode: Immutable}, wrap: wrap,
-		modes: map[string]WriteMode{"rig": WriteBack}})
-	return r, log
+	ro.fresh, ro.wrap, ro.modes = Freshness{Mode: Immutable}, wrap, map[string]WriteMode{"rig": WriteBack}
+	return newRig(t, ro), log
 }
 
 // inRAM reports whether every chunk of info is in the RAM tier.
@@ -47,7 +49,7 @@ func (r *rig) inRAM(info store.ObjectInfo) bool {
 }
 
 func TestWriteBackObjectsFillTheCache(t *testing.T) {
-	r, log := newWriteBackRig(t, 1<<20)
+	r, log := newWriteBackRig(t, rigOptions{chunk: 1 << 20})
 	ctx := context.Background()
 	big := randBytes(t, 11<<20+7)
 	mp := r.upload("ckpt/multipart", big, 5<<20)
@@ -79,6 +81,77 @@ func TestWriteBackObjectsFillTheCache(t *testing.T) {
 	var at bytes.Buffer
 	if _, err := at.ReadFrom(rc); err != nil || !bytes.Equal(at.Bytes(), big) {
 		t.Fatalf("the origin's copy differs (%v)", err)
+	}
+}
+
+// landing is an object that reached the origin: the ETag the log served
+// for it and the one the origin gave it.
+type landing struct{ key, served, origin string }
+
+// landings hears, after the engine, of each object that reached the origin.
+type landings chan landing
+
+func (landings) Staged(context.Context, store.ObjectInfo, func() (io.ReadCloser, error)) error {
+	return nil
+}
+
+func (l landings) Persisted(staged store.ObjectInfo, originETag string) {
+	select {
+	case l <- landing{staged.Key, staged.ETag, originETag}:
+	default: // more than the test waits for
+	}
+}
+
+// An object saved in a write-back bucket keeps the ETag the client got
+// once it is at the origin, whatever its size: a PUT larger than the
+// origin's part size goes up as one PUT (named by its MD5), a multipart
+// upload with the client's parts. So the cached copy stays, and the
+// restore after the flush reads nothing from the origin.
+func TestWriteBackUploadKeepsTheServedETag(t *testing.T) {
+	landed := make(landings, 4)
+	r, log := newWriteBackRig(t, rigOptions{chunk: 1 << 20, partSize: 5 << 20, observers: []writeback.Observer{landed}})
+	ctx := context.Background()
+	data := randBytes(t, 12<<20+5)
+	single, err := r.e.Put(ctx, r.bucket, "ckpt/single", bytes.NewReader(data), int64(len(data)), store.ObjectMeta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := md5.Sum(data); single.ETag != hex.EncodeToString(sum[:]) {
+		t.Fatalf("PUT answered ETag %s, want the body's MD5", single.ETag)
+	}
+	multi := r.upload("ckpt/multipart", data, 5<<20)
+	r.waitFills()
+	if err := log.Flush(ctx, r.bucket, "ckpt/", nil); err != nil {
+		t.Fatal(err)
+	}
+	// The engine heard of each landing before landed does.
+	for range 2 {
+		select {
+		case l := <-landed:
+			if l.origin != l.served {
+				t.Errorf("%s: the origin named it %s, the client got %s", l.key, l.origin, l.served)
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("no word of the uploads a minute after the flush")
+		}
+	}
+	for _, want := range []store.ObjectInfo{single, multi} {
+		if st, err := r.origin.Stat(ctx, r.bucket, want.Key); err != nil || st.ETag != want.ETag {
+			t.Errorf("%s at the origin: ETag %s (%v), the client got %s", want.Key, st.ETag, err, want.ETag)
+		}
+		if h, err := r.e.Head(ctx, r.bucket, want.Key); err != nil || h.ETag != want.ETag {
+			t.Errorf("HEAD %s: ETag %s (%v), the client got %s", want.Key, h.ETag, err, want.ETag)
+		}
+	}
+	gets, stats := r.originGets(), r.originStats()
+	for _, key := range []string{"ckpt/single", "ckpt/multipart"} {
+		if got := r.read(key, nil); !bytes.Equal(got, data) {
+			t.Fatalf("%s: restored bytes differ", key)
+		}
+	}
+	if r.originGets() != gets || r.originStats() != stats {
+		t.Fatalf("the restore after the flush read the origin (%d gets, %d stats): the cached copy was dropped",
+			r.originGets()-gets, r.originStats()-stats)
 	}
 }
 

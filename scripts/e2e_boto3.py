@@ -169,6 +169,33 @@ def head_object(env):
     expect_error("404", env.s3.head_object, Bucket=env.bucket, Key=env.key("head/missing"))
 
 
+@case
+def large_put_keeps_etag(env):
+    """put_object of 20 MB (one PUT, over the origin's 16 MiB parts): its
+    ETag is the MD5, and stays so once the object is at the origin."""
+    data = payload(20_000_000, "large-put")
+    key = env.key("large/put.bin")
+    etag = env.s3.put_object(Bucket=env.bucket, Key=key, Body=data)["ETag"]
+    check(etag == '"' + hashlib.md5(data).hexdigest() + '"', f"put ETag {etag}")
+    if os.environ.get("E2E_WRITE_BACK") == "1" and os.environ.get("E2E_DIRECT") != "1":
+        wait_persisted(env, key)
+    h = env.s3.head_object(Bucket=env.bucket, Key=key)
+    check(h["ETag"] == etag, f"HEAD ETag {h['ETag']}, the put answered {etag}")
+    got = env.get(key, IfMatch=etag)["Body"].read()
+    check(sha(got) == sha(data), "GET If-Match read other bytes")
+
+
+def wait_persisted(env, key, limit=300):
+    """Polls HEAD until the write-back node says key is at the origin."""
+    deadline = time.monotonic() + limit
+    while True:
+        h = env.s3.head_object(Bucket=env.bucket, Key=key)
+        if h["ResponseMetadata"]["HTTPHeaders"].get("x-granary-persisted") == "true":
+            return
+        check(time.monotonic() < deadline, f"{key} not at the origin after {limit}s")
+        time.sleep(0.2)
+
+
 def put_many(env, keys):
     def put(k):
         env.s3.put_object(Bucket=env.bucket, Key=k, Body=k.encode())

@@ -183,7 +183,11 @@ type Origin interface {
 	Get(ctx context.Context, bucket, key string, r ReadRange) (io.ReadCloser, ObjectInfo, error)
 	// Put stores body as key. size < 0 means unknown. A body that ends early
 	// or fails leaves no object behind (and no change to an existing one):
-	// the put is all or nothing.
+	// the put is all or nothing. A body of known size up to 5 GiB is stored
+	// whole, not cut into parts of the origin's own, so its ETag is the
+	// body's MD5 wherever the origin names objects by MD5, as S3 names a
+	// client's PUT: the write-back log serves that ETag before the origin
+	// has the object.
 	Put(ctx context.Context, bucket, key string, body io.Reader, size int64, meta ObjectMeta) (ObjectInfo, error)
 	// Delete removes key; a missing key is not an error.
 	Delete(ctx context.Context, bucket, key string) error

@@ -8,7 +8,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
 	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -117,6 +119,79 @@ func TestWriteBackSurvivesKill(t *testing.T) {
 		if p := persisted(t, node.addr, env, "ckpt", s.key); p != "true" {
 			t.Errorf("%s: x-granary-persisted %q after flush", s.key, p)
 		}
+	}
+	node.stop(t)
+}
+
+// TestWriteBackKeepsTheClientsETag: a checkpoint saved in a write-back
+// bucket, one shard as one PUT larger than the origin's part size and one
+// as a multipart upload, is at the origin under the ETags the client got
+// (the MD5, the client's parts' ETag) once flushed; HEAD through the node
+// says the same, GET with If-Match of it answers, and the restore is a
+// cache hit, not a download.
+func TestWriteBackKeepsTheClientsETag(t *testing.T) {
+	mio := miniotest.StartT(t)
+	env := map[string]string{
+		"GRANARY_ACCESS_KEY": "wb-access", "GRANARY_SECRET_KEY": "wb-secret",
+		"GRANARY_ORIGIN_ACCESS_KEY": mio.AccessKey, "GRANARY_ORIGIN_SECRET_KEY": mio.SecretKey,
+		"GRANARY_DATA_DIR": t.TempDir(), "GRANARY_LOG_LEVEL": "warn",
+	}
+	node := startChild(t, env, "--origin", "s3://"+mio.Endpoint+"?secure=false",
+		"--write-mode", "write-back", "--ram", "128MiB", "--disk", "128MiB", "--chunk-size", "4MiB")
+	cl := nodeClient(t, env, node.addr)
+	ctx := context.Background()
+	if err := cl.MakeBucket(ctx, "ckpt", minio.MakeBucketOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	shards := checkpointShards() // the last is 20 MiB, over the origin's 16 MiB parts
+	whole, multi := shards[3], shards[0]
+	info, err := minio.Core{Client: cl}.PutObject(ctx, "ckpt", whole.key, bytes.NewReader(whole.data),
+		int64(len(whole.data)), "", "", minio.PutObjectOptions{})
+	if err != nil {
+		t.Fatalf("put %s: %v", whole.key, err)
+	}
+	if sum := md5.Sum(whole.data); info.ETag != hex.EncodeToString(sum[:]) {
+		t.Fatalf("PUT answered ETag %s, want the body's MD5", info.ETag)
+	}
+	whole.etag = info.ETag
+	if info, err = cl.PutObject(ctx, "ckpt", multi.key, bytes.NewReader(multi.data), int64(len(multi.data)),
+		minio.PutObjectOptions{PartSize: 5 << 20}); err != nil || !strings.HasSuffix(info.ETag, "-2") {
+		t.Fatalf("multipart put %s: ETag %q, %v", multi.key, info.ETag, err)
+	}
+	multi.etag = info.ETag
+	var out bytes.Buffer
+	if code := execute(ctx, []string{"flush", "--endpoint", "http://" + node.addr, "--timeout", "2m", "s3://ckpt/run-1/"},
+		&out, &out, envMap(env)); code != exitOK {
+		t.Fatalf("flush: exit %d\n%s", code, out.String())
+	}
+	direct := directClient(t, mio)
+	// The fills of the tiers behind the saves end; on a busy machine they
+	// may outlast the uploads and read the rest from the origin.
+	waitFor(t, 2*time.Minute, "the end of the cache fills", func() bool {
+		return metric(t, node.addr, "granary_cache_fills_running") == 0
+	})
+	gets := metric(t, node.addr, "granary_origin_requests_total", `op="get"`)
+	for _, s := range []*shard{whole, multi} {
+		if st, err := direct.StatObject(ctx, "ckpt", s.key, minio.StatObjectOptions{}); err != nil || st.ETag != s.etag {
+			t.Errorf("%s at the origin: ETag %q (%v), the client got %q", s.key, st.ETag, err, s.etag)
+		}
+		if st, err := cl.StatObject(ctx, "ckpt", s.key, minio.StatObjectOptions{}); err != nil || st.ETag != s.etag {
+			t.Errorf("HEAD %s: ETag %q (%v), the client got %q", s.key, st.ETag, err, s.etag)
+		}
+		opts := minio.GetObjectOptions{}
+		opts.SetMatchETag(s.etag)
+		obj, err := cl.GetObject(ctx, "ckpt", s.key, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(obj)
+		obj.Close()
+		if err != nil || !bytes.Equal(got, s.data) {
+			t.Errorf("GET %s If-Match %s: %d bytes, %v", s.key, s.etag, len(got), err)
+		}
+	}
+	if n := metric(t, node.addr, "granary_origin_requests_total", `op="get"`) - gets; n != 0 {
+		t.Errorf("the restore after the flush read the origin %v times: the cached copy was dropped", n)
 	}
 	node.stop(t)
 }

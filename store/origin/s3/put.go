@@ -1,6 +1,10 @@
-// Streaming uploads to an S3 origin: one PUT up to PartSize, multipart
-// beyond, with the body never held whole in memory and any failed upload
-// aborted so nothing (not even invisible parts) stays behind.
+// Streaming uploads to an S3 origin: a body of known size up to
+// MaxSinglePut (5 GiB) as one PUT, so the origin names it by its MD5 as S3
+// names a client's PUT (the write-back log serves that ETag before the
+// origin has the object); multipart beyond, and for a body of unknown size
+// longer than one part. The body is never held whole in memory, and any
+// failed upload is aborted so nothing (not even invisible parts) stays
+// behind.
 package s3
 
 import (
@@ -37,7 +41,7 @@ func (o *Origin) Put(ctx context.Context, bucket, key string, body io.Reader, si
 	var etag string
 	var err error
 	switch {
-	case size >= 0 && size <= o.opts.PartSize:
+	case size >= 0 && size <= o.opts.MaxSinglePut:
 		etag, err = o.putSingle(ctx, bucket, key, br, size, opts)
 	case size >= 0:
 		etag, err = o.putKnown(ctx, bucket, key, br, size, opts)
@@ -58,14 +62,19 @@ func (o *Origin) Put(ctx context.Context, bucket, key string, body io.Reader, si
 	}, nil
 }
 
-// putSingle sends r (exactly size bytes) in one PUT.
+// putSingle sends r (exactly size bytes) in one PUT, streamed: over HTTP
+// minio-go signs it chunk by chunk as it reads (aws-chunked, 64 KiB at a
+// time), over HTTPS it sends it unsigned (UNSIGNED-PAYLOAD); either way
+// r is read once and never buffered whole. A reader that is not an
+// io.Seeker (bodyCounter) is not retried by minio-go.
 func (o *Origin) putSingle(ctx context.Context, bucket, key string, r io.Reader, size int64, opts minio.PutObjectOptions) (string, error) {
 	info, err := o.core.PutObject(ctx, bucket, key, r, size, "", "", opts)
 	return info.ETag, err
 }
 
-// putKnown streams size bytes as parts read straight from the body: no
-// buffering, so a part cannot be retried, and a failure fails the Put.
+// putKnown streams size bytes (more than one PUT takes) as parts read
+// straight from the body: no buffering, so a part cannot be retried, and
+// a failure fails the Put.
 func (o *Origin) putKnown(ctx context.Context, bucket, key string, br *bodyCounter, size int64, opts minio.PutObjectOptions) (string, error) {
 	partSize := max(o.opts.PartSize, (size+maxParts-1)/maxParts)
 	next := func(ctx context.Context, num int) (io.Reader, int64, error) {

@@ -55,6 +55,11 @@ type Options struct {
 	// unknown size buffers. Default 16 MiB; at least 5 MiB (the S3
 	// minimum). Objects of unknown size are limited to 10,000 parts.
 	PartSize int64
+	// MaxSinglePut is the largest Put of known size sent as one PUT,
+	// streamed (so the origin names it by its MD5, as S3 names a client's
+	// PUT); a larger one goes as a multipart upload of PartSize parts.
+	// Default and at most 5 GiB, S3's limit for one PUT.
+	MaxSinglePut int64
 }
 
 const (
@@ -65,6 +70,7 @@ const (
 	defaultPartSize    = 16 << 20
 	minPartSize        = 5 << 20
 	maxParts           = 10000
+	maxSinglePut       = 5 << 30 // S3's largest PUT
 )
 
 func (o Options) normalize() (Options, error) {
@@ -91,6 +97,12 @@ func (o Options) normalize() (Options, error) {
 	}
 	if o.PartSize < minPartSize {
 		return o, fmt.Errorf("s3: PartSize %d below the S3 minimum of %d", o.PartSize, minPartSize)
+	}
+	if o.MaxSinglePut == 0 {
+		o.MaxSinglePut = maxSinglePut
+	}
+	if o.MaxSinglePut < 0 || o.MaxSinglePut > maxSinglePut {
+		return o, fmt.Errorf("s3: MaxSinglePut %d outside 1..%d (S3's largest PUT)", o.MaxSinglePut, int64(maxSinglePut))
 	}
 	return o, nil
 }

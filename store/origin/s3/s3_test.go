@@ -51,11 +51,17 @@ func newOrigin(t *testing.T, opts Options) *Origin {
 }
 
 func TestConformance(t *testing.T) {
-	storetest.RunOrigin(t, func(t *testing.T) store.Origin {
-		// The smallest legal part size, so the suite's 12 MiB objects
-		// take the multipart path.
-		return newOrigin(t, Options{PartSize: 5 << 20})
-	})
+	// Whole: objects of known size go as one PUT (the default). Parts:
+	// the smallest legal part size and single PUT, so the suite's 12 MiB
+	// objects take the multipart path.
+	for name, opts := range map[string]Options{
+		"Whole": {PartSize: 5 << 20},
+		"Parts": {PartSize: 5 << 20, MaxSinglePut: 5 << 20},
+	} {
+		t.Run(name, func(t *testing.T) {
+			storetest.RunOrigin(t, func(t *testing.T) store.Origin { return newOrigin(t, opts) })
+		})
+	}
 }
 
 // closedPort returns a loopback address nothing listens on.
@@ -181,7 +187,7 @@ func TestRequestsCounted(t *testing.T) {
 // TestFailedMultipartIsAborted checks that a large Put whose body fails
 // leaves no incomplete upload behind on the server.
 func TestFailedMultipartIsAborted(t *testing.T) {
-	o := newOrigin(t, Options{PartSize: 5 << 20})
+	o := newOrigin(t, Options{PartSize: 5 << 20, MaxSinglePut: 5 << 20})
 	ctx := context.Background()
 	bucket := fmt.Sprintf("abort-%d", time.Now().UnixNano())
 	if err := o.MakeBucket(ctx, bucket); err != nil {
@@ -223,6 +229,11 @@ func TestOptionsValidation(t *testing.T) {
 	}
 	if _, err := New(Options{Endpoint: "127.0.0.1:1", PartSize: 1 << 20}); err == nil {
 		t.Error("New with a 1 MiB part size succeeded")
+	}
+	for _, n := range []int64{-1, 5<<30 + 1} {
+		if _, err := New(Options{Endpoint: "127.0.0.1:1", MaxSinglePut: n}); err == nil {
+			t.Errorf("New with MaxSinglePut %d succeeded", n)
+		}
 	}
 }
 
