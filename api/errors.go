@@ -51,6 +51,9 @@ var sentinels = []struct {
 	// (416); a part number out of 1..10000 in an upload is InvalidArgument.
 	{store.ErrInvalidPartNumber, s3err.InvalidArgument},
 	{store.ErrSlowDown, s3err.SlowDown},
+	// No working memory came free in time: too many reads hold chunks
+	// their clients have not taken (see gateway/budget.go).
+	{gateway.ErrBusy, s3err.SlowDown},
 	{gateway.ErrReadOnly, s3err.AccessDenied},
 	{gateway.ErrMultipartUnsupported, s3err.NotImplemented},
 	{ops.ErrNoCatalog, s3err.NotImplemented},
@@ -59,7 +62,8 @@ var sentinels = []struct {
 
 // retryAfter is the Retry-After of a SlowDown, in seconds: the origin's
 // guard probes a down origin every second (guard.Options.ProbeInterval),
-// and the write-back log frees room as uploads land.
+// the write-back log frees room as uploads land, and the working memory
+// as readers take their chunks.
 const retryAfter = "1"
 
 // toS3 translates err. It returns nil for a request whose client is gone

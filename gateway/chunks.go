@@ -13,9 +13,14 @@ import (
 )
 
 // chunkRef is a chunk ready in memory (data) or arriving (fl); one is set.
+// free says holding it costs the working memory nothing: data is the RAM
+// (or hot) tier's own slice, which the tier's budget counts, or fl is a
+// flight already in the air, paid for by whoever started it and bound
+// for RAM.
 type chunkRef struct {
 	data []byte
 	fl   *flight
+	free bool
 }
 
 // bytesAt returns the chunk's bytes from off on that are in memory, waiting
@@ -120,39 +125,67 @@ func (e *Engine) lookupDisk(id store.ChunkID, record bool) ([]byte, bool) {
 // of another length (a tier filled under another chunk size) is a miss,
 // never served.
 func (e *Engine) lookupLen(id store.ChunkID, n int64, l look) ([]byte, bool) {
-	b, ok := e.lookupRAM(id, l == lookAll)
+	ref, ok := e.lookupRef(id, n, l)
+	return ref.data, ok
+}
+
+// lookupRef is lookupLen, saying whether the chunk came from RAM.
+func (e *Engine) lookupRef(id store.ChunkID, n int64, l look) (chunkRef, bool) {
+	b, ram := e.lookupRAM(id, l == lookAll)
+	ok := ram
 	if !ok {
 		b, ok = e.lookupDisk(id, l != lookNone)
 	}
-	return b, ok && int64(len(b)) == n
+	return chunkRef{data: b, free: ram}, ok && int64(len(b)) == n
+}
+
+// costsNothing reports whether a reader may hold chunk id without paying
+// the working memory for it: the RAM (or hot) tier holds it (looked up
+// recording no access, counting no hit) or a flight for it is in the air.
+func (e *Engine) costsNothing(id store.ChunkID) bool {
+	for _, t := range []store.Tier{e.opts.RAM, e.opts.Hot} {
+		if t != nil {
+			if _, err := tierGet(t, id, false); err == nil {
+				return true
+			}
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.flights[id] != nil
+}
+
+// inAir reports whether f is still being fetched (not retired).
+func (e *Engine) inAir(f *flight) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return !f.retired
 }
 
 // chunk returns chunk idx of the object version info names, from a tier or
-// from a flight (joined or started). It never blocks on the origin. A
-// read-ahead (wantAhead) starts no flight past the FlightBytes budget: it
-// returns a zero chunkRef, and the reader asks again when it gets there.
-func (e *Engine) chunk(info store.ObjectInfo, idx int64, want intent, l look) chunkRef {
+// from a flight (joined or started). It never blocks on the origin. paid
+// says the caller (a reader) has paid the working memory for the chunk:
+// a flight it starts is charged nothing more (see budget.go); a free ref
+// needs no payment.
+func (e *Engine) chunk(info store.ObjectInfo, idx int64, want intent, l look, paid bool) chunkRef {
 	id := e.chunkID(info, idx)
 	n := e.chunkLen(info.Size, idx)
-	if b, ok := e.lookupLen(id, n, l); ok {
-		return chunkRef{data: b}
+	if ref, ok := e.lookupRef(id, n, l); ok {
+		return ref
 	}
-	f, started := e.startFlight(id, n, want)
-	if f == nil {
-		return chunkRef{}
+	f, started := e.startFlight(id, n, want, paid)
+	if !started {
+		return chunkRef{fl: f, free: true}
 	}
-	if started {
-		go e.runFlight(id, f, nil, false)
-	}
+	go e.runFlight(id, f, nil, false)
 	return chunkRef{fl: f}
 }
 
 // startFlight registers a flight for id, or returns the one in the air.
-// Flight buffers are counted in flightBytes until the flight retires; a
-// read-ahead that would pass FlightBytes gets no flight (nil), so
-// concurrent cold reads cannot hold unbounded memory. A flight a reader
-// needs now is always started.
-func (e *Engine) startFlight(id store.ChunkID, size int64, want intent) (f *flight, started bool) {
+// A flight nobody paid for is charged its buffer in the working memory
+// until it retires, whether or not there is room (it runs for a warm-up,
+// a fill, a member asking; readers pay before they ask: objectReader.fill).
+func (e *Engine) startFlight(id store.ChunkID, size int64, want intent, paid bool) (f *flight, started bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if f := e.flights[id]; f != nil {
@@ -160,15 +193,27 @@ func (e *Engine) startFlight(id store.ChunkID, size int64, want intent) (f *flig
 		f.want = f.want.joined(want)
 		return f, false
 	}
-	if want.has(wantAhead) && e.flightBytes+size > e.opts.FlightBytes {
-		return nil, false
-	}
 	e.m.miss(id.Bucket)
 	e.buckets.of(id.Bucket).misses.Add(1)
-	e.flightBytes += size
 	f = newFlight(size, want)
+	if !paid {
+		e.mem.force(size)
+		f.charge = size
+	}
 	e.flights[id] = f
 	return f, true
+}
+
+// hand passes n bytes of working memory to f, which gives them back when
+// it retires (at once if it has): a reader letting go of a chunk still
+// being fetched, so the fetch stays counted.
+func (e *Engine) hand(f *flight, n int64) {
+	e.mu.Lock()
+	if !f.retired {
+		f.charge, n = f.charge+n, 0
+	}
+	e.mu.Unlock()
+	e.mem.give(n)
 }
 
 // runFlight fills f from body, or from where openSource reads it when body
@@ -261,7 +306,7 @@ func (e *Engine) openSource(id store.ChunkID, n int64, want intent) (body io.Rea
 }
 
 // retire unregisters f, unless another flight for id took its place, and
-// returns its bytes to the flight budget (once: retired marks it).
+// gives back its charge to the working memory (once: retired marks it).
 func (e *Engine) retire(id store.ChunkID, f *flight) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -270,7 +315,8 @@ func (e *Engine) retire(id store.ChunkID, f *flight) {
 	}
 	if !f.retired {
 		f.retired = true
-		e.flightBytes -= int64(len(f.buf))
+		e.mem.give(f.charge)
+		f.charge = 0
 	}
 }
 

@@ -110,9 +110,10 @@ type Engine struct {
 	stopFills context.CancelFunc
 	closing   sync.Once
 
-	mu          sync.Mutex // guards flights, flightBytes and flight.retired
-	flights     map[store.ChunkID]*flight
-	flightBytes int64 // buffer bytes of flights not yet retired
+	mem *memBudget // the working memory (budget.go)
+
+	mu      sync.Mutex // guards flights, flight.retired and flight.charge
+	flights map[store.ChunkID]*flight
 }
 
 // New returns an Engine over opts.
@@ -130,6 +131,7 @@ func New(opts Options) (*Engine, error) {
 		meta:    newMetaCache(opts.MetaEntries),
 		lists:   newListCache(opts.ListPages),
 		flights: make(map[store.ChunkID]*flight),
+		mem:     newMemBudget(opts.WorkingBytes),
 		started: time.Now(),
 		peer:    newPeerState(opts.Peers),
 	}
@@ -143,7 +145,9 @@ func New(opts Options) (*Engine, error) {
 			return nil, fmt.Errorf("gateway: tee dir: %w", err)
 		}
 	}
-	collectors := []prometheus.Collector{}
+	collectors := append(e.mem.collectors(), prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "granary_reads_streaming",
+		Help: "Object reads whose body is being sent (or waits for its client to take it)."},
+		func() float64 { return float64(e.reading.Load()) }))
 	if opts.Disk != nil {
 		e.filler = newDiskFiller(e, opts.Disk, opts.DiskQueueBytes)
 		collectors = append(collectors, e.filler.dropped)

@@ -45,23 +45,24 @@ type rig struct {
 }
 
 type rigOptions struct {
-	chunk     int64
-	fresh     Freshness
-	wrap      func(store.Origin) store.Origin
-	diskDir   string
-	noPutFill bool
-	flightMax int64
-	tee       bool                 // write-through multipart fills the cache
-	modes     map[string]WriteMode // by bucket; "rig" names the rig's bucket
-	catalog   bool                 // open a catalog (warm-ups, LIST from it)
-	capacity  int64                // if > 0: the byte budget of each tier
-	pins      *pins.Set            // given to the tiers and the engine
-	quotas    store.Quotas         // given to the tiers and the engine
-	metaMax   int                  // Options.MetaEntries
-	partSize  int64                // the S3 origin's multipart part size (0: its default)
-	singlePut int64                // the S3 origin's largest single PUT (0: its default)
-	observers []writeback.Observer // of a write-back log, after the engine
-	clock     *fakeClock           // Options.Now (nil: time.Now)
+	chunk      int64
+	fresh      Freshness
+	wrap       func(store.Origin) store.Origin
+	diskDir    string
+	noPutFill  bool
+	workingMax int64
+	admitWait  time.Duration        // Options.AdmitWait
+	tee        bool                 // write-through multipart fills the cache
+	modes      map[string]WriteMode // by bucket; "rig" names the rig's bucket
+	catalog    bool                 // open a catalog (warm-ups, LIST from it)
+	capacity   int64                // if > 0: the byte budget of each tier
+	pins       *pins.Set            // given to the tiers and the engine
+	quotas     store.Quotas         // given to the tiers and the engine
+	metaMax    int                  // Options.MetaEntries
+	partSize   int64                // the S3 origin's multipart part size (0: its default)
+	singlePut  int64                // the S3 origin's largest single PUT (0: its default)
+	observers  []writeback.Observer // of a write-back log, after the engine
+	clock      *fakeClock           // Options.Now (nil: time.Now)
 }
 
 // fakeClock is a clock a test moves: entries age without waiting.
@@ -119,7 +120,7 @@ func newRig(t testing.TB, ro rigOptions) *rig {
 	t.Cleanup(func() { r.disk.Close() })
 	opts := Options{Origin: origin, RAM: r.ram, Disk: r.disk, ChunkSize: ro.chunk,
 		Freshness: ro.fresh, Registerer: r.reg, Logger: zerolog.Nop(), Pins: ro.pins, Quotas: ro.quotas}
-	opts.FlightBytes = ro.flightMax
+	opts.WorkingBytes, opts.AdmitWait = ro.workingMax, ro.admitWait
 	if ro.clock != nil {
 		opts.Now = ro.clock.Now
 	}
@@ -276,7 +277,7 @@ func TestRangesAcrossChunks(t *testing.T) {
 func TestReadAheadBudgetLimitsButNeverStalls(t *testing.T) {
 	const chunk = 64 << 10
 	// Room for one read-ahead chunk in flight at a time.
-	r := newRig(t, rigOptions{chunk: chunk, flightMax: chunk, fresh: Freshness{Mode: Immutable}})
+	r := newRig(t, rigOptions{chunk: chunk, workingMax: chunk, fresh: Freshness{Mode: Immutable}})
 	data := randBytes(t, 10*chunk+5)
 	r.seed("obj", data)
 	if got := r.read("obj", nil); !bytes.Equal(got, data) {
@@ -286,7 +287,7 @@ func TestReadAheadBudgetLimitsButNeverStalls(t *testing.T) {
 	awaitGoroutines(t, func(string) bool { return true })
 	r.e.mu.Lock()
 	defer r.e.mu.Unlock()
-	if r.e.flightBytes != 0 || len(r.e.flights) != 0 {
-		t.Fatalf("after every flight ended: %d bytes, %d flights counted", r.e.flightBytes, len(r.e.flights))
+	if used := r.e.mem.used.Load(); used != 0 || len(r.e.flights) != 0 {
+		t.Fatalf("after every flight ended: %d bytes, %d flights counted", used, len(r.e.flights))
 	}
 }

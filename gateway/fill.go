@@ -85,7 +85,7 @@ func (e *Engine) fillFrom(ctx context.Context, info store.ObjectInfo) {
 			return
 		}
 		n := e.chunkLen(info.Size, idx)
-		ref := e.chunk(info, idx, wantWrite, lookNone)
+		ref := e.chunk(info, idx, wantWrite, lookNone, false)
 		if err := ref.stored(ctx, n); err != nil {
 			return
 		}

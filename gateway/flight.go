@@ -20,9 +20,11 @@ type flight struct {
 	err  error
 	// wake is closed (and replaced) whenever n or done changes.
 	wake chan struct{}
-	// retired is set once the engine stopped counting buf in its flight
-	// budget; guarded by Engine.mu, not mu.
+	// retired is set once the flight gave back its charge, the bytes of
+	// working memory it holds (budget.go); both guarded by Engine.mu,
+	// not mu.
 	retired bool
+	charge  int64
 	// want is why the chunk is wanted: the union of the intents of the
 	// requests that joined the flight; guarded by Engine.mu.
 	want intent

@@ -10,8 +10,8 @@ type intent uint8
 
 const (
 	wantNow intent = 0
-	// wantAhead is a reader's read-ahead: it starts no flight past the
-	// FlightBytes budget.
+	// wantAhead is a reader's read-ahead (it paid for the chunk only
+	// where the working memory had room: see objectReader.fill).
 	wantAhead intent = 1 << (iota - 1)
 	// wantKept puts the chunk into the tiers past their admission policy,
 	// read by this node itself, never forwarded to its owners: a warm-up,

@@ -68,12 +68,18 @@ func (e *Engine) Get(ctx context.Context, bucket, key string, opts GetOptions) (
 		}
 	}
 	r := e.newReader(ctx, info, off, n)
-	if idx := off / e.opts.ChunkSize; (off+n-1)/e.opts.ChunkSize == idx {
-		r.ramAsked = idx // the fast path asked RAM for it
+	single := off/e.opts.ChunkSize == (off+n-1)/e.opts.ChunkSize
+	if single {
+		r.ramAsked = off / e.opts.ChunkSize // the fast path asked RAM for it
 	}
 	if off < e.opts.ChunkSize {
 		r.first = fl // the metadata load's first chunk: read it, never again
 	}
+	if err := r.admit(!single); err != nil {
+		r.refuse()
+		return nil, err
+	}
+	e.reading.Add(1)
 	obj.ReadCloser = r
 	return obj, nil
 }
@@ -232,7 +238,20 @@ func (e *Engine) holdsVersions(bucket, key string) bool {
 // body to a flight. Origins that refuse the range (an empty object, say)
 // get a plain Stat instead. The flight returned (nil if none) is the first
 // chunk's, started with want or joined.
+//
+// A reader's first chunk (wantNow) is charged to the working memory until
+// its flight retires; with no room for it the info comes alone, from a
+// Stat, and the reader waits for room as for any chunk.
 func (e *Engine) fetchWithFirstChunk(ctx context.Context, bucket, key string, want intent) (store.ObjectInfo, *flight, error) {
+	var held int64 // working memory taken for the first chunk, not handed on
+	if want == wantNow {
+		if !e.mem.tryTake(e.opts.ChunkSize) {
+			info, err := e.origin.Stat(ctx, bucket, key)
+			return info, nil, err
+		}
+		held = e.opts.ChunkSize
+		defer func() { e.mem.give(held) }()
+	}
 	// The body outlives this call (a flight reads it), so it gets a context
 	// of its own, ended when the flight closes the body or the body stalls.
 	bodyCtx, watch, cancel := watchStalls(context.WithoutCancel(ctx), e.opts.FetchTimeout)
@@ -260,11 +279,15 @@ func (e *Engine) fetchWithFirstChunk(ctx context.Context, bucket, key string, wa
 		rc.Close()
 		return info, nil, nil
 	}
-	id := e.chunkID(info, 0)
-	f, started := e.startFlight(id, e.chunkLen(info.Size, 0), want)
+	id, n := e.chunkID(info, 0), e.chunkLen(info.Size, 0)
+	f, started := e.startFlight(id, n, want, held > 0)
 	if !started {
 		rc.Close()
 		return info, f, nil
+	}
+	if held > 0 {
+		e.hand(f, n)
+		held -= n
 	}
 	go e.runFlight(id, f, rc, true)
 	return info, f, nil

@@ -99,10 +99,16 @@ type Options struct {
 	// fill the cache with what they wrote (objects of one chunk at most);
 	// 0 means 256 MiB, < 0 means PUTs do not fill the cache.
 	PutCacheBytes int64
-	// FlightBytes bounds the buffers of chunks being fetched for
-	// read-ahead (a chunk a reader needs now is fetched regardless);
-	// 0 means 128 MiB.
-	FlightBytes int64
+	// WorkingBytes is the working memory: it bounds what the node holds
+	// for reads in flight, chunks read ahead or not yet sent to their
+	// client and chunks being fetched (see budget.go). Past it read-ahead
+	// stops and a new read waits AdmitWait for room, then fails with
+	// ErrBusy. 0 means 128 MiB.
+	WorkingBytes int64
+	// AdmitWait bounds how long a new read waits for working memory
+	// before it fails with ErrBusy; 0 means 2 s. (A read under way waits
+	// up to FetchTimeout for its next chunk.)
+	AdmitWait time.Duration
 	// DiskQueueBytes bounds the chunks waiting to be written to the disk
 	// tier; past it, disk writes are dropped. 0 means 128 MiB.
 	DiskQueueBytes int64
@@ -164,8 +170,11 @@ func (o Options) normalize() (Options, error) {
 	if o.OriginTimeout <= 0 {
 		o.OriginTimeout = guard.DefaultTimeout
 	}
-	if o.FlightBytes <= 0 {
-		o.FlightBytes = 128 << 20
+	if o.WorkingBytes <= 0 {
+		o.WorkingBytes = 128 << 20
+	}
+	if o.AdmitWait <= 0 {
+		o.AdmitWait = 2 * time.Second
 	}
 	if o.DiskQueueBytes <= 0 {
 		o.DiskQueueBytes = 128 << 20

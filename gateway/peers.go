@@ -336,7 +336,7 @@ func (e *Engine) firstFromOwners(ctx context.Context, bucket, key string, want i
 			return info, nil, nil
 		}
 		id, n := e.chunkID(info, 0), e.chunkLen(info.Size, 0)
-		f, started := e.startFlight(id, n, want)
+		f, started := e.startFlight(id, n, want, false)
 		if !started {
 			rc.Close()
 			cancel()

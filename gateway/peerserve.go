@@ -92,7 +92,7 @@ func (b peerBackend) Chunk(ctx context.Context, r peer.ChunkRequest) (io.Reader,
 		}
 	}
 	info := store.ObjectInfo{Bucket: id.Bucket, Key: id.Key, ETag: id.ETag, Size: id.Index*r.Chunk + r.Len}
-	ref := e.chunk(info, id.Index, wantAsked, lookDisk) // RAM was looked at above
+	ref := e.chunk(info, id.Index, wantAsked, lookDisk, false) // RAM was looked at above
 	return &refReader{ctx: ctx, ref: ref, off: int(r.Off)}, nil
 }
 

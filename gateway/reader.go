@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/granary-dev/granary/store"
 )
@@ -20,11 +21,32 @@ type future struct {
 	ref     chunkRef
 	local   opener
 	retried bool // a transient failure was retried; set by the reader only
+	// paid is the working memory the future holds for its chunk (0 when
+	// holding it is free: chunkRef.free); set by the lookup goroutine
+	// until ready is closed, then by the reader only.
+	paid int64
+	// holders counts who must let go of the future before paid is given
+	// back: the reader and, while it runs, the lookup goroutine.
+	holders atomic.Int32
+}
+
+// letGo is one holder of f letting go; the last gives back what f paid,
+// through the chunk's flight if it is still being fetched (hand).
+func (e *Engine) letGo(f *future) {
+	if f.holders.Add(-1) != 0 || f.paid == 0 {
+		return
+	}
+	if f.ref.fl != nil {
+		e.hand(f.ref.fl, f.paid)
+	} else {
+		e.mem.give(f.paid)
+	}
 }
 
 // objectReader yields bytes [off, end) of one object version. Invariants:
 // window holds futures for consecutive chunk indexes starting at the chunk
-// that contains off, at most ReadAhead+1 of them, none past the range.
+// that contains off, at most ReadAhead+1 of them, none past the range;
+// each is paid for in the working memory or free to hold (budget.go).
 type objectReader struct {
 	e      *Engine
 	ctx    context.Context
@@ -41,8 +63,11 @@ type objectReader struct {
 	// ramAsked is the chunk whose RAM lookup Get recorded already (-1:
 	// none), so the window only peeks at it.
 	ramAsked int64
-	closed   bool    // Close ran: the reader no longer counts in e.reading
+	closed   bool    // Close ran (or admit refused): not counted in e.reading
 	buf      *[]byte // from localBufs, for localSpan; returned by Close
+	// prepaid is working memory admit took for the range's first chunk,
+	// until fill hands it to that chunk's future (or Close gives it back).
+	prepaid int64
 }
 
 // localBufs holds maxSpan-sized buffers that local reads land in: reused,
@@ -54,39 +79,97 @@ func (e *Engine) newReader(ctx context.Context, info store.ObjectInfo, off, n in
 	r := &objectReader{e: e, ctx: ctx, cancel: cancel, info: info, off: off, end: off + n, ramAsked: -1}
 	r.next = off / e.opts.ChunkSize
 	r.last = (off + n - 1) / e.opts.ChunkSize
-	e.reading.Add(1)
 	return r
+}
+
+// admit takes the working memory for the range's first chunk before the
+// answer starts, unless holding it costs nothing (costsNothing; peek
+// false: RAM was just asked and had not), waiting at most AdmitWait: a
+// read that finds no room fails with ErrBusy while it can still be
+// answered 503.
+func (r *objectReader) admit(peek bool) error {
+	idx := r.off / r.e.opts.ChunkSize
+	switch {
+	case idx == 0 && r.first != nil:
+		if r.e.inAir(r.first) {
+			return nil
+		}
+	case peek && r.e.costsNothing(r.e.chunkID(r.info, idx)):
+		return nil
+	}
+	n := r.e.chunkLen(r.info.Size, idx)
+	if err := r.e.mem.take(r.ctx, n, r.e.opts.AdmitWait); err != nil {
+		return err
+	}
+	r.prepaid = n
+	return nil
+}
+
+// refuse ends a reader that admit refused: it holds nothing yet.
+func (r *objectReader) refuse() {
+	r.cancel()
+	r.closed = true
 }
 
 // fill tops the window up to ReadAhead chunks beyond the current one. A
 // chunk in RAM resolves at once; others resolve on a goroutine, since a disk
 // read or the start of a fetch should not hold up the chunk being streamed.
-func (r *objectReader) fill() {
+// A chunk not in RAM is paid for first (see budget.go): the chunk read now
+// by waiting for room (at most FetchTimeout), a read-ahead only if there
+// is room, else the window ends there for now.
+func (r *objectReader) fill() error {
 	for r.next <= r.last && len(r.window) <= r.e.opts.ReadAhead {
 		f := &future{idx: r.next, ready: make(chan struct{})}
-		r.window = append(r.window, f)
-		r.next++
+		f.holders.Store(1)
+		n := r.e.chunkLen(r.info.Size, f.idx)
 		if f.idx == 0 && r.first != nil {
 			f.ref, r.first = chunkRef{fl: r.first}, nil
+			f.paid, r.prepaid = r.prepaid, 0
 			close(f.ready)
+			r.push(f)
 			continue
 		}
-		if b, ok := r.e.lookupRAM(r.e.chunkID(r.info, f.idx), f.idx != r.ramAsked); ok && int64(len(b)) == r.e.chunkLen(r.info.Size, f.idx) {
-			f.ref = chunkRef{data: b}
+		if b, ok := r.e.lookupRAM(r.e.chunkID(r.info, f.idx), f.idx != r.ramAsked); ok && int64(len(b)) == n {
+			f.ref = chunkRef{data: b, free: true}
 			close(f.ready)
+			r.push(f)
 			continue
 		}
 		want := wantNow
-		if len(r.window) > 1 { // the first future is the chunk read now
-			want = wantAhead
+		switch {
+		case r.prepaid > 0:
+			f.paid, r.prepaid = r.prepaid, 0
+		case len(r.window) == 0: // the chunk read now
+			if err := r.e.mem.take(r.ctx, n, r.e.opts.FetchTimeout); err != nil {
+				return err
+			}
+			f.paid = n
+		case r.e.mem.tryTake(n):
+			f.paid, want = n, wantAhead
+		default:
+			return nil
 		}
+		f.holders.Store(2)
+		r.push(f)
 		go func() {
 			if f.local = r.e.localSource(r.e.chunkID(r.info, f.idx)); f.local == nil {
-				f.ref = r.e.chunk(r.info, f.idx, want, lookDisk)
+				f.ref = r.e.chunk(r.info, f.idx, want, lookDisk, true)
+			}
+			if f.ref.free { // RAM, or a flight in the air, has it
+				r.e.mem.give(f.paid)
+				f.paid = 0
 			}
 			close(f.ready)
+			r.e.letGo(f)
 		}()
 	}
+	return nil
+}
+
+// push appends f to the window.
+func (r *objectReader) push(f *future) {
+	r.window = append(r.window, f)
+	r.next++
 }
 
 // transient reports whether a chunk fetch failed in a way another attempt
@@ -110,9 +193,12 @@ func (r *objectReader) span() ([]byte, error) {
 	cs := r.e.opts.ChunkSize
 	idx := r.off / cs
 	for len(r.window) > 0 && r.window[0].idx < idx {
+		r.e.letGo(r.window[0]) // sent: its bytes are no longer written
 		r.window = r.window[1:]
 	}
-	r.fill()
+	if err := r.fill(); err != nil {
+		return nil, err
+	}
 	f := r.window[0]
 	select {
 	case <-f.ready:
@@ -126,12 +212,10 @@ func (r *objectReader) span() ([]byte, error) {
 		}
 		// The local copy went away (its fill ended, the write-back
 		// landed) or failed: the tiers or a flight have the chunk.
-		f.local, f.ref = nil, r.e.chunk(r.info, idx, wantNow, lookNone)
-	}
-	if f.ref.data == nil && f.ref.fl == nil {
-		// A read-ahead found no room in the flight budget; this chunk is
-		// needed now, so it is fetched regardless.
-		f.ref = r.e.chunk(r.info, idx, wantNow, lookNone)
+		f.local = nil
+		if err := r.refetch(f, idx); err != nil {
+			return nil, err
+		}
 	}
 	within := r.off - idx*cs
 	b, err := f.ref.bytesAt(r.ctx, int(within))
@@ -139,8 +223,9 @@ func (r *objectReader) span() ([]byte, error) {
 		// The fetch failed in a way that may pass (a dropped connection, a
 		// stalled origin): fetch the chunk once more before giving up.
 		f.retried = true
-		f.ref = r.e.chunk(r.info, idx, wantNow, lookNone)
-		b, err = f.ref.bytesAt(r.ctx, int(within))
+		if err = r.refetch(f, idx); err == nil {
+			b, err = f.ref.bytesAt(r.ctx, int(within))
+		}
 	}
 	if err == io.EOF {
 		// The chunk ended before the range did: the origin's object is
@@ -151,6 +236,24 @@ func (r *objectReader) span() ([]byte, error) {
 		return nil, err
 	}
 	return b[:min(int64(len(b)), r.end-r.off, maxSpan)], nil
+}
+
+// refetch looks chunk idx up again for f, whose lookup is over (ready),
+// paying for it first if f holds nothing (it was free).
+func (r *objectReader) refetch(f *future, idx int64) error {
+	if f.paid == 0 {
+		n := r.e.chunkLen(r.info.Size, idx)
+		if err := r.e.mem.take(r.ctx, n, r.e.opts.FetchTimeout); err != nil {
+			return err
+		}
+		f.paid = n
+	}
+	f.ref = r.e.chunk(r.info, idx, wantNow, lookNone, true)
+	if f.ref.free {
+		r.e.mem.give(f.paid)
+		f.paid = 0
+	}
+	return nil
 }
 
 // localSpan reads the next bytes of the range within chunk idx, at most
@@ -215,6 +318,12 @@ func (r *objectReader) Close() error {
 	if !r.closed {
 		r.closed = true
 		r.e.reading.Add(-1)
+		for _, f := range r.window {
+			r.e.letGo(f)
+		}
+		r.window = nil
+		r.e.mem.give(r.prepaid)
+		r.prepaid = 0
 		if r.buf != nil {
 			localBufs.Put(r.buf)
 			r.buf = nil

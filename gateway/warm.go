@@ -38,7 +38,7 @@ func (e *Engine) WarmObject(ctx context.Context, o store.ObjectInfo) error {
 			continue
 		}
 		e.yieldToWrites(ctx)
-		ref := e.chunk(info, idx, wantKept, lookNone)
+		ref := e.chunk(info, idx, wantKept, lookNone, false)
 		if err := ref.stored(ctx, n); err != nil {
 			if errors.Is(err, store.ErrPreconditionFailed) {
 				return fmt.Errorf("%s changed at the origin during the warm-up: %w", o.Key, err)

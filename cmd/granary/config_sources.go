@@ -79,7 +79,7 @@ var serveSettings = []setting{
 		func(c *Config) *string { return &c.Listen }),
 	stringSetting("data-dir", "`directory` for the disk cache (<data-dir>/cache), generated credentials and the default origin",
 		func(c *Config) *string { return &c.DataDir }),
-	sizeSetting("ram", "memory budget of the node: the RAM tier gets it less a working reserve (1/8, at most 256MiB) for chunks in flight; a `size` in bytes; units B, KB, MB, GB (x1000) or KiB, MiB, GiB (x1024), e.g. 512MiB, 1.5GB; 0 disables the RAM tier",
+	sizeSetting("ram", "memory budget of the node: the RAM tier gets it less a working reserve (1/8, at most 256MiB) for chunks in flight (past half of it, read-ahead stops and new reads wait, then get 503 SlowDown); a `size` in bytes; units B, KB, MB, GB (x1000) or KiB, MiB, GiB (x1024), e.g. 512MiB, 1.5GB; 0 disables the RAM tier",
 		func(c *Config) *Size { return &c.RAM }),
 	sizeSetting("disk", "disk cache budget, a `size` (units as --ram); 0 disables the disk tier",
 		func(c *Config) *Size { return &c.Disk }),

@@ -159,7 +159,7 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, keys *access.Regist
 		Peers: peers, Owners: cfg.Cluster.Owners, Hot: hotTier,
 		Catalog: cat, Pins: pinSet, Quotas: cfg.Quotas(),
 		Origin: wb, RAM: ramTier, Disk: diskTier, ChunkSize: int64(cfg.ChunkSize),
-		FlightBytes: reserve / 2, DiskQueueBytes: diskQueueBytes(reserve, int64(cfg.ChunkSize)),
+		WorkingBytes: reserve / 2, DiskQueueBytes: diskQueueBytes(reserve, int64(cfg.ChunkSize)),
 		Freshness: fresh, Buckets: buckets, WriteMode: mode, WriteModes: modes,
 		TeeDir:        filepath.Join(cfg.DataDir, "tee"),
 		OriginTimeout: time.Duration(cfg.OriginTimeout), Health: g.Health,
@@ -303,8 +303,10 @@ func openTiers(cfg Config, pins store.PinSet, clustered bool, n *node, log zerol
 }
 
 // The memory budget (--ram) covers the RAM tier and the node's working
-// memory: chunks being fetched ahead of readers (half the reserve), chunks
-// queued for the disk tier (a quarter; only those RAM already evicted cost
+// memory: chunks held for reads in flight, read ahead or not yet sent to
+// their clients, and chunks being fetched (half the reserve: the engine's
+// WorkingBytes, past which reads wait or get 503 SlowDown), chunks queued
+// for the disk tier (a quarter; only those RAM already evicted cost
 // extra), metadata caches and connection buffers. The tier gets the budget
 // less the reserve.
 const maxWorkingReserve = 256 << 20
