@@ -6,13 +6,9 @@ package api
 
 import (
 	"bufio"
-	"bytes"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/minio/minio-go/v7"
 )
@@ -21,28 +17,11 @@ import (
 // with Expect: 100-continue and no body, and returns the first answer.
 func (e *env) expectContinue(t *testing.T, path, query string, size int64) (*http.Response, []byte) {
 	t.Helper()
-	req := e.buildRequest(t, rawRequest{method: http.MethodPut, path: path, query: query,
-		unsigned: true, header: http.Header{"X-Amz-Content-Sha256": {"UNSIGNED-PAYLOAD"}}})
-	req.ContentLength = size
-	req = signV4(req)
-	conn, err := net.Dial("tcp", e.addr)
-	if err != nil {
+	conn, head := e.dialPut(t, path, query, size, "Expect: 100-continue\r\n")
+	if _, err := conn.Write(head); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { conn.Close() })
-	conn.SetDeadline(time.Now().Add(time.Minute))
-	var head bytes.Buffer
-	fmt.Fprintf(&head, "PUT %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\nExpect: 100-continue\r\n", req.URL.RequestURI(), e.addr, size)
-	for k, vs := range req.Header {
-		for _, v := range vs {
-			fmt.Fprintf(&head, "%s: %s\r\n", k, v)
-		}
-	}
-	head.WriteString("\r\n")
-	if _, err := conn.Write(head.Bytes()); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		t.Fatalf("PUT %s?%s declaring %d bytes: %v", path, query, size, err)
 	}

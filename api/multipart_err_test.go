@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/minio/minio-go/v7"
 )
@@ -227,25 +226,9 @@ func testTruncatedPart(t *testing.T, e *env) {
 // the server closed the connection without one.
 func (e *env) cutPart(t *testing.T, bucket, key, query string, size, send int64) int {
 	t.Helper()
-	req := e.buildRequest(t, rawRequest{method: http.MethodPut, path: "/" + bucket + "/" + key, query: query,
-		unsigned: true, header: http.Header{"X-Amz-Content-Sha256": {"UNSIGNED-PAYLOAD"}}})
-	req.ContentLength = size
-	req = signV4(req)
-	conn, err := net.Dial("tcp", e.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn, head := e.dialPut(t, "/"+bucket+"/"+key, query, size, "")
 	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(30 * time.Second))
-	var head bytes.Buffer
-	fmt.Fprintf(&head, "PUT %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n", req.URL.RequestURI(), e.addr, size)
-	for k, vs := range req.Header {
-		for _, v := range vs {
-			fmt.Fprintf(&head, "%s: %s\r\n", k, v)
-		}
-	}
-	head.WriteString("\r\n")
-	if _, err := conn.Write(append(head.Bytes(), make([]byte, send)...)); err != nil {
+	if _, err := conn.Write(append(head, make([]byte, send)...)); err != nil {
 		t.Fatal(err)
 	}
 	conn.(*net.TCPConn).CloseWrite()

@@ -114,7 +114,16 @@ func serveUnmanaged(t *testing.T) (*env, <-chan error) {
 // UNSIGNED-PAYLOAD PUT of size bytes.
 func (e *env) startRawPut(t *testing.T, bucket, key string, size int64) (net.Conn, []byte) {
 	t.Helper()
-	req := e.buildRequest(t, rawRequest{method: http.MethodPut, path: "/" + bucket + "/" + key, unsigned: true,
+	return e.dialPut(t, "/"+bucket+"/"+key, "", size, "")
+}
+
+// dialPut dials the server and returns the connection (closed when the
+// test ends; 30 s deadline) and the signed header block of an
+// UNSIGNED-PAYLOAD PUT of path?query declaring size bytes; extra is
+// header lines, each ending in CRLF, sent unsigned (Expect).
+func (e *env) dialPut(t *testing.T, path, query string, size int64, extra string) (net.Conn, []byte) {
+	t.Helper()
+	req := e.buildRequest(t, rawRequest{method: http.MethodPut, path: path, query: query, unsigned: true,
 		header: http.Header{"X-Amz-Content-Sha256": {"UNSIGNED-PAYLOAD"}}})
 	req.ContentLength = size
 	req = signV4(req)
@@ -122,9 +131,10 @@ func (e *env) startRawPut(t *testing.T, bucket, key string, size int64) (net.Con
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn.SetDeadline(time.Now().Add(20 * time.Second))
+	t.Cleanup(func() { conn.Close() })
+	conn.SetDeadline(time.Now().Add(30 * time.Second))
 	var head bytes.Buffer
-	fmt.Fprintf(&head, "PUT %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n", req.URL.RequestURI(), e.addr, size)
+	fmt.Fprintf(&head, "PUT %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n%s", req.URL.RequestURI(), e.addr, size, extra)
 	for k, vs := range req.Header {
 		for _, v := range vs {
 			fmt.Fprintf(&head, "%s: %s\r\n", k, v)
