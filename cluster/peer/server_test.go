@@ -202,9 +202,15 @@ func startRigOn(t testing.TB, ln net.Listener, withReplicas bool, opt func(*Hand
 			return nil
 		}
 		h.Serve(c, body)
+		// A refused body is read and dropped, as the node's listener
+		// does with a lingering close: closing at once would reset the
+		// connection under a client still sending, which then sees a
+		// broken pipe instead of the answer.
+		if body.n == 0 && c.Response().StatusCode() >= http.StatusBadRequest {
+			io.Copy(io.Discard, io.LimitReader(body, 1<<20))
+		}
 		if !body.eof {
-			// As the S3 server does: what is left of the body would be
-			// read as the next request.
+			// What is left of the body would be read as the next request.
 			c.Response().SetConnectionClose()
 		}
 		return nil
@@ -219,11 +225,13 @@ func startRigOn(t testing.TB, ln net.Listener, withReplicas bool, opt func(*Hand
 // eofReader notes whether its reader reached its end.
 type eofReader struct {
 	r   io.Reader
+	n   int64 // bytes read
 	eof bool
 }
 
 func (e *eofReader) Read(p []byte) (int, error) {
 	n, err := e.r.Read(p)
+	e.n += int64(n)
 	e.eof = e.eof || err == io.EOF
 	return n, err
 }
