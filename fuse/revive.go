@@ -45,6 +45,8 @@ type reviver struct {
 	old map[uint64]uint64
 }
 
+var _ fuse.RawFileSystem = (*reviver)(nil)
+
 func newReviver(bridge fuse.RawFileSystem, t *nodeTable, gen uint32) *reviver {
 	return &reviver{RawFileSystem: bridge, t: t, gen: uint64(gen) & (1<<24 - 1), old: make(map[uint64]uint64)}
 }
