@@ -38,7 +38,7 @@ type AdminOptions struct {
 	// Ops runs the warm-ups and status the admin API serves.
 	Ops *ops.Ops
 	// History is the monitor whose traffic history the history call
-	// answers.
+	// answers (mounted on the same Server, which runs its recorder).
 	History *Monitor
 	// Self, Node and Client make /_granary/status report on the whole
 	// cluster when Node and Client are set: Node is the cluster view,

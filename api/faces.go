@@ -45,6 +45,17 @@ type runner interface {
 	stop()
 }
 
+// The faces, as the router takes them: a runner not recognised would
+// never start (the monitor's history would stay empty).
+var (
+	_ face    = (*S3)(nil)
+	_ claimer = (*Admin)(nil)
+	_ claimer = (*Monitor)(nil)
+	_ claimer = (*Peer)(nil)
+	_ claimer = notClustered{}
+	_ runner  = (*Monitor)(nil)
+)
+
 // Faces are the handlers a Server answers with. S3 is required; the
 // others are served when set.
 type Faces struct {
