@@ -57,28 +57,28 @@ func privateACL(r *request) accessControlPolicyXML {
 	}}}
 }
 
-func (s *Server) getBucketACL(c *fiber.Ctx, r *request) error {
+func (s buckets) getBucketACL(c *fiber.Ctx, r *request) error {
 	if err := s.engine.HeadBucket(r.ctx, r.bucket); err != nil {
 		return err
 	}
 	return writeXML(c, http.StatusOK, privateACL(r))
 }
 
-func (s *Server) getObjectACL(c *fiber.Ctx, r *request) error {
+func (s objects) getObjectACL(c *fiber.Ctx, r *request) error {
 	if _, err := s.engine.Head(r.ctx, r.bucket, r.key); err != nil {
 		return err
 	}
 	return writeXML(c, http.StatusOK, privateACL(r))
 }
 
-func (s *Server) putBucketACL(c *fiber.Ctx, r *request) error {
+func (s buckets) putBucketACL(c *fiber.Ctx, r *request) error {
 	if err := s.engine.HeadBucket(r.ctx, r.bucket); err != nil {
 		return err
 	}
 	return acceptPrivateOnly(c, r)
 }
 
-func (s *Server) putObjectACL(c *fiber.Ctx, r *request) error {
+func (s objects) putObjectACL(c *fiber.Ctx, r *request) error {
 	if _, err := s.engine.Head(r.ctx, r.bucket, r.key); err != nil {
 		return err
 	}

@@ -62,7 +62,7 @@ const (
 
 func TestACL(t *testing.T) {
 	var logs syncbuf.Buffer
-	e := newEnv(t, backends[0], func(o *Options) { o.Logger = zerolog.New(&logs).Level(zerolog.DebugLevel) })
+	e := newEnv(t, backends[0], func(o *nodeOptions) { o.Logger = zerolog.New(&logs).Level(zerolog.DebugLevel) })
 	bucket := e.makeBucket(t, "acl")
 	e.put(t, bucket, "k", []byte("v"), minio.PutObjectOptions{})
 	obj, bkt := "/"+bucket+"/k", "/"+bucket
@@ -128,7 +128,7 @@ func TestACL(t *testing.T) {
 // the ACL of, setting one the right to write it.
 func TestACLAuthorization(t *testing.T) {
 	reg := accessForTest()
-	e := newEnv(t, backends[0], func(o *Options) { o.Access = reg })
+	e := newEnv(t, backends[0], func(o *nodeOptions) { o.Access = reg })
 	bucket, other := e.makeBucket(t, "aclauth"), e.makeBucket(t, "aclother")
 	e.put(t, bucket, "k", []byte("v"), minio.PutObjectOptions{})
 	e.put(t, other, "k", []byte("v"), minio.PutObjectOptions{})

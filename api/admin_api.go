@@ -1,6 +1,7 @@
-// The signed admin API under /_granary/ (a path no bucket can have, since
-// bucket names cannot start with '_'): calls that act on the node rather
-// than on objects, authenticated with the node's S3 credentials.
+// The admin face: the signed admin API under /_granary/ (a path no bucket
+// can have, since bucket names cannot start with '_'): calls that act on
+// the node rather than on objects, authenticated with the node's S3
+// credentials (the S3 face's).
 //
 // POST /_granary/flush?bucket=B&prefix=P waits until every write-back
 // object under B/P accepted before the call is at the origin. The answer
@@ -12,6 +13,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"sync"
@@ -19,20 +21,65 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/granary-dev/granary/access"
 	"github.com/granary-dev/granary/api/s3err"
+	"github.com/granary-dev/granary/cluster"
+	"github.com/granary-dev/granary/cluster/peer"
 	"github.com/granary-dev/granary/gateway"
+	"github.com/granary-dev/granary/ops"
 )
+
+// AdminOptions configure the admin face. S3, Ops and History are
+// required.
+type AdminOptions struct {
+	// S3 is the face whose keys, region and domains verify admin calls
+	// (they are S3-signed requests), and whose engine they act on.
+	S3 *S3
+	// Ops runs the warm-ups and status the admin API serves.
+	Ops *ops.Ops
+	// History is the monitor whose traffic history the history call
+	// answers (mounted on the same Server, which runs its recorder).
+	History *Monitor
+	// Self, Node and Client make /_granary/status report on the whole
+	// cluster when Node and Client are set: Node is the cluster view,
+	// Client the peer client it asks the members with, Self this member.
+	// Without them it reports this node only.
+	Self   cluster.Member
+	Node   *cluster.Node
+	Client *peer.Client
+}
+
+// Admin is the admin face.
+type Admin struct {
+	*core
+	opts   AdminOptions
+	s3     *S3 // verifies the calls
+	engine *gateway.Engine
+	access *access.Registry
+	ops    *ops.Ops
+}
+
+// NewAdmin returns the admin face of o.
+func NewAdmin(o AdminOptions) (*Admin, error) {
+	if o.S3 == nil || o.Ops == nil || o.History == nil {
+		return nil, errors.New("api: the admin API's S3, Ops and History are required")
+	}
+	return &Admin{opts: o, s3: o.S3, engine: o.S3.engine, access: o.S3.access, ops: o.Ops}, nil
+}
+
+func (a *Admin) mount(c *core) { a.core = c }
 
 // adminPrefix starts every admin API path.
 var adminPrefix = []byte("/_granary/")
 
-// isAdminAPI reports whether c addresses the admin API.
-func isAdminAPI(c *fiber.Ctx) bool {
+// claims takes every path under adminPrefix that no face asked before it
+// claimed (the console's, the peer protocol's).
+func (a *Admin) claims(c *fiber.Ctx, _ *request) bool {
 	return bytes.HasPrefix(c.Request().URI().PathOriginal(), adminPrefix)
 }
 
-// serveAdminAPI authenticates and answers an admin API request.
-func (s *Server) serveAdminAPI(c *fiber.Ctx, r *request) error {
+// serve authenticates and answers an admin API request.
+func (a *Admin) serve(c *fiber.Ctx, r *request) error {
 	path := string(c.Request().URI().PathOriginal())
 	switch {
 	case path == "/_granary/flush" && r.method == mPOST:
@@ -46,25 +93,25 @@ func (s *Server) serveAdminAPI(c *fiber.Ctx, r *request) error {
 	case path == historyRoute && r.method == mGET:
 		r.op = opHistory
 	}
-	auth, err := s.authenticate(c, r)
+	auth, err := a.s3.authenticate(c, r)
 	if err != nil {
 		return err
 	}
-	r.auth, r.policy = auth, s.access.Policy(auth.AccessKey)
-	if err := s.authorizeAdmin(c, r); err != nil {
+	r.auth, r.policy = auth, a.access.Policy(auth.AccessKey)
+	if err := a.authorizeAdmin(c, r); err != nil {
 		return err
 	}
 	switch r.op {
 	case opFlush:
-		return s.flush(c, r)
+		return a.flush(c, r)
 	case opWarmStart, opWarmStatus, opWarmCancel:
-		return s.warm(c, r)
+		return a.warm(c, r)
 	case opStatus:
-		return s.status(c, r)
+		return a.status(c, r)
 	case opPin, opUnpin, opPins:
-		return s.pin(c, r)
+		return a.pin(c, r)
 	case opHistory:
-		return s.history(c, r)
+		return a.history(c, r)
 	}
 	return s3err.New(s3err.InvalidRequest, "unknown admin call "+r.method+" "+path)
 }
@@ -80,23 +127,23 @@ type FlushLine struct {
 	Error        string `json:"error,omitempty"`
 }
 
-func (s *Server) flush(c *fiber.Ctx, r *request) error {
+func (a *Admin) flush(c *fiber.Ctx, r *request) error {
 	args := c.Request().URI().QueryArgs()
 	bucket, prefix := string(args.Peek("bucket")), string(args.Peek("prefix"))
 	r.bucket = bucket
 	if err := checkBucket(bucket); err != nil {
 		return err
 	}
-	if err := s.engine.HeadBucket(r.ctx, bucket); err != nil {
+	if err := a.engine.HeadBucket(r.ctx, bucket); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(r.ctx)
 	pr, pw := io.Pipe()
-	go runFlush(ctx, s.engine, bucket, prefix, pw)
+	go runFlush(ctx, a.engine, bucket, prefix, pw)
 	resp := c.Response()
 	resp.Header.SetContentType("application/x-ndjson")
 	r.streaming = true // reported by the stream's Close
-	resp.SetBodyStream(&flushStream{s: s, r: r, pr: pr, cancel: cancel, conn: c.Context().Conn()}, -1)
+	resp.SetBodyStream(&flushStream{s: a.core, r: r, pr: pr, cancel: cancel, conn: c.Context().Conn()}, -1)
 	return nil
 }
 
@@ -150,7 +197,7 @@ func progressLine(st gateway.FlushStatus) FlushLine {
 // with the write deadline renewed as they go. Closing it (the answer is
 // written, or the client is gone) ends the flush.
 type flushStream struct {
-	s      *Server
+	s      *core
 	r      *request
 	pr     *io.PipeReader
 	cancel context.CancelFunc
@@ -162,7 +209,7 @@ type flushStream struct {
 func (f *flushStream) Read(p []byte) (int, error) {
 	n, err := f.pr.Read(p)
 	if f.conn != nil && n > 0 {
-		_ = f.conn.SetWriteDeadline(time.Now().Add(f.s.opts.IOTimeout))
+		_ = f.conn.SetWriteDeadline(time.Now().Add(f.s.ioTimeout))
 	}
 	f.sent += int64(n)
 	return n, err

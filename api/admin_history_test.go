@@ -18,7 +18,7 @@ import (
 func TestAdminHistory(t *testing.T) {
 	origin, root := backends[0].open(t)
 	reg := accessForTest()
-	e := newEnvOver(t, gateway.Options{Origin: origin}, root, nil, func(o *Options) {
+	e := newEnvOver(t, gateway.Options{Origin: origin}, root, nil, func(o *nodeOptions) {
 		o.Access = reg
 		o.HistoryEvery = 50 * time.Millisecond
 	})

@@ -35,8 +35,8 @@ func pinOp(method string) op {
 	return opUnknown
 }
 
-func (s *Server) pin(c *fiber.Ctx, r *request) error {
-	set, err := s.engine.Pins()
+func (a *Admin) pin(c *fiber.Ctx, r *request) error {
+	set, err := a.engine.Pins()
 	if err != nil {
 		return err
 	}
@@ -50,7 +50,7 @@ func (s *Server) pin(c *fiber.Ctx, r *request) error {
 		if r.op == opPin {
 			// Pin only a bucket that exists (a typo would pin nothing,
 			// silently); an unpin may name one that is gone.
-			if err := s.engine.HeadBucket(r.ctx, bucket); err != nil {
+			if err := a.engine.HeadBucket(r.ctx, bucket); err != nil {
 				return err
 			}
 			err = set.Add(bucket, prefix)

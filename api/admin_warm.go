@@ -42,7 +42,7 @@ func warmOp(method string) op {
 }
 
 // warm answers an authenticated warm-up call.
-func (s *Server) warm(c *fiber.Ctx, r *request) error {
+func (a *Admin) warm(c *fiber.Ctx, r *request) error {
 	args := c.Request().URI().QueryArgs()
 	id := string(args.Peek("id"))
 	switch r.op {
@@ -52,25 +52,25 @@ func (s *Server) warm(c *fiber.Ctx, r *request) error {
 			return err
 		}
 		r.bucket = spec.Bucket
-		if id, err = s.ops.StartWarm(r.ctx, spec); err != nil {
+		if id, err = a.ops.StartWarm(r.ctx, spec); err != nil {
 			return err
 		}
 	case opWarmCancel:
-		if err := s.mayAdminWarm(r, id); err != nil {
+		if err := a.mayAdminWarm(r, id); err != nil {
 			return err
 		}
-		if !s.ops.CancelWarm(id) {
+		if !a.ops.CancelWarm(id) {
 			return noSuchWarm(id)
 		}
 	case opWarmStatus:
 		if id == "" {
-			return c.JSON(s.visibleWarms(r))
+			return c.JSON(a.visibleWarms(r))
 		}
-		if err := s.mayAdminWarm(r, id); err != nil {
+		if err := a.mayAdminWarm(r, id); err != nil {
 			return err
 		}
 	}
-	st, ok := s.ops.WarmStatus(id)
+	st, ok := a.ops.WarmStatus(id)
 	if !ok {
 		return noSuchWarm(id)
 	}
@@ -106,7 +106,7 @@ func warmSpec(c *fiber.Ctx) (ops.WarmSpec, error) {
 const statusRoute = "/_granary/status"
 
 // nodeStatus answers this node's status: GET ?bucket=B[&prefix=P][&key=K].
-func (s *Server) nodeStatus(c *fiber.Ctx, r *request) error {
+func (a *Admin) nodeStatus(c *fiber.Ctx, r *request) error {
 	args := c.Request().URI().QueryArgs()
 	bucket, prefix := string(args.Peek("bucket")), string(args.Peek("prefix"))
 	if bucket != "" {
@@ -116,18 +116,18 @@ func (s *Server) nodeStatus(c *fiber.Ctx, r *request) error {
 		}
 		// A missing bucket is an error; an unreachable origin is not:
 		// status reports what the node holds without it.
-		if err := s.engine.HeadBucket(r.ctx, bucket); err != nil && !errors.Is(err, store.ErrUnavailable) {
+		if err := a.engine.HeadBucket(r.ctx, bucket); err != nil && !errors.Is(err, store.ErrUnavailable) {
 			return err
 		}
 	}
-	st, err := s.ops.Status(r.ctx, bucket, prefix)
+	st, err := a.ops.Status(r.ctx, bucket, prefix)
 	if err != nil {
 		return err
 	}
-	st.Warm = s.visibleWarms(r)
-	st.Access = s.access.Digest()
+	st.Warm = a.visibleWarms(r)
+	st.Access = a.access.Digest()
 	if key := string(args.Peek("key")); bucket != "" && key != "" {
-		oh, err := s.ops.HeldObject(r.ctx, bucket, key)
+		oh, err := a.ops.HeldObject(r.ctx, bucket, key)
 		if err != nil {
 			return err
 		}
@@ -142,8 +142,8 @@ func noSuchWarm(id string) error {
 
 // mayAdminWarm refuses a call on job id unless the caller may administer
 // its bucket and prefix. A job that does not exist is left to the call.
-func (s *Server) mayAdminWarm(r *request, id string) error {
-	st, ok := s.ops.WarmStatus(id)
+func (a *Admin) mayAdminWarm(r *request, id string) error {
+	st, ok := a.ops.WarmStatus(id)
 	if ok && !r.policy.Prefix(access.Admin, st.Spec.Bucket, st.Spec.Prefix) {
 		return errAccessDenied()
 	}
@@ -151,8 +151,8 @@ func (s *Server) mayAdminWarm(r *request, id string) error {
 }
 
 // visibleWarms returns the warm-up jobs the caller may administer.
-func (s *Server) visibleWarms(r *request) []ops.WarmStatus {
-	return administered(s.ops.WarmJobs(), r.policy)
+func (a *Admin) visibleWarms(r *request) []ops.WarmStatus {
+	return administered(a.ops.WarmJobs(), r.policy)
 }
 
 // administered is the jobs of buckets and prefixes policy lets its

@@ -20,7 +20,7 @@ func TestAnonymousRead(t *testing.T) {
 		{Bucket: pub, Actions: access.Read},
 		{Bucket: half, Prefix: "public/", Actions: access.Read | access.List},
 	})
-	e := newEnv(t, backends[0], func(o *Options) { o.Access = access.NewRegistry(testAccess, testSecret, anon) })
+	e := newEnv(t, backends[0], func(o *nodeOptions) { o.Access = access.NewRegistry(testAccess, testSecret, anon) })
 	if err := e.client.MakeBucket(context.Background(), half, minio.MakeBucketOptions{Region: testRegion}); err != nil {
 		t.Fatal(err)
 	}

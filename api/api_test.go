@@ -114,7 +114,7 @@ type env struct {
 }
 
 // envOption adjusts the Server's options or the Server before it serves.
-type envOption func(*Options)
+type envOption func(*nodeOptions)
 
 func newEnv(t *testing.T, b backend, opts ...envOption) *env {
 	t.Helper()
@@ -138,14 +138,14 @@ func newEnvListening(t testing.TB, gopts gateway.Options, root string, before fu
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	o := Options{
-		Engine: eng, Access: accessForTest(),
-		Registerer: reg, Gatherer: reg, Logger: zerolog.Nop(),
+	o := nodeOptions{
+		Options: Options{Registerer: reg, Logger: zerolog.Nop()},
+		Access:  accessForTest(), Gatherer: reg,
 	}
 	for _, f := range opts {
 		f(&o)
 	}
-	srv, err := New(o)
+	srv, jobs, err := newNode(eng, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,6 +171,7 @@ func newEnvListening(t testing.TB, gopts gateway.Options, root string, before fu
 		if err := <-served; err != nil {
 			t.Errorf("serve: %v", err)
 		}
+		jobs.Close()
 		eng.Close()
 	})
 	e := &env{srv: srv, eng: eng, addr: ln.Addr().String(), root: root, reg: reg}

@@ -20,12 +20,12 @@ import (
 
 // authenticate verifies r's signature. On success the request body may be
 // read only through the Result's Body.
-func (s *Server) authenticate(c *fiber.Ctx, r *request) (*sigv4.Result, error) {
+func (s *S3) authenticate(c *fiber.Ctx, r *request) (*sigv4.Result, error) {
 	req := c.Request()
 	header, contentLength := wireHeaders(&req.Header)
 	var body io.Reader = http.NoBody
 	if stream := c.Context().RequestBodyStream(); stream != nil {
-		r.body = newBodyReader(stream, contentLength, c.Context().Conn(), s.opts.IOTimeout)
+		r.body = newBodyReader(stream, contentLength, c.Context().Conn(), s.ioTimeout)
 		body = r.body
 	}
 	host := string(req.Header.Host())

@@ -81,7 +81,7 @@ func TestPresigned(t *testing.T) {
 	// A server whose clock is an hour ahead sees the URL as expired.
 	origin, root := backends[0].open(t)
 	late := newEnvOver(t, gateway.Options{Origin: origin}, root, func(s *Server) {
-		s.verifier.Now = func() time.Time { return time.Now().Add(time.Hour) }
+		s.s3.verifier.Now = func() time.Time { return time.Now().Add(time.Hour) }
 	})
 	u, err = late.client.PresignedGetObject(context.Background(), bucket, "k", time.Minute, nil)
 	if err != nil {
@@ -98,7 +98,7 @@ func TestPresigned(t *testing.T) {
 
 func TestVirtualHost(t *testing.T) {
 	const domain = "s3.granary.test"
-	e := newEnv(t, backends[0], func(o *Options) { o.Domains = []string{domain, "other.example"} })
+	e := newEnv(t, backends[0], func(o *nodeOptions) { o.Domains = []string{domain, "other.example"} })
 	_, port, _ := net.SplitHostPort(e.addr)
 	// Every name resolves to the listener.
 	tr := &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
@@ -153,7 +153,7 @@ func TestVirtualHost(t *testing.T) {
 
 func TestAdminRoutes(t *testing.T) {
 	var logs syncbuf.Buffer
-	e := newEnv(t, backends[0], func(o *Options) { o.Logger = zerolog.New(&logs).Level(zerolog.DebugLevel) })
+	e := newEnv(t, backends[0], func(o *nodeOptions) { o.Logger = zerolog.New(&logs).Level(zerolog.DebugLevel) })
 	bucket := e.makeBucket(t, "admin")
 	e.put(t, bucket, "k", []byte("v"), minio.PutObjectOptions{})
 

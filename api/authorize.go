@@ -47,7 +47,7 @@ func allows(p *access.Policy, c *fiber.Ctx, o op, bucket, key string) bool {
 }
 
 // authorize refuses r unless its policy allows its operation.
-func (s *Server) authorize(c *fiber.Ctx, r *request) error {
+func (s *S3) authorize(c *fiber.Ctx, r *request) error {
 	if !allows(r.policy, c, r.op, r.bucket, r.key) {
 		return errAccessDenied()
 	}
@@ -57,7 +57,7 @@ func (s *Server) authorize(c *fiber.Ctx, r *request) error {
 // mayAnonymously reports whether a request may go without a signature:
 // it carries none, no body, and the anonymous policy allows it. A signed
 // request is always verified, so bad credentials still fail.
-func (s *Server) mayAnonymously(c *fiber.Ctx, o op, bucket, key string) bool {
+func (s *S3) mayAnonymously(c *fiber.Ctx, o op, bucket, key string) bool {
 	anon := s.access.Anonymous()
 	return !anon.Empty() && !isSigned(c) && c.Request().Header.ContentLength() <= 0 &&
 		(o == opGetObject || o == opHeadObject || o == opListObjects || o == opListObjectsV2) &&
@@ -76,7 +76,7 @@ func mayReadSource(r *request, bucket, key string) error {
 // query; one with no bucket acts on the whole node. The calls that name a
 // warm-up job or list jobs or pins are checked by their handlers, job by
 // job and pin by pin.
-func (s *Server) authorizeAdmin(c *fiber.Ctx, r *request) error {
+func (a *Admin) authorizeAdmin(c *fiber.Ctx, r *request) error {
 	switch r.op {
 	case opWarmStatus, opWarmCancel, opPins:
 		return nil

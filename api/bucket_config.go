@@ -8,7 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-func (s *Server) getBucketLocation(c *fiber.Ctx, r *request) error {
+func (s buckets) getBucketLocation(c *fiber.Ctx, r *request) error {
 	if err := s.engine.HeadBucket(r.ctx, r.bucket); err != nil {
 		return err
 	}
@@ -21,7 +21,7 @@ func (s *Server) getBucketLocation(c *fiber.Ctx, r *request) error {
 
 // getBucketVersioning answers an empty configuration: versioning has never
 // been enabled on a Granary bucket.
-func (s *Server) getBucketVersioning(c *fiber.Ctx, r *request) error {
+func (s buckets) getBucketVersioning(c *fiber.Ctx, r *request) error {
 	if err := s.engine.HeadBucket(r.ctx, r.bucket); err != nil {
 		return err
 	}

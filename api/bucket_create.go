@@ -11,7 +11,7 @@ import (
 	"github.com/granary-dev/granary/api/s3err"
 )
 
-func (s *Server) createBucket(c *fiber.Ctx, r *request) error {
+func (s buckets) createBucket(c *fiber.Ctx, r *request) error {
 	data, err := readXMLBody(r.auth.Body)
 	if errors.Is(err, errBodyTooLarge) {
 		return s3err.New(s3err.MalformedXML, "the XML body is too large")

@@ -7,7 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-func (s *Server) deleteBucket(c *fiber.Ctx, r *request) error {
+func (s buckets) deleteBucket(c *fiber.Ctx, r *request) error {
 	if err := s.engine.DeleteBucket(r.ctx, r.bucket); err != nil {
 		return err
 	}

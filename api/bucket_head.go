@@ -7,7 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-func (s *Server) headBucket(c *fiber.Ctx, r *request) error {
+func (s buckets) headBucket(c *fiber.Ctx, r *request) error {
 	if err := s.engine.HeadBucket(r.ctx, r.bucket); err != nil {
 		return err
 	}

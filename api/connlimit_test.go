@@ -17,7 +17,7 @@ import (
 
 func TestMaxConnsPerIP(t *testing.T) {
 	const limit = 3
-	e := newEnv(t, backends[0], func(o *Options) {
+	e := newEnv(t, backends[0], func(o *nodeOptions) {
 		o.MaxConnsPerIP = limit
 		o.ReadHeaderTimeout = 10 * time.Minute // admitted spare connections stay open
 	})

@@ -104,7 +104,7 @@ func fromOrigin(oe *store.OriginError) *s3err.Error {
 // writeError answers the request with err. HEAD responses and 304s carry
 // no body; every other error carries the S3 XML document with the request
 // id. Errors no layer translated are logged and become InternalError.
-func (s *Server) writeError(c *fiber.Ctx, err error) {
+func (s *core) writeError(c *fiber.Ctx, err error) {
 	r := requestOf(c)
 	if r == nil { // cannot happen for requests that passed entry
 		r = &request{id: string(c.Response().Header.Peek("X-Amz-Request-Id"))}

@@ -37,7 +37,7 @@ func newTLSEnv(t *testing.T, opts ...envOption) (*env, string) {
 		t.Fatal(err)
 	}
 	origin, root := openFS(t)
-	opts = append(opts, func(o *Options) { o.TLS = &tls.Config{Certificates: []tls.Certificate{pair}} })
+	opts = append(opts, func(o *nodeOptions) { o.TLS = &tls.Config{Certificates: []tls.Certificate{pair}} })
 	e := newEnvOver(t, gateway.Options{Origin: origin}, root, nil, opts...)
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost"}}
 	t.Cleanup(tr.CloseIdleConnections)
@@ -85,7 +85,7 @@ func TestTLSRefusedUploadIsAnAnswer(t *testing.T) {
 		t.Fatal("python3 not found (make deps installs it)")
 	}
 	reg := accessForTest()
-	e, caFile := newTLSEnv(t, func(o *Options) { o.Access = reg })
+	e, caFile := newTLSEnv(t, func(o *nodeOptions) { o.Access = reg })
 	bucket := e.makeBucket(t, "refused")
 	grants := []access.Grant{{Bucket: bucket, Actions: access.Read | access.List}}
 	if err := reg.SetUsers([]access.User{{AccessKey: trainerKey, Secret: trainerSecret, Grants: grants}}); err != nil {

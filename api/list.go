@@ -79,7 +79,7 @@ func checkListArg(v string) error {
 
 // page fetches the page of q after the cursor. max-keys=0 asks for no
 // entries: only the bucket's existence is checked.
-func (s *Server) page(ctx context.Context, bucket string, q listQuery, after string) (store.ListPage, error) {
+func (s buckets) page(ctx context.Context, bucket string, q listQuery, after string) (store.ListPage, error) {
 	if q.maxKeys == 0 {
 		return store.ListPage{}, s.engine.HeadBucket(ctx, bucket)
 	}
@@ -88,7 +88,7 @@ func (s *Server) page(ctx context.Context, bucket string, q listQuery, after str
 	})
 }
 
-func (s *Server) listObjectsV1(c *fiber.Ctx, r *request) error {
+func (s buckets) listObjectsV1(c *fiber.Ctx, r *request) error {
 	args := c.Request().URI().QueryArgs()
 	q, err := parseListQuery(args)
 	if err != nil {
@@ -120,7 +120,7 @@ func (s *Server) listObjectsV1(c *fiber.Ctx, r *request) error {
 	return writeXML(c, http.StatusOK, out)
 }
 
-func (s *Server) listObjectsV2(c *fiber.Ctx, r *request) error {
+func (s buckets) listObjectsV2(c *fiber.Ctx, r *request) error {
 	args := c.Request().URI().QueryArgs()
 	if lt := args.Peek("list-type"); string(lt) != "2" {
 		return s3err.New(s3err.InvalidArgument, "list-type must be 2")

@@ -44,7 +44,7 @@ type versionXML struct {
 	StorageClass string   `xml:"StorageClass"`
 }
 
-func (s *Server) listObjectVersions(c *fiber.Ctx, r *request) error {
+func (s buckets) listObjectVersions(c *fiber.Ctx, r *request) error {
 	args := c.Request().URI().QueryArgs()
 	q, err := parseListQuery(args)
 	if err != nil {
@@ -93,7 +93,7 @@ func (q listQuery) versions(objs []store.ObjectInfo, owner ownerXML) []versionXM
 
 // putBucketVersioning refuses to turn versioning on or to suspend it:
 // Granary keeps one version of each object, as its origins do.
-func (s *Server) putBucketVersioning(c *fiber.Ctx, r *request) error {
+func (s buckets) putBucketVersioning(c *fiber.Ctx, r *request) error {
 	var doc struct {
 		Status string `xml:"Status"`
 	}

@@ -20,7 +20,7 @@ func TestMetricsBearerToken(t *testing.T) {
 	var token atomic.Pointer[[]byte]
 	setToken := func(s string) { b := []byte(s); token.Store(&b) }
 	setToken("first-token")
-	e := newEnv(t, backends[0], func(o *Options) {
+	e := newEnv(t, backends[0], func(o *nodeOptions) {
 		o.MetricsToken = func() []byte { return *token.Load() }
 	})
 	url := "http://" + e.addr

@@ -24,7 +24,7 @@ func uploadIDOf(c *fiber.Ctx) (string, error) {
 	return id, nil
 }
 
-func (s *Server) createMultipartUpload(c *fiber.Ctx, r *request) error {
+func (s uploads) createMultipartUpload(c *fiber.Ctx, r *request) error {
 	meta, err := requestMeta(&c.Request().Header)
 	if err != nil {
 		return err
@@ -36,7 +36,7 @@ func (s *Server) createMultipartUpload(c *fiber.Ctx, r *request) error {
 	return writeXML(c, http.StatusOK, initiateMultipartUploadResult{Bucket: r.bucket, Key: r.key, UploadID: id})
 }
 
-func (s *Server) completeMultipartUpload(c *fiber.Ctx, r *request) error {
+func (s uploads) completeMultipartUpload(c *fiber.Ctx, r *request) error {
 	uploadID, err := uploadIDOf(c)
 	if err != nil {
 		return err
@@ -72,7 +72,7 @@ func locationOf(c *fiber.Ctx) string {
 	return scheme + string(req.Header.Host()) + string(req.URI().PathOriginal())
 }
 
-func (s *Server) abortMultipartUpload(c *fiber.Ctx, r *request) error {
+func (s uploads) abortMultipartUpload(c *fiber.Ctx, r *request) error {
 	uploadID, err := uploadIDOf(c)
 	if err != nil {
 		return err

@@ -32,7 +32,7 @@ func queryCount(args *fasthttp.Args, name string, def int) (int, error) {
 	return n, nil
 }
 
-func (s *Server) listParts(c *fiber.Ctx, r *request) error {
+func (s uploads) listParts(c *fiber.Ctx, r *request) error {
 	uploadID, err := uploadIDOf(c)
 	if err != nil {
 		return err
@@ -102,7 +102,7 @@ func parseUploadsQuery(args *fasthttp.Args) (uploadsQuery, error) {
 	return q, err
 }
 
-func (s *Server) listMultipartUploads(c *fiber.Ctx, r *request) error {
+func (s uploads) listMultipartUploads(c *fiber.Ctx, r *request) error {
 	q, err := parseUploadsQuery(c.Request().URI().QueryArgs())
 	if err != nil {
 		return err

@@ -36,7 +36,7 @@ func partTarget(c *fiber.Ctx) (int, string, error) {
 	return n, id, nil
 }
 
-func (s *Server) uploadPart(c *fiber.Ctx, r *request) error {
+func (s uploads) uploadPart(c *fiber.Ctx, r *request) error {
 	number, uploadID, err := partTarget(c)
 	if err != nil {
 		return err
@@ -72,7 +72,7 @@ func parseCopyRange(v []byte) (rng gateway.Range, ok bool, err error) {
 	return rng, true, nil
 }
 
-func (s *Server) uploadPartCopy(c *fiber.Ctx, r *request) error {
+func (s uploads) uploadPartCopy(c *fiber.Ctx, r *request) error {
 	number, uploadID, err := partTarget(c)
 	if err != nil {
 		return err

@@ -15,7 +15,7 @@ import (
 	"github.com/granary-dev/granary/store"
 )
 
-func (s *Server) copyObject(c *fiber.Ctx, r *request) error {
+func (s objects) copyObject(c *fiber.Ctx, r *request) error {
 	h := &c.Request().Header
 	srcBucket, srcKey, err := parseCopySource(string(h.Peek("X-Amz-Copy-Source")))
 	if err != nil {
@@ -71,7 +71,7 @@ func (s *Server) copyObject(c *fiber.Ctx, r *request) error {
 // source's metadata and tags). The directives are independent, as in S3:
 // COPY keeps the source's tags, REPLACE takes x-amz-tagging's (none if
 // absent), whichever metadata directive came with it.
-func (s *Server) copyTags(c *fiber.Ctx, r *request, srcBucket, srcKey string, meta *store.ObjectMeta) (*store.ObjectMeta, error) {
+func (s objects) copyTags(c *fiber.Ctx, r *request, srcBucket, srcKey string, meta *store.ObjectMeta) (*store.ObjectMeta, error) {
 	h := &c.Request().Header
 	switch d := string(h.Peek("X-Amz-Tagging-Directive")); {
 	case d == "" || strings.EqualFold(d, "COPY"):

@@ -10,7 +10,7 @@ import (
 	"github.com/granary-dev/granary/store"
 )
 
-func (s *Server) deleteObject(c *fiber.Ctx, r *request) error {
+func (s objects) deleteObject(c *fiber.Ctx, r *request) error {
 	if err := s.engine.Delete(r.ctx, r.bucket, r.key); err != nil && !errors.Is(err, store.ErrNoSuchKey) {
 		return err
 	}

@@ -31,7 +31,7 @@ var smallBufs = sync.Pool{New: func() any { b := make([]byte, smallObject); retu
 // unsatisfiable is a range no object satisfies ("bytes=-0").
 var unsatisfiable = gateway.Range{Start: math.MaxInt64, End: -1}
 
-func (s *Server) getObject(c *fiber.Ctx, r *request) error {
+func (s objects) getObject(c *fiber.Ctx, r *request) error {
 	if err := checkOverrides(c); err != nil {
 		return err
 	}
@@ -79,7 +79,7 @@ func (s *Server) getObject(c *fiber.Ctx, r *request) error {
 // getChecked is a Get with a range and/or conditions. On failure it sets
 // the headers S3 sends with it: Content-Range "*/size" with a 416, the
 // validators with a 304.
-func (s *Server) getChecked(ctx context.Context, c *fiber.Ctx, r *request, rng gateway.Range,
+func (s objects) getChecked(ctx context.Context, c *fiber.Ctx, r *request, rng gateway.Range,
 	kind rangeKind, cond conditions, hasCond bool) (*gateway.Object, error) {
 	var seen *store.ObjectInfo // the info Check ran on: Check runs inside Get
 	opts := gateway.GetOptions{Check: func(info store.ObjectInfo) error {
@@ -136,7 +136,7 @@ func readSmall(obj *gateway.Object) (*[]byte, error) {
 // attachBody sets the response body: the engine's in-memory bytes as they
 // are, a small body read whole, or a stream that fasthttp closes once sent
 // (or once the client is gone).
-func (s *Server) attachBody(c *fiber.Ctx, r *request, obj *gateway.Object, small *[]byte, cancel context.CancelFunc) {
+func (s objects) attachBody(c *fiber.Ctx, r *request, obj *gateway.Object, small *[]byte, cancel context.CancelFunc) {
 	resp := c.Response()
 	if small != nil {
 		resp.SetBody((*small)[:obj.Length]) // copies
@@ -152,10 +152,10 @@ func (s *Server) attachBody(c *fiber.Ctx, r *request, obj *gateway.Object, small
 		return
 	}
 	r.streaming = true
-	resp.SetBodyStream(newObjectStream(s, r, obj, cancel, c.Context().Conn()), int(obj.Length))
+	resp.SetBodyStream(newObjectStream(s.core, r, obj, cancel, c.Context().Conn()), int(obj.Length))
 }
 
-func (s *Server) headObject(c *fiber.Ctx, r *request) error {
+func (s objects) headObject(c *fiber.Ctx, r *request) error {
 	if err := checkOverrides(c); err != nil {
 		return err
 	}

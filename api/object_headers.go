@@ -73,7 +73,7 @@ func setObjectHeaders(c *fiber.Ctx, info store.ObjectInfo) {
 const persistedHeader = "X-Granary-Persisted"
 
 // setPersisted sets persistedHeader for the addressed object.
-func (s *Server) setPersisted(c *fiber.Ctx, r *request) {
+func (s objects) setPersisted(c *fiber.Ctx, r *request) {
 	v := "true"
 	if !s.engine.Persisted(r.bucket, r.key) {
 		v = "false"

@@ -23,7 +23,7 @@ type objectPart struct {
 // (or for an empty object, whose part 1 is the plain answer). It sets
 // x-amz-mp-parts-count. kind is the Range header's: S3 takes one or the
 // other.
-func (s *Server) partOf(c *fiber.Ctx, r *request, kind rangeKind) (*objectPart, error) {
+func (s objects) partOf(c *fiber.Ctx, r *request, kind rangeKind) (*objectPart, error) {
 	args := c.Request().URI().QueryArgs()
 	if !args.Has("partNumber") {
 		return nil, nil

@@ -19,7 +19,7 @@ import (
 // maxUserMeta is S3's limit on the x-amz-meta-* names and values together.
 const maxUserMeta = 2 << 10
 
-func (s *Server) putObject(c *fiber.Ctx, r *request) error {
+func (s objects) putObject(c *fiber.Ctx, r *request) error {
 	body, err := exactBody(r, maxObjectSize)
 	if err != nil {
 		return err

@@ -20,7 +20,7 @@ var errClientGone = errors.New("api: client went away mid-response")
 // objectStream is used by the connection's goroutine only: fasthttp calls
 // WriteTo (or Read) and then Close, after the handler returned.
 type objectStream struct {
-	s       *Server
+	s       *core
 	r       *request
 	obj     *gateway.Object
 	cancel  context.CancelFunc
@@ -31,7 +31,7 @@ type objectStream struct {
 	closed  bool
 }
 
-func newObjectStream(s *Server, r *request, obj *gateway.Object, cancel context.CancelFunc, conn net.Conn) *objectStream {
+func newObjectStream(s *core, r *request, obj *gateway.Object, cancel context.CancelFunc, conn net.Conn) *objectStream {
 	return &objectStream{s: s, r: r, obj: obj, cancel: cancel, conn: conn}
 }
 
@@ -97,11 +97,11 @@ func (o *objectStream) noteReadErr(err error) {
 
 func (o *objectStream) renewDeadline() {
 	now := time.Now()
-	if o.conn == nil || now.Sub(o.renewed) < renewGap(o.s.opts.IOTimeout) {
+	if o.conn == nil || now.Sub(o.renewed) < renewGap(o.s.ioTimeout) {
 		return
 	}
 	o.renewed = now
-	_ = o.conn.SetWriteDeadline(now.Add(o.s.opts.IOTimeout))
+	_ = o.conn.SetWriteDeadline(now.Add(o.s.ioTimeout))
 }
 
 // Close releases the body and reports the request. It is idempotent.

@@ -23,7 +23,7 @@ const (
 	deleteParallelism = 16
 )
 
-func (s *Server) deleteObjects(c *fiber.Ctx, r *request) error {
+func (s buckets) deleteObjects(c *fiber.Ctx, r *request) error {
 	var req deleteRequest // Content-MD5 is checked by the sigv4 body
 	if err := decodeXMLBody(r.auth.Body, &req); err != nil {
 		return err
@@ -62,7 +62,7 @@ func (s *Server) deleteObjects(c *fiber.Ctx, r *request) error {
 // deleteKeys deletes keys, deleteParallelism at a time, and returns each
 // one's error (a missing key is deleted already; an invalid one, or one
 // the caller may not delete, is never sent to the origin).
-func (s *Server) deleteKeys(ctx context.Context, bucket string, keys []string, p *access.Policy) []error {
+func (s buckets) deleteKeys(ctx context.Context, bucket string, keys []string, p *access.Policy) []error {
 	errs := make([]error, len(keys))
 	sem := make(chan struct{}, deleteParallelism)
 	var wg sync.WaitGroup

@@ -127,7 +127,7 @@ func TestHungOriginThroughTheDoor(t *testing.T) {
 // TestReadyNeedsOrigin: with --serve-stale-when-down=false, /readyz is
 // 503 while the origin is down, and 200 again once it is back.
 func TestReadyNeedsOrigin(t *testing.T) {
-	e, p, g := newFaultEnv(t, func(o *Options) { o.ReadyNeedsOrigin = true })
+	e, p, g := newFaultEnv(t, func(o *nodeOptions) { o.ReadyNeedsOrigin = true })
 	if err := p.Set(faultproxy.Refuse); err != nil {
 		t.Fatal(err)
 	}

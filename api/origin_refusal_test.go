@@ -62,7 +62,7 @@ func TestOriginRefusalReachesTheClient(t *testing.T) {
 	origin, _ := openS3(t)
 	reg := prometheus.NewRegistry()
 	e := newEnvOver(t, gateway.Options{Origin: origin, Registerer: reg}, "", nil,
-		func(o *Options) { o.Registerer, o.Gatherer = reg, reg })
+		func(o *nodeOptions) { o.Registerer, o.Gatherer = reg, reg })
 	bucket := e.makeBucket(t, "refusal")
 	direct, err := minio.New(m.Endpoint, &minio.Options{Creds: credentials.NewStaticV4(m.AccessKey, m.SecretKey, ""), Region: testRegion})
 	if err != nil {

@@ -1,69 +1,77 @@
-// The peer protocol on the S3 listener: package cluster/peer answers it;
-// this server hands it the calls under peer.Prefix, with its connection
-// limits, request log and metrics.
+// The peer face: package cluster/peer answers the peer protocol; this
+// face hands it the calls under peer.Prefix, with the server's connection
+// limits, request log and metrics. cmd builds it only for a cluster
+// member (a node without it refuses peer calls: faces.go).
 package api
 
 import (
+	"errors"
 	"io"
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/granary-dev/granary/access"
-	"github.com/granary-dev/granary/api/s3err"
 	"github.com/granary-dev/granary/cluster"
 	"github.com/granary-dev/granary/cluster/peer"
+	"github.com/granary-dev/granary/gateway"
 	"github.com/granary-dev/granary/store/copies"
 )
 
-// PeerOptions make a node a cluster member.
+// PeerOptions make a node a cluster member. Engine is required.
 type PeerOptions struct {
 	Self   cluster.Member
 	Secret []byte
+	// Engine answers the calls about cached data.
+	Engine *gateway.Engine
 	// Copies keeps the write-back copies other members send; nil
 	// refuses them.
 	Copies *copies.Store
-	// Node and Client, if set, are the cluster view /_granary/status
-	// reports on and the client it asks the members with.
-	Node   *cluster.Node
-	Client *peer.Client
+	// Admin, if set, answers members' status calls as its status route
+	// does; nil refuses them.
+	Admin *Admin
 	// RequireClientCert refuses (peer.CodeCertRequired) every
 	// peer call whose connection did not present a client certificate
 	// that Options.TLS verified: mutual TLS between members.
 	RequireClientCert bool
 }
 
-// peerStatus answers a verified member's status call: the caller it acts
-// for was authorized on that member, so this node shows everything.
-func (s *Server) peerStatus(c *fiber.Ctx) error {
-	r := requestOf(c)
-	r.policy = access.Unrestricted
-	return s.nodeStatus(c, r)
+// Peer is the peer face.
+type Peer struct {
+	*core
+	opts    PeerOptions
+	handler *peer.Handler // built by mount, on the server's context and log
 }
 
-// newPeerHandler is the peer protocol's handler for s, nil if s is not in
-// a cluster.
-func (s *Server) newPeerHandler() *peer.Handler {
-	p := s.opts.Peer
-	if p == nil {
-		return nil
+// NewPeer returns the peer face of o.
+func NewPeer(o PeerOptions) (*Peer, error) {
+	if o.Engine == nil {
+		return nil, errors.New("api: the peer face's Engine is required")
 	}
-	o := peer.HandlerOptions{
-		Self: p.Self, Secret: p.Secret, Backend: s.engine.PeerBackend(),
-		Status:    s.peerStatus,
+	return &Peer{opts: o}, nil
+}
+
+// mount builds the protocol's handler for the server of c.
+func (p *Peer) mount(c *core) {
+	p.core = c
+	o := p.opts
+	ho := peer.HandlerOptions{
+		Self: o.Self, Secret: o.Secret, Backend: o.Engine.PeerBackend(),
 		CheckName: checkName,
-		Context:   s.baseCtx,
-		Logger:    s.log,
+		Context:   c.baseCtx,
+		Logger:    c.log,
 	}
-	if p.Copies != nil {
-		o.Copies = p.Copies
+	if o.Admin != nil {
+		ho.Status = o.Admin.peerStatus
 	}
-	if p.RequireClientCert {
-		o.VerifiedCert = func(c *fiber.Ctx) bool {
+	if o.Copies != nil {
+		ho.Copies = o.Copies
+	}
+	if o.RequireClientCert {
+		ho.VerifiedCert = func(c *fiber.Ctx) bool {
 			st := connState(c.Context().Conn())
 			return st != nil && len(st.VerifiedChains) > 0
 		}
 	}
-	return peer.NewHandler(o)
+	p.handler = peer.NewHandler(ho)
 }
 
 // checkName checks a bucket name (key "") or an object key as an S3
@@ -75,18 +83,18 @@ func checkName(bucket, key string) error {
 	return checkKey(key)
 }
 
-// servePeer hands a peer call to the protocol's handler.
-func (s *Server) servePeer(c *fiber.Ctx, r *request) error {
+// claims takes the calls under peer.Prefix.
+func (p *Peer) claims(c *fiber.Ctx, _ *request) bool { return peer.IsCall(c) }
+
+// serve hands a peer call to the protocol's handler.
+func (p *Peer) serve(c *fiber.Ctx, r *request) error {
 	r.op = opPeer
-	if s.peer == nil {
-		return s3err.New(s3err.AccessDenied, "this node is not in a cluster")
-	}
 	r.bucket, r.key = peer.Target(c)
 	var body io.Reader // nil, not a nil *bodyReader, without a body
 	if stream := c.Context().RequestBodyStream(); stream != nil {
-		r.body = newBodyReader(stream, int64(c.Request().Header.ContentLength()), c.Context().Conn(), s.opts.IOTimeout)
+		r.body = newBodyReader(stream, int64(c.Request().Header.ContentLength()), c.Context().Conn(), p.ioTimeout)
 		body = r.body
 	}
-	s.peer.Serve(c, body)
+	p.handler.Serve(c, body)
 	return nil
 }

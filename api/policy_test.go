@@ -37,7 +37,7 @@ func scopedEnv(t *testing.T) (*env, *access.Registry, *minio.Client, string, str
 
 func scopedEnvOver(t *testing.T, gopts gateway.Options, root string) (*env, *access.Registry, *minio.Client, string, string) {
 	reg := accessForTest()
-	e := newEnvOver(t, gopts, root, nil, func(o *Options) { o.Access = reg })
+	e := newEnvOver(t, gopts, root, nil, func(o *nodeOptions) { o.Access = reg })
 	data, ckpt := e.makeBucket(t, "data"), e.makeBucket(t, "ckpt")
 	e.makeBucket(t, "other")
 	grants := []access.Grant{

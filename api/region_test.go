@@ -34,7 +34,7 @@ func TestWrongRegionInHeader(t *testing.T) {
 }
 
 func TestWrongRegionPresigned(t *testing.T) {
-	e := newEnv(t, backends[0], func(o *Options) { o.Region = "eu-north-1" })
+	e := newEnv(t, backends[0], func(o *nodeOptions) { o.Region = "eu-north-1" })
 	cl, err := minio.New(e.addr, &minio.Options{Creds: credentials.NewStaticV4(testAccess, testSecret, ""), Region: "us-east-1"})
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +74,7 @@ func checkWrongRegion(t *testing.T, req *http.Request, code, msg, region string)
 // refusal, and signs its PUT and GET for that region.
 func TestRegionLearnedFromError(t *testing.T) {
 	const region = "eu-west-3"
-	e := newEnv(t, backends[0], func(o *Options) { o.Region = region })
+	e := newEnv(t, backends[0], func(o *nodeOptions) { o.Region = region })
 	ctx := context.Background()
 	regional, err := minio.New(e.addr, &minio.Options{Creds: credentials.NewStaticV4(testAccess, testSecret, ""), Region: region})
 	if err != nil {

@@ -1,7 +1,7 @@
-// The life of one request: the entry handler gives it an id, serves the
-// admin routes or routes, authenticates and validates an S3 request, runs
-// its handler, and reports it (metrics and the access log) once the
-// response is complete.
+// The life of one request: the entry handler gives it an id, hands it to
+// the face that claims it (faces.go), writes the error that face returned,
+// and reports it (metrics and the access log) once the response is
+// complete. core is this plumbing, shared by the server and its faces.
 package api
 
 import (
@@ -19,7 +19,6 @@ import (
 	"github.com/granary-dev/granary/access"
 	"github.com/granary-dev/granary/api/s3err"
 	"github.com/granary-dev/granary/api/sigv4"
-	"github.com/granary-dev/granary/cluster/peer"
 	"github.com/granary-dev/granary/gateway"
 	"github.com/granary-dev/granary/store"
 )
@@ -60,9 +59,24 @@ func requestOf(c *fiber.Ctx) *request {
 	return r
 }
 
-// log returns the request's logger, which carries its id. It is built on
-// first use, so a request that logs nothing costs no logger.
-func (s *Server) reqLog(r *request) *zerolog.Logger {
+// core is what the server and its faces share: the request log and
+// metrics, the object bytes served, the context requests run under and
+// the I/O timeout. New builds one per Server and mounts it on each face;
+// it is read-only after New but for the counters, which are safe for
+// concurrent use.
+type core struct {
+	log       zerolog.Logger
+	metrics   *metrics
+	served    servedBytes // object bytes sent, for the monitor's history
+	ioTimeout time.Duration
+	// baseCtx parents every request's context; the Server cancels it when
+	// a Shutdown runs out of time.
+	baseCtx context.Context
+}
+
+// reqLog returns the request's logger, which carries its id. It is built
+// on first use, so a request that logs nothing costs no logger.
+func (s *core) reqLog(r *request) *zerolog.Logger {
 	if r.logger == nil {
 		l := s.log.With().Str("request_id", r.id).Logger()
 		r.logger = &l
@@ -85,97 +99,16 @@ func (s *Server) entry(c *fiber.Ctx) error {
 	c.Locals(requestKey{}, r)
 	defer s.recoverPanic(c, r)
 
-	if s.serveAdmin(c, r) {
-		s.finish(c, r)
-		return nil
-	}
-	if err := s.serveS3(c, r); err != nil {
+	if err := s.faceOf(c, r).serve(c, r); err != nil {
 		s.writeError(c, err)
 	}
 	s.finish(c, r)
 	return nil
 }
 
-// serveS3 routes, authenticates and validates r, then runs its handler.
-// Authentication comes before validation, so an unsigned request learns
-// nothing about names.
-func (s *Server) serveS3(c *fiber.Ctx, r *request) error {
-	if peer.IsCall(c) {
-		return s.servePeer(c, r)
-	}
-	if isAdminAPI(c) {
-		return s.serveAdminAPI(c, r)
-	}
-	bucket, key, targetErr := splitTarget(string(c.Request().Header.Host()), c.Request().URI().PathOriginal(), s.domainSuffixes)
-	r.bucket, r.key = bucket, key
-	res := resService
-	switch {
-	case bucket == "" && key == "":
-	case key == "":
-		res = resBucket
-	default:
-		res = resObject
-	}
-	rt := s.routes.resolve(c, res)
-	r.op = rt.op
-	if targetErr != nil {
-		r.op = opUnknown
-	}
-	if res != resService && targetErr == nil && c.Request().Header.IsOptions() {
-		r.op = opPreflight
-		return preflight(c)
-	}
-
-	if targetErr == nil && s.mayAnonymously(c, r.op, bucket, key) {
-		r.policy = s.access.Anonymous()
-	} else {
-		auth, err := s.authenticate(c, r)
-		if err != nil {
-			return err
-		}
-		r.auth, r.policy = auth, s.access.Policy(auth.AccessKey)
-	}
-	if targetErr != nil {
-		return targetErr
-	}
-	if err := s.authorize(c, r); err != nil {
-		return err
-	}
-	if r.tooLarge { // no S3 PUT takes such a body: refused before it is sent
-		return s3err.New(s3err.EntityTooLarge, "")
-	}
-	if res != resService {
-		if err := checkBucket(bucket); err != nil {
-			return err
-		}
-	}
-	if res == resObject {
-		if err := checkKey(key); err != nil {
-			return err
-		}
-	}
-	return rt.h(s, c, r)
-}
-
-// preflight answers a CORS preflight (OPTIONS on a bucket or object), which
-// browsers send without credentials, so it is answered before any
-// authentication, as S3 does: Granary serves no CORS configuration, so
-// one with its Origin and Access-Control-Request-Method is refused 403
-// AccessForbidden, and one without them is a bad request (400).
-func preflight(c *fiber.Ctx) error {
-	h := &c.Request().Header
-	switch {
-	case len(h.Peek("Origin")) == 0:
-		return s3err.New(s3err.BadRequest, "")
-	case len(h.Peek("Access-Control-Request-Method")) == 0:
-		return s3err.New(s3err.BadRequest, "Insufficient information. Access-Control-Request-Method header needed.")
-	}
-	return s3err.New(s3err.AccessForbidden, "")
-}
-
 // recoverPanic turns a handler panic into an InternalError, so one bad
 // request never takes the node down.
-func (s *Server) recoverPanic(c *fiber.Ctx, r *request) {
+func (s *core) recoverPanic(c *fiber.Ctx, r *request) {
 	p := recover()
 	if p == nil {
 		return
@@ -190,7 +123,7 @@ func (s *Server) recoverPanic(c *fiber.Ctx, r *request) {
 // finish ends the handler's part of r: a request whose body was not read
 // to its end closes its connection (the unread bytes would be taken for
 // the next request), and r is reported unless a stream will report it.
-func (s *Server) finish(c *fiber.Ctx, r *request) {
+func (s *core) finish(c *fiber.Ctx, r *request) {
 	r.status = c.Response().StatusCode()
 	if r.body != nil && !r.body.drained() {
 		c.Response().SetConnectionClose()
@@ -219,7 +152,7 @@ func bodyBytes(resp *fasthttp.Response) int64 {
 // origin is down logs at debug (the outage is logged once, by the guard).
 // A 501 NotImplemented answers a client asking for what Granary does not
 // serve (an ACL grant, a bucket policy): a client matter, logged at warn.
-func (s *Server) report(r *request, bytes int64, streamErr error) {
+func (s *core) report(r *request, bytes int64, streamErr error) {
 	elapsed := time.Since(r.start)
 	s.metrics.observe(r.op, r.status, elapsed.Seconds())
 	s.served.add(r, bytes)

@@ -11,7 +11,20 @@ import (
 )
 
 // handlerFunc serves one routed, authenticated, validated request.
-type handlerFunc func(s *Server, c *fiber.Ctx, r *request) error
+type handlerFunc func(s *S3, c *fiber.Ctx, r *request) error
+
+// The handlers are methods of three views of the S3 face, by what they
+// act on: the service and its buckets, objects, and multipart uploads.
+type (
+	buckets struct{ *S3 }
+	objects struct{ *S3 }
+	uploads struct{ *S3 }
+)
+
+// on is the handlerFunc of a view's method: on(objects.getObject).
+func on[V ~struct{ *S3 }](h func(V, *fiber.Ctx, *request) error) handlerFunc {
+	return func(s *S3, c *fiber.Ctx, r *request) error { return h(V{s}, c, r) }
+}
 
 // resource is what a request path addresses.
 type resource uint8
@@ -122,63 +135,63 @@ func (t *routeTable) add(res resource, method, sub string, o op, h handlerFunc) 
 }
 
 func registerServiceRoutes(t *routeTable) {
-	t.add(resService, mGET, "", opListBuckets, (*Server).listBuckets)
+	t.add(resService, mGET, "", opListBuckets, on(buckets.listBuckets))
 }
 
 func registerBucketRoutes(t *routeTable) {
-	t.add(resBucket, mPUT, "", opCreateBucket, (*Server).createBucket)
-	t.add(resBucket, mHEAD, "", opHeadBucket, (*Server).headBucket)
-	t.add(resBucket, mDELETE, "", opDeleteBucket, (*Server).deleteBucket)
-	t.add(resBucket, mGET, "", opListObjects, (*Server).listObjectsV1)
-	t.add(resBucket, mGET, "list-type", opListObjectsV2, (*Server).listObjectsV2)
-	t.add(resBucket, mGET, "location", opGetBucketLocation, (*Server).getBucketLocation)
-	t.add(resBucket, mGET, "versioning", opGetBucketVersioning, (*Server).getBucketVersioning)
-	t.add(resBucket, mPUT, "versioning", opPutBucketVersioning, (*Server).putBucketVersioning)
-	t.add(resBucket, mGET, "versions", opListObjectVersions, (*Server).listObjectVersions)
-	t.add(resBucket, mPOST, "delete", opDeleteObjects, (*Server).deleteObjects)
+	t.add(resBucket, mPUT, "", opCreateBucket, on(buckets.createBucket))
+	t.add(resBucket, mHEAD, "", opHeadBucket, on(buckets.headBucket))
+	t.add(resBucket, mDELETE, "", opDeleteBucket, on(buckets.deleteBucket))
+	t.add(resBucket, mGET, "", opListObjects, on(buckets.listObjectsV1))
+	t.add(resBucket, mGET, "list-type", opListObjectsV2, on(buckets.listObjectsV2))
+	t.add(resBucket, mGET, "location", opGetBucketLocation, on(buckets.getBucketLocation))
+	t.add(resBucket, mGET, "versioning", opGetBucketVersioning, on(buckets.getBucketVersioning))
+	t.add(resBucket, mPUT, "versioning", opPutBucketVersioning, on(buckets.putBucketVersioning))
+	t.add(resBucket, mGET, "versions", opListObjectVersions, on(buckets.listObjectVersions))
+	t.add(resBucket, mPOST, "delete", opDeleteObjects, on(buckets.deleteObjects))
 	// A POST to a bucket with no sub-resource is a browser-form upload.
 	t.add(resBucket, mPOST, "", opNotImplemented, notImplemented)
 }
 
 func registerObjectRoutes(t *routeTable) {
-	t.add(resObject, mGET, "", opGetObject, (*Server).getObject)
-	t.add(resObject, mHEAD, "", opHeadObject, (*Server).headObject)
-	t.add(resObject, mGET, "partNumber", opGetObject, (*Server).getObject)
-	t.add(resObject, mHEAD, "partNumber", opHeadObject, (*Server).headObject)
-	t.add(resObject, mPUT, "", opPutObject, (*Server).putObject)
-	t.add(resObject, mPUT, subCopy, opCopyObject, (*Server).copyObject)
-	t.add(resObject, mDELETE, "", opDeleteObject, (*Server).deleteObject)
+	t.add(resObject, mGET, "", opGetObject, on(objects.getObject))
+	t.add(resObject, mHEAD, "", opHeadObject, on(objects.headObject))
+	t.add(resObject, mGET, "partNumber", opGetObject, on(objects.getObject))
+	t.add(resObject, mHEAD, "partNumber", opHeadObject, on(objects.headObject))
+	t.add(resObject, mPUT, "", opPutObject, on(objects.putObject))
+	t.add(resObject, mPUT, subCopy, opCopyObject, on(objects.copyObject))
+	t.add(resObject, mDELETE, "", opDeleteObject, on(objects.deleteObject))
 }
 
 // registerMultipartRoutes adds the multipart upload operations. uploadId
 // outranks uploads and partNumber, so a part upload (partNumber and
 // uploadId) is routed by uploadId.
 func registerMultipartRoutes(t *routeTable) {
-	t.add(resBucket, mGET, "uploads", opListMultipartUploads, (*Server).listMultipartUploads)
-	t.add(resObject, mPOST, "uploads", opCreateMultipartUpload, (*Server).createMultipartUpload)
-	t.add(resObject, mPUT, "uploadId", opUploadPart, (*Server).uploadPart)
-	t.add(resObject, mPUT, subPartCopy, opUploadPartCopy, (*Server).uploadPartCopy)
-	t.add(resObject, mPOST, "uploadId", opCompleteMultipartUpload, (*Server).completeMultipartUpload)
-	t.add(resObject, mDELETE, "uploadId", opAbortMultipartUpload, (*Server).abortMultipartUpload)
-	t.add(resObject, mGET, "uploadId", opListParts, (*Server).listParts)
+	t.add(resBucket, mGET, "uploads", opListMultipartUploads, on(uploads.listMultipartUploads))
+	t.add(resObject, mPOST, "uploads", opCreateMultipartUpload, on(uploads.createMultipartUpload))
+	t.add(resObject, mPUT, "uploadId", opUploadPart, on(uploads.uploadPart))
+	t.add(resObject, mPUT, subPartCopy, opUploadPartCopy, on(uploads.uploadPartCopy))
+	t.add(resObject, mPOST, "uploadId", opCompleteMultipartUpload, on(uploads.completeMultipartUpload))
+	t.add(resObject, mDELETE, "uploadId", opAbortMultipartUpload, on(uploads.abortMultipartUpload))
+	t.add(resObject, mGET, "uploadId", opListParts, on(uploads.listParts))
 }
 
 // registerTaggingRoutes adds the object and bucket tagging operations.
 func registerTaggingRoutes(t *routeTable) {
-	t.add(resObject, mGET, "tagging", opGetObjectTagging, (*Server).getObjectTagging)
-	t.add(resObject, mPUT, "tagging", opPutObjectTagging, (*Server).putObjectTagging)
-	t.add(resObject, mDELETE, "tagging", opDeleteObjectTagging, (*Server).deleteObjectTagging)
-	t.add(resBucket, mGET, "tagging", opGetBucketTagging, (*Server).getBucketTagging)
-	t.add(resBucket, mPUT, "tagging", opPutBucketTagging, (*Server).putBucketTagging)
-	t.add(resBucket, mDELETE, "tagging", opDeleteBucketTagging, (*Server).deleteBucketTagging)
+	t.add(resObject, mGET, "tagging", opGetObjectTagging, on(objects.getObjectTagging))
+	t.add(resObject, mPUT, "tagging", opPutObjectTagging, on(objects.putObjectTagging))
+	t.add(resObject, mDELETE, "tagging", opDeleteObjectTagging, on(objects.deleteObjectTagging))
+	t.add(resBucket, mGET, "tagging", opGetBucketTagging, on(buckets.getBucketTagging))
+	t.add(resBucket, mPUT, "tagging", opPutBucketTagging, on(buckets.putBucketTagging))
+	t.add(resBucket, mDELETE, "tagging", opDeleteBucketTagging, on(buckets.deleteBucketTagging))
 }
 
 // registerACLRoutes adds the bucket and object ACL operations (acl.go).
 func registerACLRoutes(t *routeTable) {
-	t.add(resBucket, mGET, "acl", opGetBucketACL, (*Server).getBucketACL)
-	t.add(resBucket, mPUT, "acl", opPutBucketACL, (*Server).putBucketACL)
-	t.add(resObject, mGET, "acl", opGetObjectACL, (*Server).getObjectACL)
-	t.add(resObject, mPUT, "acl", opPutObjectACL, (*Server).putObjectACL)
+	t.add(resBucket, mGET, "acl", opGetBucketACL, on(buckets.getBucketACL))
+	t.add(resBucket, mPUT, "acl", opPutBucketACL, on(buckets.putBucketACL))
+	t.add(resObject, mGET, "acl", opGetObjectACL, on(objects.getObjectACL))
+	t.add(resObject, mPUT, "acl", opPutObjectACL, on(objects.putObjectACL))
 }
 
 // resolve picks the route of a request for res. A known sub-resource with
@@ -223,10 +236,10 @@ func subResourceOf(c *fiber.Ctx) string {
 	return subResourceNames[bestRank]
 }
 
-func notImplemented(_ *Server, _ *fiber.Ctx, _ *request) error {
+func notImplemented(_ *S3, _ *fiber.Ctx, _ *request) error {
 	return s3err.New(s3err.NotImplemented, "")
 }
 
-func methodNotAllowed(_ *Server, _ *fiber.Ctx, _ *request) error {
+func methodNotAllowed(_ *S3, _ *fiber.Ctx, _ *request) error {
 	return s3err.New(s3err.MethodNotAllowed, "")
 }

@@ -1,5 +1,7 @@
-// Package api serves the S3 protocol (and the node's admin routes) over
-// fiber, translating requests into gateway.Engine calls.
+// Package api serves the node's HTTP faces over fiber, on one listener:
+// S3 (translated into gateway.Engine calls), the signed admin API, the
+// monitor's open pages and the peer protocol. This file is the server
+// itself: its options, the listener's setup, Serve and Shutdown.
 package api
 
 import (
@@ -8,7 +10,6 @@ import (
 	"errors"
 	"math"
 	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,44 +18,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/valyala/fasthttp"
-
-	"github.com/granary-dev/granary/access"
-	"github.com/granary-dev/granary/api/sigv4"
-	"github.com/granary-dev/granary/cluster/peer"
-	"github.com/granary-dev/granary/console"
-	"github.com/granary-dev/granary/gateway"
-	"github.com/granary-dev/granary/ops"
-	"github.com/granary-dev/granary/ops/history"
 )
 
-// Options configure a Server. Engine and Access are required.
+// Options configure a Server: its listener and what its faces share (the
+// request log and metrics). Every field may be left zero.
 type Options struct {
-	Engine *gateway.Engine
-	// Ops runs the warm-ups and status the admin API serves; nil means
-	// New builds one on Engine (registered with Registerer), which
-	// Shutdown closes.
-	Ops *ops.Ops
-	// Access holds the access keys, their policies and the anonymous
-	// policy; it may change its users while the server runs.
-	Access *access.Registry
-	// Region is reported by GetBucketLocation, and a request's credential
-	// scope must name it (a signature for another region is refused with
-	// AWS's error, which names this one); "" means us-east-1.
-	Region string
-	// Domains enable virtual-host style: a Host of "BUCKET.DOMAIN[:port]"
-	// addresses BUCKET. Path style always works.
-	Domains []string
-	// Registerer receives the request metrics; Gatherer serves /metrics.
-	// Either may be nil.
+	// Registerer receives the request metrics; nil keeps them unregistered.
 	Registerer prometheus.Registerer
-	Gatherer   prometheus.Gatherer
-	// MetricsToken, if set, puts /metrics behind a bearer token: a scrape
-	// must send "Authorization: Bearer T" with T what MetricsToken returns
-	// then (so the token can change while the node runs). It is called
-	// once per scrape that carries a token; an empty result refuses them
-	// all. Nil: /metrics is open. /healthz is always open.
-	MetricsToken func() []byte
-	Logger       zerolog.Logger
+	Logger     zerolog.Logger
 	// IOTimeout bounds how long a request may make no progress: reading
 	// its body, or the client taking the response. It is renewed as bytes
 	// move, so it never limits a large transfer that keeps moving. 0 means
@@ -69,20 +40,9 @@ type Options struct {
 	ReadHeaderTimeout time.Duration
 	// TLS, if set, serves HTTPS on the listener Serve gets.
 	TLS *tls.Config
-	// Peer, if set, makes this node a cluster member: it answers the peer
-	// protocol under peer.Prefix.
-	Peer *PeerOptions
 	// IdleTimeout bounds how long a keep-alive connection may wait for its
 	// next request. 0 means DefaultIdleTimeout.
 	IdleTimeout time.Duration
-	// ReadyNeedsOrigin makes /readyz answer 503 while the origin is down
-	// (--serve-stale-when-down=false); by default ready means the cache
-	// is up, since it serves what it holds whatever the origin does.
-	ReadyNeedsOrigin bool
-	// HistoryEvery is how often the node samples its traffic for
-	// /_granary/history (the console's charts), which keeps the last
-	// hour; 0 means history.DefaultEvery (5 s).
-	HistoryEvery time.Duration
 	// MaxConnsPerIP bounds the connections one client address may hold
 	// open at once; a connection over it is closed as soon as it is
 	// accepted (see trackingListener.Accept). 0 means
@@ -117,13 +77,7 @@ const (
 	headerBufferSize = 16 << 10
 )
 
-func (o Options) normalize() (Options, error) {
-	if o.Engine == nil || o.Access == nil {
-		return o, errors.New("api: Engine and Access are required")
-	}
-	if o.Region == "" {
-		o.Region = DefaultRegion
-	}
+func (o Options) normalize() Options {
 	if o.IOTimeout <= 0 {
 		o.IOTimeout = DefaultIOTimeout
 	}
@@ -139,36 +93,22 @@ func (o Options) normalize() (Options, error) {
 	case o.MaxConnsPerIP < 0:
 		o.MaxConnsPerIP = 0 // trackingListener's "no limit"
 	}
-	domains := make([]string, 0, len(o.Domains))
-	for _, d := range o.Domains {
-		d = strings.ToLower(strings.Trim(strings.TrimSpace(d), "."))
-		if d != "" {
-			domains = append(domains, d)
-		}
-	}
-	o.Domains = domains
-	return o, nil
+	return o
 }
 
-// Server is an S3 endpoint. It is safe for concurrent use.
+// Server is the node's HTTP endpoint: one listener whose requests its
+// faces answer (faces.go). It is safe for concurrent use.
 type Server struct {
-	opts     Options
-	engine   *gateway.Engine
-	ops      *ops.Ops
-	ownOps   bool // ops was built by New: Shutdown closes it
-	access   *access.Registry
-	verifier *sigv4.Verifier
-	log      zerolog.Logger
-	metrics  *metrics
-	routes   *routeTable
-	app      *fiber.App
-	peer     *peer.Handler // nil unless Options.Peer is set
-	// domainSuffixes are "." + each domain, for virtual-host matching.
-	domainSuffixes []string
+	*core // shared with the faces
+	opts  Options
+	app   *fiber.App
+	// faces are the faces that claim their requests, in the order they
+	// are asked; s3 answers every request none of them claims.
+	faces []claimer
+	s3    *S3
 
-	// baseCtx parents every request's context; cancelBase ends it when a
-	// Shutdown runs out of time, so stuck origin calls give up.
-	baseCtx    context.Context
+	// cancelBase ends core.baseCtx when a Shutdown runs out of time, so
+	// stuck origin calls give up.
 	cancelBase context.CancelFunc
 	shutdown   sync.Once
 	// ln is the listener Serve runs on, nil before Serve.
@@ -177,48 +117,30 @@ type Server struct {
 	// closes its listener and returns (Shutdown closes ln if Serve stored
 	// it first: whichever comes second sees the other).
 	stopping atomic.Bool
-
-	console      *console.Handler  // the web console's assets
-	recorder     *history.Recorder // the last hour's traffic, sampled from Serve to Shutdown
-	recorderOnce sync.Once         // starts the recorder (see startRecorder)
-	served       servedBytes       // object bytes sent, for the recorder
 }
 
-// New returns a Server for opts.
-func New(opts Options) (*Server, error) {
-	opts, err := opts.normalize()
-	if err != nil {
-		return nil, err
+// New returns a Server for opts answering with faces, which it mounts: a
+// face serves one Server.
+func New(opts Options, faces Faces) (*Server, error) {
+	if faces.S3 == nil {
+		return nil, errors.New("api: the S3 face is required")
 	}
+	opts = opts.normalize()
 	m, err := newMetrics(opts.Registerer)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{
-		opts:     opts,
-		engine:   opts.Engine,
-		ops:      opts.Ops,
-		access:   opts.Access,
-		verifier: &sigv4.Verifier{Creds: opts.Access, Region: opts.Region},
-		log:      opts.Logger,
-		metrics:  m,
-		routes:   newRouteTable(),
-	}
-	if s.ops == nil {
-		if s.ops, err = ops.New(opts.Engine, ops.Options{Registerer: opts.Registerer, Logger: opts.Logger}); err != nil {
-			return nil, err
-		}
-		s.ownOps = true
-	}
-	if s.console, err = console.New(console.Options{Region: opts.Region}); err != nil {
-		return nil, err
-	}
-	s.recorder = s.newRecorder()
-	for _, d := range opts.Domains {
-		s.domainSuffixes = append(s.domainSuffixes, "."+d)
+		core:  &core{log: opts.Logger, metrics: m, ioTimeout: opts.IOTimeout},
+		opts:  opts,
+		faces: faces.claimers(),
+		s3:    faces.S3,
 	}
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
-	s.peer = s.newPeerHandler()
+	s.s3.mount(s.core)
+	for _, f := range s.faces {
+		f.mount(s.core)
+	}
 	s.app = fiber.New(s.fiberConfig())
 	s.app.Server().HeaderReceived = s.headerReceived
 	s.app.Use(s.entry)
@@ -282,7 +204,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		tl.Close()
 		return net.ErrClosed
 	}
-	s.startRecorder()
+	s.startFaces()
 	return s.app.Listener(tl)
 }
 
@@ -301,11 +223,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		tl.Close()
 	}
 	s.shutdown.Do(func() {
-		s.stopRecorder()
+		s.stopFaces()
 		s.cancelBase()
-		if s.ownOps {
-			s.ops.Close()
-		}
 	})
 	return err
 }

@@ -82,10 +82,11 @@ func unservedServer(t *testing.T) (*Server, *gateway.Engine, net.Listener, strin
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
-	srv, err := New(Options{Engine: eng, Access: accessForTest()})
+	srv, jobs, err := newNode(eng, nodeOptions{Access: accessForTest()})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { jobs.Close() }) // after the test's Shutdown
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -190,7 +191,7 @@ func awaitRefused(t *testing.T, addr string) {
 // is closed at the header timeout without a response, which its client
 // would read as an answer to a request it never made.
 func TestSpareConnectionClosedSilently(t *testing.T) {
-	e := newEnv(t, backends[0], func(o *Options) { o.ReadHeaderTimeout = 300 * time.Millisecond })
+	e := newEnv(t, backends[0], func(o *nodeOptions) { o.ReadHeaderTimeout = 300 * time.Millisecond })
 	conn, err := net.Dial("tcp", e.addr)
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-func (s *Server) listBuckets(c *fiber.Ctx, r *request) error {
+func (s buckets) listBuckets(c *fiber.Ctx, r *request) error {
 	buckets, err := s.engine.ListBuckets(r.ctx)
 	if err != nil {
 		return err

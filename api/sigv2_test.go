@@ -193,7 +193,7 @@ func httpGet(t testing.TB, u string) (*http.Response, []byte) {
 // Host: minio-go's V2 client in DNS style puts, gets, lists and presigns.
 func TestSigV2VirtualHost(t *testing.T) {
 	const domain = "s3.granary.test"
-	e := newEnv(t, backends[0], func(o *Options) { o.Domains = []string{domain} })
+	e := newEnv(t, backends[0], func(o *nodeOptions) { o.Domains = []string{domain} })
 	_, port, _ := net.SplitHostPort(e.addr)
 	tr := &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
 		var d net.Dialer

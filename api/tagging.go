@@ -17,7 +17,7 @@ import (
 // characters, 4 bytes each, with their markup, fit well within it).
 const maxTaggingBody = 256 << 10
 
-func (s *Server) getObjectTagging(c *fiber.Ctx, r *request) error {
+func (s objects) getObjectTagging(c *fiber.Ctx, r *request) error {
 	tags, err := s.engine.ObjectTags(r.ctx, r.bucket, r.key)
 	if err != nil {
 		return err
@@ -25,7 +25,7 @@ func (s *Server) getObjectTagging(c *fiber.Ctx, r *request) error {
 	return writeXML(c, http.StatusOK, newTaggingXML(tags))
 }
 
-func (s *Server) putObjectTagging(c *fiber.Ctx, r *request) error {
+func (s objects) putObjectTagging(c *fiber.Ctx, r *request) error {
 	tags, err := readTagging(r, maxObjectTags)
 	if err != nil {
 		return err
@@ -37,7 +37,7 @@ func (s *Server) putObjectTagging(c *fiber.Ctx, r *request) error {
 	return nil
 }
 
-func (s *Server) deleteObjectTagging(c *fiber.Ctx, r *request) error {
+func (s objects) deleteObjectTagging(c *fiber.Ctx, r *request) error {
 	if err := s.engine.SetObjectTags(r.ctx, r.bucket, r.key, nil); err != nil {
 		return err
 	}
@@ -45,7 +45,7 @@ func (s *Server) deleteObjectTagging(c *fiber.Ctx, r *request) error {
 	return nil
 }
 
-func (s *Server) getBucketTagging(c *fiber.Ctx, r *request) error {
+func (s buckets) getBucketTagging(c *fiber.Ctx, r *request) error {
 	tags, err := s.engine.BucketTags(r.ctx, r.bucket)
 	if err != nil {
 		return err
@@ -56,7 +56,7 @@ func (s *Server) getBucketTagging(c *fiber.Ctx, r *request) error {
 	return writeXML(c, http.StatusOK, newTaggingXML(tags))
 }
 
-func (s *Server) putBucketTagging(c *fiber.Ctx, r *request) error {
+func (s buckets) putBucketTagging(c *fiber.Ctx, r *request) error {
 	tags, err := readTagging(r, maxBucketTags)
 	if err != nil {
 		return err
@@ -68,7 +68,7 @@ func (s *Server) putBucketTagging(c *fiber.Ctx, r *request) error {
 	return nil
 }
 
-func (s *Server) deleteBucketTagging(c *fiber.Ctx, r *request) error {
+func (s buckets) deleteBucketTagging(c *fiber.Ctx, r *request) error {
 	if err := s.engine.SetBucketTags(r.ctx, r.bucket, nil); err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ import (
 // RequestTimeout and closed at the header timeout, though IOTimeout is ten
 // minutes (the test's own bound is one minute).
 func TestTrickledHeadersCut(t *testing.T) {
-	e := newEnv(t, backends[0], func(o *Options) {
+	e := newEnv(t, backends[0], func(o *nodeOptions) {
 		o.ReadHeaderTimeout = 2 * time.Second
 		o.IOTimeout = 10 * time.Minute
 	})
@@ -73,7 +73,7 @@ func trickle(conn net.Conn, stop <-chan struct{}, head string) {
 // four header timeouts to arrive.
 func TestSlowBodyOutlastsHeaderTimeout(t *testing.T) {
 	const headerTimeout = time.Second
-	e := newEnv(t, backends[0], func(o *Options) {
+	e := newEnv(t, backends[0], func(o *nodeOptions) {
 		o.ReadHeaderTimeout = headerTimeout
 		o.IOTimeout = time.Minute
 	})
@@ -114,7 +114,7 @@ func TestSlowBodyOutlastsHeaderTimeout(t *testing.T) {
 // its wait is bounded by IdleTimeout.
 func TestIdleKeepAliveOutlastsHeaderTimeout(t *testing.T) {
 	const headerTimeout = 500 * time.Millisecond
-	e := newEnv(t, backends[0], func(o *Options) {
+	e := newEnv(t, backends[0], func(o *nodeOptions) {
 		o.ReadHeaderTimeout = headerTimeout
 		o.IdleTimeout = time.Minute
 	})

@@ -221,12 +221,10 @@ func (p nodePeers) Client() gateway.PeerClient { return p.client }
 // peers is the cluster for the engine.
 func (p *clusterParts) peers() gateway.Peers { return nodePeers{p.node, p.client} }
 
-// peerOptions are the API's peer settings; nil for a node alone.
-func (p *clusterParts) peerOptions() *api.PeerOptions {
-	if p == nil {
-		return nil
-	}
-	return &api.PeerOptions{Self: p.node.Self(), Secret: p.secret, Copies: p.copies, Node: p.node, Client: p.client,
+// peerOptions are the API's peer face settings: eng answers the calls,
+// admin the status calls.
+func (p *clusterParts) peerOptions(eng *gateway.Engine, admin *api.Admin) api.PeerOptions {
+	return api.PeerOptions{Self: p.node.Self(), Secret: p.secret, Engine: eng, Copies: p.copies, Admin: admin,
 		RequireClientCert: p.mtls}
 }
 

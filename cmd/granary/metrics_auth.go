@@ -73,7 +73,7 @@ func (f *tokenFile) reload() error {
 	return nil
 }
 
-// Token is api.Options.MetricsToken: the current token. The file is
+// Token is api.MonitorOptions.MetricsToken: the current token. The file is
 // looked at once per scrape (a stat; read only when it changed).
 func (f *tokenFile) Token() []byte {
 	if err := f.reload(); err != nil {
@@ -84,7 +84,7 @@ func (f *tokenFile) Token() []byte {
 	return f.token
 }
 
-// metricsToken is the node's api.Options.MetricsToken: nil when /metrics
+// metricsToken is the node's api.MonitorOptions.MetricsToken: nil when /metrics
 // is open.
 func metricsToken(cfg Config, log zerolog.Logger) (func() []byte, error) {
 	file, err := metricsTokenFile(cfg.MetricsAuth)

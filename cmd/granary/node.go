@@ -192,12 +192,8 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, keys *access.Regist
 	if err != nil {
 		return n, usageError{err}
 	}
-	n.server, err = api.New(api.Options{
-		Engine: eng, Ops: jobs, TLS: n.tls, Access: keys,
-		Region: cfg.Region, Domains: cfg.Domains, Registerer: reg, Gatherer: reg,
-		Logger: log.With().Str("component", "api").Logger(), Peer: cl.peerOptions(),
-		MaxConnsPerIP: cfg.ConnsPerIP(), MetricsToken: token, ReadyNeedsOrigin: !cfg.ServeStaleWhenDown,
-	})
+	n.server, err = buildServer(cfg, serverParts{eng: eng, jobs: jobs, keys: keys, cl: cl,
+		reg: reg, token: token, tls: n.tls}, log)
 	return n, err
 }
 
