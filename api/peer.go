@@ -12,7 +12,7 @@ import (
 	"github.com/granary-dev/granary/api/s3err"
 	"github.com/granary-dev/granary/cluster"
 	"github.com/granary-dev/granary/cluster/peer"
-	"github.com/granary-dev/granary/store/copies"
+	"github.com/granary-dev/granary/store"
 )
 
 // PeerOptions make a node a cluster member.
@@ -21,7 +21,7 @@ type PeerOptions struct {
 	Secret []byte
 	// Copies keeps the write-back copies other members send; nil
 	// refuses them.
-	Copies *copies.Store
+	Copies store.Copies
 	// Node and Client, if set, are the cluster view /_granary/status
 	// reports on and the client it asks the members with.
 	Node   *cluster.Node

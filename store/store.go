@@ -327,14 +327,3 @@ type BucketSizer interface {
 type Peeker interface {
 	Peek(id ChunkID) ([]byte, error)
 }
-
-// Stager is an Origin that may hold an object version on this node's
-// disk, staged before it reaches the real origin (a write-back log): a
-// read of it costs no network, so a reader may read it in place.
-// GetStaged reads only that copy (r.ETag names the version); with none
-// it fails with ErrNotFound and never reads the real origin. It is for
-// clients' reads: the Stager may hold its own background work (uploads)
-// back while they go on.
-type Stager interface {
-	GetStaged(bucket, key string, r ReadRange) (io.ReadCloser, error)
-}
