@@ -109,7 +109,7 @@ func newRig(t testing.TB, ro rigOptions) *rig {
 	if ro.capacity > 0 {
 		ramCap, diskCap = ro.capacity, ro.capacity
 	}
-	var pins store.PinSet
+	var pins store.Pins // nil, not a nil *pins.Set, without pins
 	if ro.pins != nil {
 		pins = ro.pins
 	}
@@ -120,7 +120,7 @@ func newRig(t testing.TB, ro rigOptions) *rig {
 	}
 	t.Cleanup(func() { r.disk.Close() })
 	opts := Options{Origin: origin, Staging: stagingOf(origin), RAM: r.ram, Disk: r.disk, ChunkSize: ro.chunk,
-		Freshness: ro.fresh, Registerer: r.reg, Logger: zerolog.Nop(), Pins: ro.pins, Quotas: ro.quotas}
+		Freshness: ro.fresh, Registerer: r.reg, Logger: zerolog.Nop(), Pins: pins, Quotas: ro.quotas}
 	opts.WorkingBytes, opts.AdmitWait = ro.workingMax, ro.admitWait
 	if ro.clock != nil {
 		opts.Now = ro.clock.Now

@@ -9,7 +9,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/granary-dev/granary/store"
-	"github.com/granary-dev/granary/store/catalog"
 )
 
 // FreshMode says how long cached metadata (HEAD, LIST) may be trusted.
@@ -118,7 +117,7 @@ type Options struct {
 	// Catalog, if set, is the node's object index: warm-ups load it, and
 	// LIST under a prefix it covers is answered from it while the
 	// bucket's freshness rule allows (see listFromCatalog).
-	Catalog *catalog.DB
+	Catalog store.Catalog
 	// Pins are the pinned prefixes (the same set the tiers were given);
 	// nil means none can be pinned.
 	Pins store.Pins
