@@ -1,8 +1,11 @@
 // Package store holds the storage contracts of Granary: origins (where the
-// truth lives), tiers (where cached chunks live) and the sentinel errors every
+// truth lives), tiers (where cached chunks live), the stores around them
+// (the write-back log's staging, the origin's health, write-back copies,
+// tees, pins, the catalog: one file each) and the sentinel errors every
 // implementation translates its own errors into at its boundary.
 //
-// store imports no other Granary package.
+// store imports no other Granary package, and no package above it imports
+// one under it: cmd/granary wires the implementations in.
 package store
 
 import (
