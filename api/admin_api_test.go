@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/granary-dev/granary/gateway"
-	"github.com/granary-dev/granary/store/writeback"
+	"github.com/granary-dev/granary/store"
 )
 
 // flushingOrigin fakes a write-back log's Flush: three progress steps,
@@ -24,15 +24,15 @@ type flushingOrigin struct {
 	stopped chan error
 }
 
-func (f flushingOrigin) Flush(ctx context.Context, bucket, prefix string, progress func(writeback.FlushStatus)) error {
+func (f flushingOrigin) Flush(ctx context.Context, bucket, prefix string, progress func(store.FlushStatus)) error {
 	if prefix == "hang/" {
-		progress(writeback.FlushStatus{Pending: 1})
+		progress(store.FlushStatus{Pending: 1})
 		<-ctx.Done()
 		f.stopped <- ctx.Err()
 		return ctx.Err()
 	}
 	for i := 3; i > 0; i-- {
-		progress(writeback.FlushStatus{Pending: i, PendingBytes: int64(i) << 20, Uploaded: 3 - i})
+		progress(store.FlushStatus{Pending: i, PendingBytes: int64(i) << 20, Uploaded: 3 - i})
 	}
 	if prefix == "fail/" {
 		return errors.New("upload of fail/x failed: access denied by the origin")
@@ -43,7 +43,7 @@ func (f flushingOrigin) Flush(ctx context.Context, bucket, prefix string, progre
 func TestAdminFlush(t *testing.T) {
 	base, root := openS3(t)
 	fo := flushingOrigin{pendingOrigin: pendingOrigin{Origin: base}, stopped: make(chan error, 1)}
-	e := newEnvOver(t, gateway.Options{Origin: fo}, root, nil)
+	e := newEnvOver(t, gateway.Options{Origin: fo, Staging: fo}, root, nil)
 	bucket := e.makeBucket(t, "flush")
 
 	lines := func(query string) []FlushLine {
@@ -92,7 +92,7 @@ func TestAdminFlush(t *testing.T) {
 func TestAdminFlushClientGone(t *testing.T) {
 	base, root := openS3(t)
 	fo := flushingOrigin{pendingOrigin: pendingOrigin{Origin: base}, stopped: make(chan error, 1)}
-	e := newEnvOver(t, gateway.Options{Origin: fo}, root, nil)
+	e := newEnvOver(t, gateway.Options{Origin: fo, Staging: fo}, root, nil)
 	bucket := e.makeBucket(t, "flushgone")
 	req := e.buildRequest(t, rawRequest{method: http.MethodPost, path: "/_granary/flush", query: "bucket=" + bucket + "&prefix=hang%2F"})
 	resp, err := http.DefaultTransport.RoundTrip(req)

@@ -4,7 +4,7 @@
 //	DELETE /_granary/pin?bucket=B&prefix=P   unpin it
 //	GET    /_granary/pin                     every pin
 //
-// Each answers 200 with the JSON list of pins ([]pins.Pin). Pinned data
+// Each answers 200 with the JSON list of pins ([]store.Pin). Pinned data
 // is never evicted; pinning does not fetch anything (warm the prefix). A
 // pin of a bucket the origin does not have is NoSuchBucket.
 package api
@@ -16,7 +16,7 @@ import (
 
 	"github.com/granary-dev/granary/access"
 	"github.com/granary-dev/granary/api/s3err"
-	"github.com/granary-dev/granary/store/pins"
+	"github.com/granary-dev/granary/store"
 )
 
 // pinRoute is the path of the pin calls.
@@ -61,7 +61,7 @@ func (a *Admin) pin(c *fiber.Ctx, r *request) error {
 			return pinError(err, bucket, prefix)
 		}
 	}
-	list := []pins.Pin{}
+	list := []store.Pin{}
 	for _, p := range set.List() {
 		if r.policy.Prefix(access.Admin, p.Bucket, p.Prefix) {
 			list = append(list, p)
@@ -74,9 +74,9 @@ func (a *Admin) pin(c *fiber.Ctx, r *request) error {
 func pinError(err error, bucket, prefix string) error {
 	target := "s3://" + bucket + "/" + prefix
 	switch {
-	case errors.Is(err, pins.ErrNoSuchPin):
+	case errors.Is(err, store.ErrNoSuchPin):
 		return s3err.New(s3err.NoSuchKey, "no pin on "+target)
-	case errors.Is(err, pins.ErrConfigured):
+	case errors.Is(err, store.ErrPinConfigured):
 		return s3err.New(s3err.InvalidRequest, target+" is pinned in the configuration file; remove it there")
 	}
 	return err

@@ -144,9 +144,20 @@ type pendingOrigin struct {
 
 func (p pendingOrigin) Persisted(_, key string) bool { return key != p.pending }
 
+// GetStaged and Flush make pendingOrigin a store.Staging: nothing is
+// staged here, and nothing waits to be flushed.
+func (pendingOrigin) GetStaged(string, string, store.ReadRange) (io.ReadCloser, error) {
+	return nil, store.ErrNotFound
+}
+
+func (pendingOrigin) Flush(context.Context, string, string, func(store.FlushStatus)) error {
+	return nil
+}
+
 func TestPersistedHeader(t *testing.T) {
 	base, root := openS3(t)
-	e := newEnvOver(t, gateway.Options{Origin: pendingOrigin{base, "waiting"}}, root, nil)
+	po := pendingOrigin{base, "waiting"}
+	e := newEnvOver(t, gateway.Options{Origin: po, Staging: po}, root, nil)
 	bucket := e.makeBucket(t, "persist")
 	e.put(t, bucket, "done", []byte("at the origin"), minio.PutObjectOptions{})
 	e.put(t, bucket, "waiting", []byte("not yet"), minio.PutObjectOptions{})

@@ -44,7 +44,7 @@ func newFaultEnv(t *testing.T, opts ...envOption) (*env, *faultproxy.Proxy, *gua
 	}
 	t.Cleanup(func() { g.Close() })
 	e := newEnvOver(t, gateway.Options{Origin: g.Origin(), RAM: ram.New(ram.Options{Capacity: 64 << 20}),
-		Freshness: gateway.Freshness{Mode: gateway.TTL, TTL: time.Millisecond}, OriginTimeout: faultTimeout, Health: g.Health}, "", nil, opts...)
+		Freshness: gateway.Freshness{Mode: gateway.TTL, TTL: time.Millisecond}, OriginTimeout: faultTimeout, Health: g}, "", nil, opts...)
 	return e, p, g
 }
 

@@ -13,7 +13,7 @@ import (
 	"github.com/granary-dev/granary/cluster"
 	"github.com/granary-dev/granary/cluster/peer"
 	"github.com/granary-dev/granary/gateway"
-	"github.com/granary-dev/granary/store/copies"
+	"github.com/granary-dev/granary/store"
 )
 
 // PeerOptions make a node a cluster member. Engine is required.
@@ -24,7 +24,7 @@ type PeerOptions struct {
 	Engine *gateway.Engine
 	// Copies keeps the write-back copies other members send; nil
 	// refuses them.
-	Copies *copies.Store
+	Copies store.Copies
 	// Admin, if set, answers members' status calls as its status route
 	// does; nil refuses them.
 	Admin *Admin

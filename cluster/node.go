@@ -14,7 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/granary-dev/granary/store/copies"
+	"github.com/granary-dev/granary/store"
 )
 
 // takeOverEvery is how often a node retries uploading copies of
@@ -38,7 +38,7 @@ type NodeOptions struct {
 	Client     Caller
 	// Copies, if set, are the write-back copies this node keeps for
 	// other members.
-	Copies *copies.Store
+	Copies store.Copies
 	Logger zerolog.Logger
 }
 

@@ -30,7 +30,7 @@ func objectKey(bucket, key string) []byte {
 	return append(append([]byte(bucket), 0), key...)
 }
 
-// Staged (the write-back log's observer hook, see writeback.Observer)
+// Staged (the write-back log's observer hook, see store.StageObserver)
 // gives one other member a durable copy of a write-back object this node
 // is about to acknowledge; open reads the object's bytes from the start. The members are tried in ring order for the object; the
 // first that takes the copy ends it. With no other member it returns nil

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/granary-dev/granary/store"
-	"github.com/granary-dev/granary/store/catalog"
 )
 
 // listFromCatalog answers a LIST page from the catalog if it covers the
@@ -63,7 +62,7 @@ func (e *Engine) recordWrite(info store.ObjectInfo) {
 	if mod.IsZero() {
 		mod = time.Now().UTC().Truncate(time.Second)
 	}
-	ent := catalog.Entry{Key: info.Key, Size: info.Size, ETag: info.ETag, LastModified: mod}
+	ent := store.CatalogEntry{Key: info.Key, Size: info.Size, ETag: info.ETag, LastModified: mod}
 	if err := e.opts.Catalog.Put(info.Bucket, ent); err != nil {
 		e.catalogFailed(info.Bucket, err)
 	}

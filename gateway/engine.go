@@ -17,7 +17,6 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/granary-dev/granary/store"
-	"github.com/granary-dev/granary/store/origin/guard"
 )
 
 // ErrInvalidRange means a range does not overlap the object.
@@ -97,7 +96,7 @@ type Engine struct {
 	finished finishedUploads    // recent completions (finished.go)
 
 	filler *diskFiller // nil without a disk tier
-	tees   *tees       // nil without Options.TeeDir
+	tees   *tees       // nil without Options.Tee
 	peer   *peerState  // nil without Options.Peers
 
 	fills     sync.WaitGroup // background fills (see fill.go) and revalidations
@@ -120,6 +119,9 @@ type Engine struct {
 func New(opts Options) (*Engine, error) {
 	opts, err := opts.normalize()
 	if err != nil {
+		if opts.Tee != nil {
+			opts.Tee.Close() // the engine's from New on (see Options.Tee)
+		}
 		return nil, err
 	}
 	m := newMetrics()
@@ -140,10 +142,8 @@ func New(opts Options) (*Engine, error) {
 		e.peer.loop.Add(1)
 		go e.peerLoop()
 	}
-	if opts.TeeDir != "" {
-		if e.tees, err = openTees(opts.TeeDir); err != nil {
-			return nil, fmt.Errorf("gateway: tee dir: %w", err)
-		}
+	if opts.Tee != nil {
+		e.tees = newTees(opts.Tee)
 	}
 	collectors := append(e.mem.collectors(), prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "granary_reads_streaming",
 		Help: "Object reads whose body is being sent (or waits for its client to take it)."},
@@ -186,11 +186,11 @@ func (e *Engine) Close() error {
 
 // OriginHealth reports the origin's health, and false if the engine was
 // given no way to know it (Options.Health).
-func (e *Engine) OriginHealth() (guard.Health, bool) {
+func (e *Engine) OriginHealth() (store.OriginHealth, bool) {
 	if e.opts.Health == nil {
-		return guard.Health{}, false
+		return store.OriginHealth{}, false
 	}
-	return e.opts.Health(), true
+	return e.opts.Health.Health(), true
 }
 
 func (e *Engine) freshness(bucket string) Freshness {

@@ -22,6 +22,7 @@ import (
 	"github.com/granary-dev/granary/store/catalog"
 	"github.com/granary-dev/granary/store/disk"
 	"github.com/granary-dev/granary/store/origin/s3"
+	"github.com/granary-dev/granary/store/parts"
 	"github.com/granary-dev/granary/store/pins"
 	"github.com/granary-dev/granary/store/ram"
 	"github.com/granary-dev/granary/store/writeback"
@@ -108,7 +109,7 @@ func newRig(t testing.TB, ro rigOptions) *rig {
 	if ro.capacity > 0 {
 		ramCap, diskCap = ro.capacity, ro.capacity
 	}
-	var pins store.PinSet
+	var pins store.Pins // nil, not a nil *pins.Set, without pins
 	if ro.pins != nil {
 		pins = ro.pins
 	}
@@ -118,15 +119,15 @@ func newRig(t testing.TB, ro rigOptions) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.disk.Close() })
-	opts := Options{Origin: origin, RAM: r.ram, Disk: r.disk, ChunkSize: ro.chunk,
-		Freshness: ro.fresh, Registerer: r.reg, Logger: zerolog.Nop(), Pins: ro.pins, Quotas: ro.quotas}
+	opts := Options{Origin: origin, Staging: stagingOf(origin), RAM: r.ram, Disk: r.disk, ChunkSize: ro.chunk,
+		Freshness: ro.fresh, Registerer: r.reg, Logger: zerolog.Nop(), Pins: pins, Quotas: ro.quotas}
 	opts.WorkingBytes, opts.AdmitWait = ro.workingMax, ro.admitWait
 	if ro.clock != nil {
 		opts.Now = ro.clock.Now
 	}
 	opts.MetaEntries = ro.metaMax
 	if ro.tee {
-		opts.TeeDir = t.TempDir()
+		opts.Tee = openTee(t)
 	}
 	if m, ok := ro.modes["rig"]; ok {
 		opts.WriteModes = map[string]WriteMode{r.bucket: m}
@@ -156,6 +157,22 @@ func startLog(origin store.Origin, e *Engine, more ...writeback.Observer) {
 	if l, ok := origin.(*writeback.Log); ok {
 		l.Start(append([]writeback.Observer{e.WriteBackObserver()}, more...)...)
 	}
+}
+
+// stagingOf is origin as the engine's write-back log if it is one (a
+// rig's wrap may put one in front of MinIO), as cmd wires a node: else nil.
+func stagingOf(origin store.Origin) store.Staging {
+	s, _ := origin.(store.Staging)
+	return s
+}
+
+// openTee opens an empty tee store for an engine (which closes it).
+func openTee(t testing.TB) store.PartTee {
+	tee, err := parts.OpenTee(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tee
 }
 
 // seed writes data as key straight to the origin, behind the engine's back.

@@ -77,9 +77,9 @@ func newFakeCluster(t *testing.T, o fakeClusterOptions) *fakeCluster {
 			origin = o.wrap(origin)
 		}
 		reg := prometheus.NewRegistry()
-		opts := Options{Origin: origin, RAM: ram.New(ram.Options{Capacity: 256 << 20}), Hot: ram.New(ram.Options{Capacity: 64 << 20}),
+		opts := Options{Origin: origin, Staging: stagingOf(origin), RAM: ram.New(ram.Options{Capacity: 256 << 20}), Hot: ram.New(ram.Options{Capacity: 64 << 20}),
 			ChunkSize: o.chunk, Freshness: fresh, Registerer: reg, Logger: zerolog.Nop(),
-			Peers: &fakePeers{c: c, self: i}, Owners: o.owners, TeeDir: t.TempDir()}
+			Peers: &fakePeers{c: c, self: i}, Owners: o.owners, Tee: openTee(t)}
 		if m, ok := o.modes["rig"]; ok {
 			opts.WriteModes = map[string]WriteMode{c.bucket: m}
 		}

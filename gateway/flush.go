@@ -7,30 +7,24 @@ import (
 	"io"
 
 	"github.com/granary-dev/granary/store"
-	"github.com/granary-dev/granary/store/writeback"
 )
 
-// FlushStatus is a flush's progress (see writeback.FlushStatus).
-type FlushStatus = writeback.FlushStatus
-
-// flusher is an origin with writes waiting for the true origin.
-type flusher interface {
-	Flush(ctx context.Context, bucket, prefix string, progress func(writeback.FlushStatus)) error
-}
+// FlushStatus is a flush's progress (see store.Staging.Flush).
+type FlushStatus = store.FlushStatus
 
 // Flush waits until every write under bucket/prefix accepted so far is at
 // the origin, reporting progress. Without a write-back log it returns at
 // once: every write already is.
 func (e *Engine) Flush(ctx context.Context, bucket, prefix string, progress func(FlushStatus)) error {
-	if f, ok := e.opts.Origin.(flusher); ok {
-		return f.Flush(ctx, bucket, prefix, progress)
+	if e.opts.Staging != nil {
+		return e.opts.Staging.Flush(ctx, bucket, prefix, progress)
 	}
 	return nil
 }
 
 // WriteBackObserver is the engine as an observer of the write-back log
-// (register it with writeback.Log.Start).
-func (e *Engine) WriteBackObserver() writeback.Observer { return uploads{e} }
+// (register it with the log, Options.Staging).
+func (e *Engine) WriteBackObserver() store.StageObserver { return uploads{e} }
 
 // uploads observes the write-back log for an engine.
 type uploads struct{ e *Engine }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/granary-dev/granary/store"
-	"github.com/granary-dev/granary/store/catalog"
 )
 
 // NamedTier is one of the engine's tiers: "ram", "hot" or "disk".
@@ -33,7 +32,7 @@ func (e *Engine) Tiers() []NamedTier {
 func (e *Engine) Started() time.Time { return e.started }
 
 // Catalog returns the engine's catalog, or nil if it has none.
-func (e *Engine) Catalog() *catalog.DB { return e.opts.Catalog }
+func (e *Engine) Catalog() store.Catalog { return e.opts.Catalog }
 
 // Quota is bucket's cap per tier; 0 means none.
 func (e *Engine) Quota(bucket string) int64 {

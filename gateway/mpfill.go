@@ -1,5 +1,5 @@
 // Write-through multipart uploads fill the cache on the way: each part is
-// copied to a local tee (a parts.Store without fsync) while it streams to
+// copied to a local tee (a store.PartTee) while it streams to
 // the origin. Once the origin has completed the object, a filler cuts its
 // chunks from the tee into the tiers; until it is done, a chunk miss of
 // that object reads the tee rather than the origin. So the first restore
@@ -9,12 +9,10 @@ package gateway
 import (
 	"context"
 	"io"
-	"os"
 	"strconv"
 	"sync"
 
 	"github.com/granary-dev/granary/store"
-	"github.com/granary-dev/granary/store/parts"
 )
 
 // version names one version of an object.
@@ -22,27 +20,20 @@ type version struct{ bucket, key, etag string }
 
 // tees holds the local copies of write-through uploads.
 type tees struct {
-	store *parts.Store
+	store store.PartTee
 	ctx   context.Context // ends tee writes at close
 	stop  context.CancelFunc
 
 	mu      sync.Mutex                  // guards ids and sources
 	ids     map[string]string           // origin upload ID -> tee upload ID
-	sources map[version]*parts.Assembly // completed objects being filled
+	sources map[version]store.Assembled // completed objects being filled
 }
 
-// openTees opens the tee store in dir, dropping tees of earlier runs (the
-// uploads they shadowed are unknown to this process).
-func openTees(dir string) (*tees, error) {
-	if err := os.RemoveAll(dir); err != nil {
-		return nil, err
-	}
-	st, err := parts.Open(parts.Options{Dir: dir, NoSync: true})
-	if err != nil {
-		return nil, err
-	}
+// newTees keeps tees in st, opened empty (tees of earlier runs shadowed
+// uploads unknown to this process).
+func newTees(st store.PartTee) *tees {
 	ctx, stop := context.WithCancel(context.Background())
-	return &tees{store: st, ctx: ctx, stop: stop, ids: map[string]string{}, sources: map[version]*parts.Assembly{}}, nil
+	return &tees{store: st, ctx: ctx, stop: stop, ids: map[string]string{}, sources: map[version]store.Assembled{}}
 }
 
 func (t *tees) close() error {
@@ -129,7 +120,7 @@ func (s *softWriter) Write(p []byte) (int, error) {
 }
 
 // source returns the tee of a completed object being filled, if any.
-func (t *tees) source(id store.ChunkID) *parts.Assembly {
+func (t *tees) source(id store.ChunkID) store.Assembled {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.sources[version{id.Bucket, id.Key, id.ETag}]
@@ -164,7 +155,7 @@ func (e *Engine) completed(t *tees, uploadID string, parts []store.CompletePart,
 	// upload of its own (an S3 origin does past its part size), whose
 	// ETag is not the part's MD5. Parts the client uploaded must add up
 	// to the origin's ETag.
-	if asm.Size != info.Size || (!single && asm.ETag != info.ETag) {
+	if asm.Size() != info.Size || (!single && asm.ETag() != info.ETag) {
 		asm.Remove()
 		return
 	}
@@ -207,7 +198,7 @@ func (e *Engine) teePut(bucket, key string, body io.Reader, size int64, meta sto
 
 // teeSource returns the tee of chunk id's object version if the object is
 // being filled from one, else nil.
-func (e *Engine) teeSource(id store.ChunkID) *parts.Assembly {
+func (e *Engine) teeSource(id store.ChunkID) store.Assembled {
 	if e.tees == nil {
 		return nil
 	}
@@ -225,7 +216,7 @@ func (e *Engine) localSource(id store.ChunkID) opener {
 	if asm := e.teeSource(id); asm != nil {
 		return asm.Open
 	}
-	if s, ok := e.opts.Origin.(store.Stager); ok && e.writeMode(id.Bucket) == WriteBack {
+	if s := e.opts.Staging; s != nil && e.writeMode(id.Bucket) == WriteBack {
 		probe, err := s.GetStaged(id.Bucket, id.Key, store.ReadRange{Offset: id.Index * e.opts.ChunkSize, Length: 0, ETag: id.ETag})
 		if err != nil {
 			return nil // landed at the origin: the tiers and flights serve it

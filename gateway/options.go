@@ -9,9 +9,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/granary-dev/granary/store"
-	"github.com/granary-dev/granary/store/catalog"
-	"github.com/granary-dev/granary/store/origin/guard"
-	"github.com/granary-dev/granary/store/pins"
 )
 
 // FreshMode says how long cached metadata (HEAD, LIST) may be trusted.
@@ -61,6 +58,11 @@ func (f Freshness) normalize() (Freshness, error) {
 // Options configure an Engine. Only Origin is required.
 type Options struct {
 	Origin store.Origin
+	// Staging, if set, is the write-back log (normally Origin itself,
+	// which writes go through): the engine reads staged copies in place
+	// for write-back buckets, Flush waits for it and Persisted asks it.
+	// Nil means every acknowledged write is at the origin already.
+	Staging store.Staging
 	// RAM and Disk are the cache tiers; either may be nil (not cached there).
 	RAM, Disk store.Tier
 	// ChunkSize is the unit of caching; 0 means 8 MiB.
@@ -90,11 +92,11 @@ type Options struct {
 	// OriginTimeout bounds how long a request waits for a revalidation
 	// it may not skip (see Freshness) before it is answered from stale
 	// metadata or fails; 0 means 5 s. (The origin's own calls are bounded
-	// by the guard in front of it, store/origin/guard.)
+	// by the guard in front of it, a store.OriginMonitor.)
 	OriginTimeout time.Duration
 	// Health, if set, reports the origin's health (the guard in front
 	// of it) for the status report and readiness.
-	Health func() guard.Health
+	Health store.OriginMonitor
 	// PutCacheBytes bounds the memory that write-through PUTs may hold to
 	// fill the cache with what they wrote (objects of one chunk at most);
 	// 0 means 256 MiB, < 0 means PUTs do not fill the cache.
@@ -115,10 +117,10 @@ type Options struct {
 	// Catalog, if set, is the node's object index: warm-ups load it, and
 	// LIST under a prefix it covers is answered from it while the
 	// bucket's freshness rule allows (see listFromCatalog).
-	Catalog *catalog.DB
+	Catalog store.Catalog
 	// Pins are the pinned prefixes (the same set the tiers were given);
 	// nil means none can be pinned.
-	Pins *pins.Set
+	Pins store.Pins
 	// Quotas cap each bucket's bytes in each tier (the same set the
 	// tiers were given); nil means none.
 	Quotas store.Quotas
@@ -130,10 +132,11 @@ type Options struct {
 	// Hot, if set, holds copies of chunks this node read from their owner
 	// for its clients (bounded by its own budget; never on disk).
 	Hot store.Tier
-	// TeeDir, if set, is a directory (emptied at start) where write-through
-	// multipart uploads keep a local copy of their parts, so the completed
-	// object fills the cache without a download; "" means no such fill.
-	TeeDir string
+	// Tee, if set, is where write-through uploads keep a local copy of
+	// their parts (opened empty), so the completed object fills the
+	// cache without a download; nil means no such fill. The engine owns
+	// it from New on: Close (or a failed New) closes it.
+	Tee store.PartTee
 	// Registerer receives the engine's metrics; nil means none.
 	Registerer prometheus.Registerer
 	Logger     zerolog.Logger
@@ -168,7 +171,7 @@ func (o Options) normalize() (Options, error) {
 		o.FetchTimeout = 2 * time.Minute
 	}
 	if o.OriginTimeout <= 0 {
-		o.OriginTimeout = guard.DefaultTimeout
+		o.OriginTimeout = store.DefaultOriginTimeout
 	}
 	if o.WorkingBytes <= 0 {
 		o.WorkingBytes = 128 << 20

@@ -71,7 +71,7 @@ func newFaultRigTimeout(t *testing.T, buckets map[string]Freshness, timeout time
 		}
 	}
 	r.e, err = New(Options{Origin: g.Origin(), RAM: ram.New(ram.Options{Capacity: 64 << 20}), ChunkSize: 64 << 10,
-		Buckets: named, Now: r.clock.Now, OriginTimeout: timeout, Health: g.Health, Logger: zerolog.Nop()})
+		Buckets: named, Now: r.clock.Now, OriginTimeout: timeout, Health: g, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,17 +56,11 @@ func (e *Engine) writable(bucket string) error {
 	return nil
 }
 
-// persister is an origin that can tell whether a write reached the true
-// origin (the write-back log).
-type persister interface {
-	Persisted(bucket, key string) bool
-}
-
 // Persisted reports whether bucket/key has no write waiting for the
 // origin. Without a write-back log every write is persisted when acked.
 func (e *Engine) Persisted(bucket, key string) bool {
-	if p, ok := e.opts.Origin.(persister); ok {
-		return p.Persisted(bucket, key)
+	if e.opts.Staging != nil {
+		return e.opts.Staging.Persisted(bucket, key)
 	}
 	return true
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/granary-dev/granary/store"
-	"github.com/granary-dev/granary/store/catalog"
 )
 
 // Warm-up job states.
@@ -68,19 +67,19 @@ func (s *warmState) update(f func(*WarmStatus)) {
 	s.mu.Unlock()
 }
 
-func (s *warmState) listed(c catalog.Change) {
+func (s *warmState) listed(c store.CatalogChange) {
 	s.update(func(st *WarmStatus) {
 		switch c.Kind {
-		case catalog.Removed:
+		case store.EntryRemoved:
 			st.Removed++
 			return
-		case catalog.Changed:
+		case store.EntryChanged:
 			st.Changed++
 		}
 		st.Listed++
 		st.ListedBytes += c.Entry.Size
 	})
-	if c.Kind != catalog.Removed {
+	if c.Kind != store.EntryRemoved {
 		s.m.objects.WithLabelValues("listed").Inc()
 	}
 }

@@ -43,7 +43,7 @@ func TestStatusShowsTheOrigin(t *testing.T) {
 	}
 	defer cat.Close()
 	e, err := gateway.New(gateway.Options{Origin: g.Origin(), RAM: ram.New(ram.Options{Capacity: 1 << 20}),
-		Catalog: cat, Health: g.Health, Logger: zerolog.Nop()})
+		Catalog: cat, Health: g, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,7 +95,7 @@ func newRig(t *testing.T, ro rigOptions) *rig {
 	if ro.capacity > 0 {
 		capacity = ro.capacity
 	}
-	var ps store.PinSet
+	var ps store.Pins // nil, not a nil *pins.Set, without pins
 	if ro.pins != nil {
 		ps = ro.pins
 	}
@@ -109,7 +109,7 @@ func newRig(t *testing.T, ro rigOptions) *rig {
 	}
 	t.Cleanup(func() { r.cat.Close() })
 	r.e, err = gateway.New(gateway.Options{Origin: r.origin, RAM: r.ram, Disk: r.disk, ChunkSize: 64 << 10,
-		MetaEntries: ro.metaMax, Catalog: r.cat, Pins: ro.pins, Quotas: ro.quotas, Logger: zerolog.Nop()})
+		MetaEntries: ro.metaMax, Catalog: r.cat, Pins: ps, Quotas: ro.quotas, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}

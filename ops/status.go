@@ -10,7 +10,6 @@ import (
 
 	"github.com/granary-dev/granary/gateway"
 	"github.com/granary-dev/granary/store"
-	"github.com/granary-dev/granary/store/origin/guard"
 )
 
 // TierStatus is one cache tier's usage.
@@ -67,7 +66,7 @@ type Status struct {
 	Object *ObjectHeld `json:"object,omitempty"`
 	// Origin is the origin's health: up or down, since when, the last
 	// error and its cause, the breaker, timeouts (nil if unknown).
-	Origin *guard.Health `json:"origin,omitempty"`
+	Origin *store.OriginHealth `json:"origin,omitempty"`
 }
 
 // ObjectHeld is how much of an object's current version a node holds,

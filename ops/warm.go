@@ -15,7 +15,6 @@ import (
 
 	"github.com/granary-dev/granary/gateway"
 	"github.com/granary-dev/granary/store"
-	"github.com/granary-dev/granary/store/catalog"
 )
 
 // ErrNoCatalog means the engine was built without a catalog.
@@ -54,11 +53,11 @@ func (w *warmRun) run(ctx context.Context) error {
 	work := make(chan store.ObjectInfo, 1024)
 	wait := w.fetchers(ctx, work)
 	var total int64
-	err := w.load(ctx, func(o store.ObjectInfo, kind catalog.ChangeKind) {
+	err := w.load(ctx, func(o store.ObjectInfo, kind store.ChangeKind) {
 		if total += o.Size; total > capacity {
 			return
 		}
-		if kind == catalog.Unchanged && w.e.HoldsVersion(o) {
+		if kind == store.EntryUnchanged && w.e.HoldsVersion(o) {
 			w.st.skipped(o)
 			return
 		}
@@ -86,16 +85,16 @@ func (w *warmRun) run(ctx context.Context) error {
 // cached data of objects removed or changed at the origin, and hands
 // every object it lists to want (in key order, on the listing goroutine)
 // if want is not nil.
-func (w *warmRun) load(ctx context.Context, want func(store.ObjectInfo, catalog.ChangeKind)) error {
+func (w *warmRun) load(ctx context.Context, want func(store.ObjectInfo, store.ChangeKind)) error {
 	e, s := w.e, w.spec
 	started := time.Now()
-	each := func(c catalog.Change) error {
+	each := func(c store.CatalogChange) error {
 		w.st.listed(c)
 		switch c.Kind {
-		case catalog.Removed:
+		case store.EntryRemoved:
 			e.Invalidate(ctx, s.Bucket, c.Old.Key)
 			return nil
-		case catalog.Changed:
+		case store.EntryChanged:
 			e.Invalidate(ctx, s.Bucket, c.Old.Key)
 		}
 		if want != nil {
@@ -113,24 +112,24 @@ func (w *warmRun) load(ctx context.Context, want func(store.ObjectInfo, catalog.
 }
 
 // lister returns the origin's listing of the prefix, an object at a time.
-func (w *warmRun) lister(ctx context.Context) func() (catalog.Entry, bool, error) {
+func (w *warmRun) lister(ctx context.Context) func() (store.CatalogEntry, bool, error) {
 	var page store.ListPage
 	after, done := "", false
-	return func() (catalog.Entry, bool, error) {
+	return func() (store.CatalogEntry, bool, error) {
 		for len(page.Objects) == 0 {
 			if done || ctx.Err() != nil {
-				return catalog.Entry{}, false, ctx.Err()
+				return store.CatalogEntry{}, false, ctx.Err()
 			}
 			var err error
 			page, err = w.e.ListOrigin(ctx, w.spec.Bucket, store.ListOptions{Prefix: w.spec.Prefix, After: after, MaxKeys: 1000})
 			if err != nil {
-				return catalog.Entry{}, false, err
+				return store.CatalogEntry{}, false, err
 			}
 			after, done = page.NextAfter, !page.IsTruncated
 		}
 		o := page.Objects[0]
 		page.Objects = page.Objects[1:]
-		return catalog.Entry{Key: o.Key, Size: o.Size, ETag: o.ETag, LastModified: o.LastModified}, true, nil
+		return store.CatalogEntry{Key: o.Key, Size: o.Size, ETag: o.ETag, LastModified: o.LastModified}, true, nil
 	}
 }
 

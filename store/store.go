@@ -1,8 +1,11 @@
 // Package store holds the storage contracts of Granary: origins (where the
-// truth lives), tiers (where cached chunks live) and the sentinel errors every
+// truth lives), tiers (where cached chunks live), the stores around them
+// (the write-back log's staging, the origin's health, write-back copies,
+// tees, pins, the catalog: one file each) and the sentinel errors every
 // implementation translates its own errors into at its boundary.
 //
-// store imports no other Granary package.
+// store imports no other Granary package, and no package above it imports
+// one under it: cmd/granary wires the implementations in.
 package store
 
 import (
@@ -326,15 +329,4 @@ type BucketSizer interface {
 // count each read once.
 type Peeker interface {
 	Peek(id ChunkID) ([]byte, error)
-}
-
-// Stager is an Origin that may hold an object version on this node's
-// disk, staged before it reaches the real origin (a write-back log): a
-// read of it costs no network, so a reader may read it in place.
-// GetStaged reads only that copy (r.ETag names the version); with none
-// it fails with ErrNotFound and never reads the real origin. It is for
-// clients' reads: the Stager may hold its own background work (uploads)
-// back while they go on.
-type Stager interface {
-	GetStaged(bucket, key string, r ReadRange) (io.ReadCloser, error)
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/granary-dev/granary/store/origin/fs"
 	"github.com/granary-dev/granary/store/origin/hdfs"
 	"github.com/granary-dev/granary/store/origin/s3"
+	"github.com/granary-dev/granary/store/parts"
 	"github.com/granary-dev/granary/store/pins"
 	"github.com/granary-dev/granary/store/ram"
 	"github.com/granary-dev/granary/store/writeback"
@@ -150,6 +151,10 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, keys *access.Regist
 		return n, fmt.Errorf("catalog: %w", err)
 	}
 	n.closers = append([]namedCloser{{"catalog", cat}}, n.closers...)
+	tee, err := parts.OpenTee(filepath.Join(cfg.DataDir, "tee"))
+	if err != nil {
+		return n, fmt.Errorf("gateway: tee dir: %w", err)
+	}
 	reserve := int64(cfg.RAM) - ramTierBytes(int64(cfg.RAM))
 	var peers gateway.Peers
 	if cl != nil {
@@ -158,11 +163,10 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, keys *access.Regist
 	eng, err := gateway.New(gateway.Options{
 		Peers: peers, Owners: cfg.Cluster.Owners, Hot: hotTier,
 		Catalog: cat, Pins: pinSet, Quotas: cfg.Quotas(),
-		Origin: wb, RAM: ramTier, Disk: diskTier, ChunkSize: int64(cfg.ChunkSize),
+		Origin: wb, Staging: wb, RAM: ramTier, Disk: diskTier, ChunkSize: int64(cfg.ChunkSize),
 		WorkingBytes: reserve / 2, DiskQueueBytes: diskQueueBytes(reserve, int64(cfg.ChunkSize)),
 		Freshness: fresh, Buckets: buckets, WriteMode: mode, WriteModes: modes,
-		TeeDir:        filepath.Join(cfg.DataDir, "tee"),
-		OriginTimeout: time.Duration(cfg.OriginTimeout), Health: g.Health,
+		Tee: tee, OriginTimeout: time.Duration(cfg.OriginTimeout), Health: g,
 		Registerer: reg, Logger: log, // the engine names itself
 	})
 	if err != nil {

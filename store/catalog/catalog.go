@@ -66,31 +66,28 @@ type Options struct {
 	Logger zerolog.Logger
 }
 
-// Entry is what the catalog keeps of one object.
-type Entry struct {
-	Key          string
-	Size         int64
-	ETag         string
-	LastModified time.Time
-}
-
-// ChangeKind says how a loaded entry compares with what the catalog held.
-type ChangeKind int
-
-const (
-	Added     ChangeKind = iota // not in the catalog before
-	Changed                     // in the catalog with another ETag or size
-	Unchanged                   // in the catalog with the same ETag and size
-	Removed                     // in the catalog, not in the listing
+// The catalog's value types are the contract's (store.Catalog).
+type (
+	// Entry is what the catalog keeps of one object.
+	Entry = store.CatalogEntry
+	// ChangeKind says how a loaded entry compares with what the
+	// catalog held.
+	ChangeKind = store.ChangeKind
+	// Change is one key of a Load.
+	Change = store.CatalogChange
+	// Coverage is one covered prefix.
+	Coverage = store.CatalogCoverage
 )
 
-// Change is one key of a Load: Entry is the listing's (zero for Removed),
-// Old the catalog's before the Load (zero for Added).
-type Change struct {
-	Kind  ChangeKind
-	Entry Entry
-	Old   Entry
-}
+// The kinds of change a Load reports.
+const (
+	Added     = store.EntryAdded
+	Changed   = store.EntryChanged
+	Unchanged = store.EntryUnchanged
+	Removed   = store.EntryRemoved
+)
+
+var _ store.Catalog = (*DB)(nil)
 
 // Top-level bbolt buckets.
 var (

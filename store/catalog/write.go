@@ -158,12 +158,6 @@ func (d *DB) Covered(bucket, prefix string) (at time.Time, ok bool) {
 	return d.coveredLocked(bucket, prefix)
 }
 
-// Coverage is one covered prefix.
-type Coverage struct {
-	Bucket, Prefix string
-	At             time.Time // when its Load listed the origin
-}
-
 // Coverage lists the covered prefixes, of every bucket if bucket is "",
 // sorted by bucket and prefix.
 func (d *DB) Coverage(bucket string) ([]Coverage, error) {

@@ -45,6 +45,8 @@ type Store struct {
 	takeMu sync.Mutex
 }
 
+var _ store.Copies = (*Store)(nil)
+
 // Errors of Put beyond the store sentinels.
 var errLongBody = errors.New("copies: replica body longer than its declared size")
 

@@ -19,22 +19,16 @@ import (
 	"github.com/granary-dev/granary/store"
 )
 
+// The errors of Remove (the contract's).
 var (
-	// ErrConfigured means a pin comes from the configuration file and
-	// can only be removed there.
-	ErrConfigured = errors.New("pins: pin is set in the configuration file")
-	// ErrNoSuchPin means there is no such pin to remove.
-	ErrNoSuchPin = errors.New("pins: no such pin")
+	ErrConfigured = store.ErrPinConfigured
+	ErrNoSuchPin  = store.ErrNoSuchPin
 )
 
-// Pin is one pinned prefix.
-type Pin struct {
-	Bucket     string `json:"bucket"`
-	Prefix     string `json:"prefix"`
-	Configured bool   `json:"configured"` // from the configuration file
-}
+// Pin is one pinned prefix (the contract's value type).
+type Pin = store.Pin
 
-// Set is a store.PinSet. It is safe for concurrent use; Pinned is a
+// Set is a store.Pins. It is safe for concurrent use; Pinned is a
 // read-locked scan of the bucket's few prefixes.
 type Set struct {
 	path string // file of the API's pins; "" keeps them in memory only
@@ -45,7 +39,7 @@ type Set struct {
 	added map[string][]string
 }
 
-var _ store.PinSet = (*Set)(nil)
+var _ store.Pins = (*Set)(nil)
 
 // Open returns the pins of the configuration (bucket -> prefixes) and
 // those the admin API added earlier, kept in the file at path.

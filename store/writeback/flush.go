@@ -8,16 +8,12 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/granary-dev/granary/store"
 )
 
-// FlushStatus is a flush's progress: what is still waiting under its
-// prefix, and the last upload error seen there (empty if none).
-type FlushStatus struct {
-	Pending      int
-	PendingBytes int64
-	Uploaded     int
-	LastError    string
-}
+// FlushStatus is a flush's progress (the contract's value type).
+type FlushStatus = store.FlushStatus
 
 // flushCheckGap is the least time between two evaluations of a flush (a
 // burst of landings wakes it once per gap, not once per landing).

@@ -43,7 +43,7 @@ func (l *Log) Stat(ctx context.Context, bucket, key string) (store.ObjectInfo, e
 	return l.origin.Stat(ctx, bucket, key)
 }
 
-var _ store.Stager = (*Log)(nil)
+var _ store.Staging = (*Log)(nil)
 
 func noSuchKey(bucket, key string) error {
 	return fmt.Errorf("writeback: %w: %s/%s (deleted)", store.ErrNoSuchKey, bucket, key)

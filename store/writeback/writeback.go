@@ -23,7 +23,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -60,18 +59,8 @@ type Options struct {
 }
 
 // Observer hears of a write-back object's life; Start registers the
-// observers. A cluster keeps a copy of each object on another member, and
-// the cache learns the origin's name of each version.
-type Observer interface {
-	// Staged is called once the object is staged, before it is
-	// journaled and acknowledged; open reads its bytes. An error fails
-	// the write (nothing is journaled).
-	Staged(ctx context.Context, staged store.ObjectInfo, open func() (io.ReadCloser, error)) error
-	// Persisted is called after the object reached the origin, with the
-	// info the Log served for it and the origin's ETag (they differ only
-	// if the origin names the version otherwise).
-	Persisted(staged store.ObjectInfo, originETag string)
-}
+// observers (see store.StageObserver).
+type Observer = store.StageObserver
 
 const (
 	defaultDirtyLimit = 8 << 30

@@ -56,7 +56,7 @@ type Options struct {
 }
 
 // DefaultTimeout is Options.Timeout when unset.
-const DefaultTimeout = 5 * time.Second
+const DefaultTimeout = store.DefaultOriginTimeout
 
 // DefaultIdleProbe is Options.IdleProbe when unset.
 const DefaultIdleProbe = 5 * time.Second

@@ -10,41 +10,18 @@ import (
 	"github.com/granary-dev/granary/store"
 )
 
-// The origin's states. The breaker is open exactly while it is down.
+// The origin's states (see store.OriginHealth). The breaker is open
+// exactly while it is down.
 const (
-	StateUnknown = "unknown" // nothing asked yet
-	StateUp      = "up"      // the origin answers
-	StateDown    = "down"    // calls fail at once; a probe runs
+	StateUnknown = store.HealthUnknown
+	StateUp      = store.HealthUp
+	StateDown    = store.HealthDown
 )
 
-// Health is a snapshot of the origin's health, as `granary status`, the
-// admin API and the console show it.
-type Health struct {
-	// Name is the origin (its URL).
-	Name string `json:"name,omitempty"`
-	// State is StateUp, StateDown or StateUnknown; Since is when it
-	// began.
-	State string    `json:"state"`
-	Since time.Time `json:"since"`
-	// Breaker is "open" (calls fail at once) or "closed".
-	Breaker string `json:"breaker"`
-	// Cause names why the origin is down (or the last failure's cause),
-	// LastError is that failure's text and LastErrorAt its time.
-	Cause       string    `json:"cause,omitempty"`
-	LastError   string    `json:"lastError,omitempty"`
-	LastErrorAt time.Time `json:"lastErrorAt,omitzero"`
-	// Timeouts counts calls the origin did not answer in time, Failures
-	// every call that found it unreachable (timeouts included), Rejected
-	// the calls the open breaker failed at once; all since start.
-	Timeouts uint64 `json:"timeouts"`
-	Failures uint64 `json:"failures"`
-	Rejected uint64 `json:"rejected"`
-	// TimeoutSeconds is the bound on a wait for the origin.
-	TimeoutSeconds float64 `json:"timeoutSeconds"`
-}
+// Health is a snapshot of the origin's health (the contract's value type).
+type Health = store.OriginHealth
 
-// Up reports whether the origin is not known to be down.
-func (h Health) Up() bool { return h.State != StateDown }
+var _ store.OriginMonitor = (*Guard)(nil)
 
 // health is the mutable state behind Health; Guard.mu guards it.
 type health struct {

@@ -1,0 +1,45 @@
+// Tees: the contract of a local store of upload parts that a node copies a
+// write-through upload into while it streams to the origin, so the
+// completed object fills the cache from local disk rather than a download
+// (store/parts implements it).
+package store
+
+import (
+	"context"
+	"io"
+)
+
+// PartTee keeps uploads' parts on this node's disk. Its contents are a
+// cache's: nothing in it needs to survive a restart. Upload IDs are its
+// own, valid for the bucket and key they were created for only.
+// Implementations must be safe for concurrent use.
+type PartTee interface {
+	// Create starts an upload of bucket/key and returns its ID.
+	Create(bucket, key string, meta ObjectMeta) (string, error)
+	// PutPart keeps exactly size bytes of body as part number of upload
+	// id; a body that fails or ends early keeps nothing.
+	PutPart(ctx context.Context, bucket, key, id string, number int, body io.Reader, size int64) (PartInfo, error)
+	ListParts(bucket, key, id string, opts PartListOptions) (PartPage, error)
+	// ListUploads lists bucket's uploads not yet assembled.
+	ListUploads(bucket string, opts UploadListOptions) (UploadPage, error)
+	// Assemble checks a completion (as Multipart.CompleteUpload would)
+	// against the upload's parts and returns them joined; the upload is
+	// locked until the Assembled is removed.
+	Assemble(bucket, key, id string, parts []CompletePart) (Assembled, error)
+	// Remove drops upload id and its files.
+	Remove(id string) error
+	Close() error
+}
+
+// Assembled is a completed upload of a PartTee: its parts joined, read in
+// place.
+type Assembled interface {
+	// Size is the sum of the parts' sizes; ETag is MultipartETag of them.
+	Size() int64
+	ETag() string
+	// Open reads n bytes from offset off (n < 0, or past the end: to the
+	// end); it fails once the upload is removed.
+	Open(off, n int64) (io.ReadCloser, error)
+	// Remove drops the upload and its files.
+	Remove() error
+}
