@@ -54,11 +54,13 @@ func childrenOf(pid int) procSet {
 }
 
 // cpuUse is the CPU time a pass cost each party. serverMeasured and
-// originOf are false when the target has no processes of its own (the
-// trivial server) or no origin behind it (MinIO itself).
+// originOf are false when the target has no processes of its own here
+// (the trivial server, an -endpoint) or no origin behind it (MinIO
+// itself); unmeasured then says why (the target's cpuNote).
 type cpuUse struct {
 	server, origin, client   time.Duration
 	serverMeasured, originOf bool
+	unmeasured               string
 }
 
 // cpuMeter takes the snapshot a pass's cpuUse is measured from.
@@ -88,8 +90,12 @@ func (m cpuMeter) used() (cpuUse, error) {
 	if err != nil {
 		return cpuUse{}, err
 	}
+	unmeasured := m.t.cpuNote
+	if unmeasured == "" {
+		unmeasured = "not measured"
+	}
 	return cpuUse{server: server - m.server, origin: origin - m.origin, client: client - m.client,
-		serverMeasured: m.t.procs != nil, originOf: m.t.origin != nil}, nil
+		serverMeasured: m.t.procs != nil, originOf: m.t.origin != nil, unmeasured: unmeasured}, nil
 }
 
 // perGet is u spread over n GETs.
@@ -114,7 +120,7 @@ func (r *report) cpuTable(b *strings.Builder) {
 	b.WriteString("| objects | conc | target | target's processes | origin | client | total |\n|---|---:|---|---:|---:|---:|---:|\n")
 	for _, s := range r.small {
 		c := s.cpu.perGet(s.n)
-		server, origin := "in the client", "none"
+		server, origin := c.unmeasured, "none"
 		if c.serverMeasured {
 			server = us(c.server)
 		}
