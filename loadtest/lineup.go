@@ -39,6 +39,9 @@ type targetKind struct {
 	// cpuNote is the CPU table's word for its processes' time when it
 	// has none of its own to measure; "" says "not measured".
 	cpuNote string
+	// remote is a server elsewhere: neither its processes nor an origin
+	// behind it are this machine's to measure.
+	remote bool
 }
 
 // The kinds of the local lineup: MinIO direct, the trivial server, nginx

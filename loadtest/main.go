@@ -4,8 +4,13 @@
 // report (absolute numbers and ratios).
 //
 //	go run ./loadtest -granary bin/granary [-quick] [-out FILE] [-scenario reads,checkpoint,mount,epochs,hdfs-epochs,cluster,tls,origin-faults]
+//	go run ./loadtest -endpoint URL -bucket NAME [-prefix P] [-reuse] [-quick] [-scenario reads]
 //
 // The scenarios are registered in scenarios.go (`-help` lists them).
+// With -endpoint, the load test starts no server of its own: it measures
+// the S3 endpoint at URL (Granary or any other, with the credentials of
+// AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or GRANARY_ACCESS_KEY/
+// GRANARY_SECRET_KEY) with the scenarios that take one (endpoint.go).
 //
 // Scenario reads (the default) measures GETs of small and large objects;
 // scenario checkpoint saves and restores a checkpoint through a slow
@@ -54,6 +59,7 @@ type options struct {
 	out       string
 	timeout   time.Duration
 	scenarios []scenario        // from the registry, in run order
+	endpoint  endpointOptions   // -endpoint and its companions; zero: the scenarios start their own servers
 	slow      slowproxy.Options // the checkpoint scenario's link to its origin
 	slowSet   []string          // the -slow-* flags given (epochs, hdfs-epochs and cluster take only these from slow)
 	shardSize int64             // checkpoint shard size; 0: by -quick
@@ -69,6 +75,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "", outUsage())
 	flag.DurationVar(&o.timeout, "timeout", 45*time.Minute, "bound on the whole run")
 	flag.StringVar(&scenarios, "scenario", "reads", scenarioUsage())
+	endpointFlags(&o.endpoint)
 	flag.Var(&stream, "slow-stream", "checkpoint, epochs, hdfs-epochs and cluster: bandwidth of one connection to the origin, each direction (0: unlimited)")
 	flag.Var(&total, "slow-total", "checkpoint, epochs, hdfs-epochs and cluster: bandwidth over all connections to the origin, each direction (0: unlimited)")
 	flag.DurationVar(&o.slow.Latency, "slow-latency", def.Latency, "checkpoint, epochs, hdfs-epochs and cluster: one-way latency to the origin (defaults of epochs' capped link, hdfs-epochs and cluster, each replaced by its flag when given: 25MB/s per connection, 100MB/s in all, 20ms; epochs' headline link is fixed)")
@@ -82,11 +89,16 @@ func main() {
 		}
 	})
 	var err error
-	if o.scenarios, err = parseScenarios(scenarios); err != nil {
+	if o.scenarios, err = parseScenarios(scenarios, o.endpoint.url != ""); err == nil {
+		err = o.endpoint.check(os.LookupEnv, o.granary)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
 		os.Exit(2)
 	}
-	if o.out == "" && !o.quick {
+	// An -endpoint's report is not the committed figures of this machine's
+	// lineup: it goes to -out only.
+	if o.out == "" && !o.quick && o.endpoint.url == "" {
 		name := "latest.md"
 		if len(o.scenarios) == 1 {
 			name = o.scenarios[0].outFile()

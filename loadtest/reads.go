@@ -1,7 +1,8 @@
 // The reads scenario: GETs of small object sets and of one large object
 // (one stream, parallel ranges) from MinIO direct, the trivial server,
 // nginx proxy_cache in front of MinIO and granary in front of MinIO, each
-// cache read cold (its first pass) and warm, all in one run.
+// cache read cold (its first pass) and warm, all in one run; or from an
+// -endpoint alone (endpoint.go).
 package main
 
 import (
@@ -30,7 +31,8 @@ func granaryBudget(quick bool) (ram, disk int64) {
 	return 5 << 30, 8 << 30
 }
 
-// run measures the reads scenario against the local lineup it starts.
+// run measures the reads scenario: against the -endpoint when one is
+// given, else against the local lineup it starts.
 func run(ctx context.Context, o options, logw io.Writer) (*report, error) {
 	p := fullPlan()
 	if o.quick {
@@ -42,7 +44,11 @@ func run(ctx context.Context, o options, logw io.Writer) (*report, error) {
 // runPlan is run with the plan p.
 func runPlan(ctx context.Context, o options, p plan, logw io.Writer) (*report, error) {
 	logf := func(format string, args ...any) { fmt.Fprintf(logw, "loadtest: "+format+"\n", args...) }
-	return readLocal(ctx, o, newDataset(p), &report{plan: p, quick: o.quick, started: time.Now()}, logf)
+	d := newDataset(p)
+	if o.endpoint.url != "" {
+		return readEndpoint(ctx, o.endpoint, d, &report{plan: p, quick: o.quick, started: time.Now()}, logf)
+	}
+	return readLocal(ctx, o, d, &report{plan: p, quick: o.quick, started: time.Now()}, logf)
 }
 
 // readLocal starts the local lineup (MinIO, the trivial server, nginx,

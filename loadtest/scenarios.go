@@ -21,6 +21,10 @@ type scenario struct {
 	// targets says what the scenario measures and starts: the usage
 	// text's account of what it needs on this machine.
 	targets string
+	// endpoint tells whether the scenario can measure an -endpoint
+	// instead of the servers it starts; those that start, kill or mount
+	// processes of their own cannot.
+	endpoint bool
 	// out is the report's file under loadtest/results when the scenario
 	// runs alone (latest.md for several); "" is the name plus ".md".
 	out string
@@ -41,8 +45,8 @@ func as[R reporter](f func(context.Context, options, io.Writer) (R, error)) func
 
 // registry lists the scenarios in the usage text's order.
 var registry = []scenario{
-	{name: "reads", desc: "GETs of small and large objects", out: "latest.md", run: as(run),
-		targets: "MinIO, the trivial server, nginx; granary with -granary"},
+	{name: "reads", desc: "GETs of small and large objects", endpoint: true, out: "latest.md", run: as(run),
+		targets: "MinIO, the trivial server, nginx; granary with -granary; or the -endpoint alone"},
 	{name: "checkpoint", desc: "save and restore through a slow origin", run: as(runCheckpoint),
 		targets: "MinIO behind the slow proxy, nginx; granary with -granary"},
 	{name: "mount", desc: "files through granary mount against local disk", run: as(runMount),
@@ -96,7 +100,7 @@ func outUsage() string {
 	}
 	last := len(files) - 1
 	return "markdown report file (default loadtest/results/latest.md, or " + strings.Join(files[:last], ", ") + " or " + files[last] +
-		" when that scenario runs alone; none with -quick)"
+		" when that scenario runs alone; none with -quick or -endpoint)"
 }
 
 // scenarioUsage is the -scenario flag's usage text: every scenario with
@@ -106,18 +110,25 @@ func scenarioUsage() string {
 	b.WriteString("comma-separated scenarios to run in order:")
 	for _, s := range registry {
 		fmt.Fprintf(&b, "\n  %-14s %s\n  %-14s   measures: %s", s.name, s.desc, "", s.targets)
+		if s.endpoint {
+			b.WriteString("; takes -endpoint")
+		}
 	}
 	return b.String()
 }
 
-// parseScenarios splits and checks the -scenario list.
-func parseScenarios(s string) ([]scenario, error) {
+// parseScenarios splits and checks the -scenario list; with an endpoint,
+// every scenario named must take one.
+func parseScenarios(s string, endpoint bool) ([]scenario, error) {
 	var out []scenario
 	for _, name := range strings.Split(s, ",") {
 		name = strings.TrimSpace(name)
 		sc, ok := lookupScenario(name)
 		if !ok {
 			return nil, fmt.Errorf("unknown scenario %q: want %s", name, scenarioNames())
+		}
+		if endpoint && !sc.endpoint {
+			return nil, fmt.Errorf("scenario %s cannot measure -endpoint: it starts and controls processes of its own (%s)", name, sc.targets)
 		}
 		if !slices.ContainsFunc(out, func(o scenario) bool { return o.name == name }) {
 			out = append(out, sc)

@@ -1,6 +1,7 @@
 // Tests of the scenario registry: every scenario listed and dispatched
-// from the one table, unknown names refused with the list, and every
-// scenario `make bench` runs registered.
+// from the one table, unknown names refused with the list, -endpoint
+// refused by the scenarios that control processes, and every scenario
+// `make bench` runs registered.
 package main
 
 import (
@@ -36,11 +37,11 @@ func TestRegistryListsEveryScenario(t *testing.T) {
 }
 
 func TestParseScenarios(t *testing.T) {
-	got, err := parseScenarios(" epochs,reads,epochs")
+	got, err := parseScenarios(" epochs,reads,epochs", false)
 	if err != nil || len(got) != 2 || got[0].name != "epochs" || got[1].name != "reads" {
 		t.Fatalf("got %v, %v; want epochs then reads", got, err)
 	}
-	_, err = parseScenarios("reads,bogus")
+	_, err = parseScenarios("reads,bogus", false)
 	if err == nil || !strings.Contains(err.Error(), `unknown scenario "bogus"`) {
 		t.Fatalf("unknown scenario: %v", err)
 	}
@@ -48,6 +49,28 @@ func TestParseScenarios(t *testing.T) {
 		if !strings.Contains(err.Error(), s.name) {
 			t.Errorf("refusal %q does not list %s", err, s.name)
 		}
+	}
+}
+
+// TestEndpointRefusedByProcessScenarios: a scenario that starts, kills or
+// mounts processes of its own refuses -endpoint by name; reads takes it.
+func TestEndpointRefusedByProcessScenarios(t *testing.T) {
+	for _, s := range registry {
+		_, err := parseScenarios(s.name, true)
+		if s.endpoint != (err == nil) {
+			t.Errorf("%s with -endpoint: %v", s.name, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "scenario "+s.name+" cannot measure -endpoint") {
+			t.Errorf("%s: unclear refusal %q", s.name, err)
+		}
+	}
+	for _, name := range []string{"mount", "cluster", "origin-faults"} {
+		if s, _ := lookupScenario(name); s.endpoint {
+			t.Errorf("%s controls processes but takes -endpoint", name)
+		}
+	}
+	if s, _ := lookupScenario("reads"); !s.endpoint {
+		t.Error("reads refuses -endpoint")
 	}
 }
 
@@ -63,7 +86,7 @@ func TestMakefileScenariosRegistered(t *testing.T) {
 		t.Fatal("no -scenario in the Makefile")
 	}
 	for _, sm := range m {
-		if _, err := parseScenarios(sm[1]); err != nil {
+		if _, err := parseScenarios(sm[1], false); err != nil {
 			t.Errorf("Makefile: %v", err)
 		}
 	}

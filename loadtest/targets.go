@@ -26,10 +26,11 @@ import (
 // read, and what the reads report may say of it (lineup.go). Nothing
 // measures a target by its name; the name labels its rows.
 type target struct {
-	name      string // the report's label, e.g. "minio", "nginx"
+	name      string // the report's label, e.g. "minio", "nginx", or an -endpoint's URL
 	endpoint  string // http://host:port, or https://
 	access    string
 	secret    string
+	region    string         // what requests are signed for; "" is us-east-1
 	anonymous bool           // unsigned GETs (nginx: a public-read bucket)
 	roots     *x509.CertPool // what an https endpoint is verified against
 	// procs and origin are the target's own processes and, for a cache,
