@@ -6,36 +6,21 @@
 //	go run ./loadtest -granary bin/granary [-quick] [-out FILE] [-scenario reads,checkpoint,mount,epochs,hdfs-epochs,cluster,tls,origin-faults]
 //	go run ./loadtest -endpoint URL -bucket NAME [-prefix P] [-reuse] [-quick] [-scenario reads]
 //
-// The scenarios are registered in scenarios.go (`-help` lists them).
+// The scenarios are registered in scenarios.go, one entry each (name,
+// description, what it measures and starts, whether it takes -endpoint,
+// its run function); `-help` lists them, and each scenario's own files
+// (reads.go, checkpoint.go, epochs.go, ...) say what it measures in
+// detail. The reads, checkpoint and epochs scenarios measure nginx
+// proxy_cache, the reference cache, beside granary: they need nginx,
+// which `make bench-deps` installs.
+//
 // With -endpoint, the load test starts no server of its own: it measures
 // the S3 endpoint at URL (Granary or any other, with the credentials of
 // AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or GRANARY_ACCESS_KEY/
 // GRANARY_SECRET_KEY) with the scenarios that take one (endpoint.go).
-//
-// Scenario reads (the default) measures GETs of small and large objects;
-// scenario checkpoint saves and restores a checkpoint through a slow
-// origin (MinIO behind a throttling proxy, see -slow-*); scenario mount
-// reads files through `granary mount` against local disk (root, with
-// /dev/fuse); scenario epochs reads a data set of small files for several
-// epochs through a slow origin, directly, through nginx and through
-// granary; scenario
-// hdfs-epochs does the same from the test HDFS cluster (hdfsd, built from
-// internal/hdfstest/hdfsd) with the HDFS client as the direct reader;
-// scenario cluster measures three granary nodes as a cluster in front of
-// a slow origin: the cost of the peer hop, and the origin requests the
-// cluster saves against three independent nodes; scenario tls measures a
-// node serving HTTPS against one serving HTTP (warm small GETs, one large
-// stream) in the same run; scenario origin-faults reads a warmed data set
-// through one node while its origin is healthy, hung, refusing and back
-// (cached GETs/s and p99 per phase, how fast misses fail once the breaker
-// is open, the time to recover).
-//
-// The reads, checkpoint and epochs scenarios measure nginx proxy_cache,
-// the reference cache, beside granary: they need nginx, which `make
-// bench-deps` installs.
-//
-// Everything runs on loopback and stops at the end; every loop is bounded
-// by its object count and the whole run by -timeout.
+// Without it, everything runs on loopback; either way, everything the
+// load test starts stops at the end, every loop is bounded by its object
+// count and the whole run by -timeout.
 package main
 
 import (

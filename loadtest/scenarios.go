@@ -58,7 +58,7 @@ var registry = []scenario{
 	{name: "cluster", desc: "three granary nodes as a cluster through a slow origin: the peer hop's cost, and origin requests against three independent nodes", run: as(runCluster),
 		targets: "MinIO behind the slow proxy, three granary nodes (-granary)"},
 	{name: "tls", desc: "a node serving HTTPS against one serving HTTP: warm GETs of 4KiB and 100KiB objects at 64 clients, one 1GiB stream", run: as(runTLS),
-		targets: "MinIO, granary nodes over HTTP and HTTPS (-granary)"},
+		targets: "MinIO; granary nodes, nginx and the trivial server, each over HTTP and HTTPS (-granary)"},
 	{name: "origin-faults", desc: "a warmed set read while the origin is healthy, hung, refusing and back", run: as(runOriginFaults),
 		targets: "MinIO behind a fault proxy, one granary node (-granary)"},
 }
