@@ -67,7 +67,11 @@ func (c *client) get(ctx context.Context, key string, off int64, want []byte, wh
 	}
 	if !c.t.anonymous {
 		req.Header.Set("X-Amz-Content-Sha256", emptySHA256)
-		req = signer.SignV4(*req, c.t.access, c.t.secret, "", "us-east-1")
+		region := c.t.region
+		if region == "" {
+			region = "us-east-1"
+		}
+		req = signer.SignV4(*req, c.t.access, c.t.secret, "", region)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -111,6 +111,18 @@ func newDataset(p plan) *dataset {
 	return d
 }
 
+// under puts every key of d under prefix.
+func (d *dataset) under(prefix string) {
+	for i := range d.sets {
+		for j := range d.sets[i].objects {
+			d.sets[i].objects[j].key = prefix + d.sets[i].objects[j].key
+		}
+	}
+	for i := range d.large {
+		d.large[i].key = prefix + d.large[i].key
+	}
+}
+
 // all returns every object of d.
 func (d *dataset) all() []object {
 	var out []object
@@ -134,6 +146,12 @@ func (d *dataset) seed(ctx context.Context, cl *minio.Client, conc int) error {
 	if err := cl.MakeBucket(ctx, d.bucket, minio.MakeBucketOptions{}); err != nil {
 		return fmt.Errorf("make bucket: %w", err)
 	}
+	return d.upload(ctx, cl, conc)
+}
+
+// upload writes every object into the bucket, which exists, with conc
+// workers.
+func (d *dataset) upload(ctx context.Context, cl *minio.Client, conc int) error {
 	objs := d.all()
 	var next atomic.Int64
 	var wg sync.WaitGroup

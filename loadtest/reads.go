@@ -1,7 +1,8 @@
 // The reads scenario: GETs of small object sets and of one large object
 // (one stream, parallel ranges) from MinIO direct, the trivial server,
 // nginx proxy_cache in front of MinIO and granary in front of MinIO, each
-// cache read cold (its first pass) and warm, all in one run.
+// cache read cold (its first pass) and warm, all in one run; or from an
+// -endpoint alone (endpoint.go).
 package main
 
 import (
@@ -30,14 +31,29 @@ func granaryBudget(quick bool) (ram, disk int64) {
 	return 5 << 30, 8 << 30
 }
 
-// run starts the targets, seeds the data and measures every scenario.
+// run measures the reads scenario: against the -endpoint when one is
+// given, else against the local lineup it starts.
 func run(ctx context.Context, o options, logw io.Writer) (*report, error) {
 	p := fullPlan()
 	if o.quick {
 		p = quickPlan()
 	}
+	return runPlan(ctx, o, p, logw)
+}
+
+// runPlan is run with the plan p.
+func runPlan(ctx context.Context, o options, p plan, logw io.Writer) (*report, error) {
 	logf := func(format string, args ...any) { fmt.Fprintf(logw, "loadtest: "+format+"\n", args...) }
 	d := newDataset(p)
+	if o.endpoint.url != "" {
+		return readEndpoint(ctx, o.endpoint, d, &report{plan: p, quick: o.quick, started: time.Now()}, logf)
+	}
+	return readLocal(ctx, o, d, &report{plan: p, quick: o.quick, started: time.Now()}, logf)
+}
+
+// readLocal starts the local lineup (MinIO, the trivial server, nginx,
+// and granary when o names a binary), seeds the data and measures it.
+func readLocal(ctx context.Context, o options, d *dataset, rep *report, logf func(string, ...any)) (*report, error) {
 	mio, err := seededMinio(ctx, d, logf)
 	if err != nil {
 		return nil, err
@@ -56,11 +72,10 @@ func run(ctx context.Context, o options, logw io.Writer) (*report, error) {
 		return nil, err
 	}
 	defer ngx.stop()
-	rep := &report{plan: p, quick: o.quick, started: time.Now()}
-	targets := []target{
-		{name: "minio", endpoint: mio.URL(), access: mio.AccessKey, secret: mio.SecretKey, procs: pidOf(mio.Pid())},
-		{name: "trivial", endpoint: triv.endpoint(), access: "x", secret: "x"},
-		{name: "nginx", endpoint: ngx.endpoint(), anonymous: true, procs: childrenOf(ngx.cmd.Process.Pid), origin: pidOf(mio.Pid())},
+	rep.targets = []target{
+		{name: "minio", endpoint: mio.URL(), access: mio.AccessKey, secret: mio.SecretKey, procs: pidOf(mio.Pid()), targetKind: kindMinio},
+		{name: "trivial", endpoint: triv.endpoint(), access: "x", secret: "x", targetKind: kindTrivial},
+		{name: "nginx", endpoint: ngx.endpoint(), anonymous: true, procs: childrenOf(ngx.cmd.Process.Pid), origin: pidOf(mio.Pid()), targetKind: kindNginx},
 	}
 	var g *granaryProc
 	if o.granary != "" {
@@ -78,12 +93,12 @@ func run(ctx context.Context, o options, logw io.Writer) (*report, error) {
 		// The unsigned target reads the same node after its cold and warm
 		// passes: warm, as nginx is read (the bucket is anonymous-read).
 		node, origin := pidOf(g.cmd.Process.Pid), pidOf(mio.Pid())
-		targets = append(targets,
-			target{name: "granary", endpoint: g.endpoint(), access: granaryAccess, secret: granarySecret, procs: node, origin: origin},
-			target{name: granaryUnsigned, endpoint: g.endpoint(), anonymous: true, procs: node, origin: origin})
+		rep.targets = append(rep.targets,
+			target{name: "granary", endpoint: g.endpoint(), access: granaryAccess, secret: granarySecret, procs: node, origin: origin, targetKind: kindGranary},
+			target{name: granaryUnsigned, endpoint: g.endpoint(), anonymous: true, procs: node, origin: origin, targetKind: kindGranaryUnsigned})
 	}
 	rep.loadStart = loadAverage()
-	if err := measure(ctx, d, targets, rep, logf); err != nil {
+	if err := measure(ctx, d, rep.targets, rep, logf); err != nil {
 		if g != nil {
 			logf("granary log tail:\n%s", g.tail())
 		}
@@ -130,15 +145,6 @@ func publicRead(ctx context.Context, mio *miniotest.Server, bucket string) error
 // granaryUnsigned is the target and pass of granary read with unsigned
 // GETs, warm.
 const granaryUnsigned = "granary unsigned"
-
-// passes returns the labelled passes a scenario makes over one target:
-// each cache (granary, nginx) gets a cold pass and then a warm one.
-func passes(t target) []string {
-	if t.name == "granary" || t.name == "nginx" {
-		return []string{t.name + " cold", t.name + " warm"}
-	}
-	return []string{t.name}
-}
 
 // measure runs every scenario against every target, in the same order.
 func measure(ctx context.Context, d *dataset, targets []target, rep *report, logf func(string, ...any)) error {

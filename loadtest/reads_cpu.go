@@ -54,11 +54,15 @@ func childrenOf(pid int) procSet {
 }
 
 // cpuUse is the CPU time a pass cost each party. serverMeasured and
-// originOf are false when the target has no processes of its own (the
-// trivial server) or no origin behind it (MinIO itself).
+// originOf are false when the target has no processes of its own here
+// (the trivial server, an -endpoint) or no origin behind it (MinIO
+// itself); unmeasured then says why (the target's cpuNote). remote is
+// set for a target elsewhere, whose origin is not measured either.
 type cpuUse struct {
 	server, origin, client   time.Duration
 	serverMeasured, originOf bool
+	unmeasured               string
+	remote                   bool
 }
 
 // cpuMeter takes the snapshot a pass's cpuUse is measured from.
@@ -88,8 +92,12 @@ func (m cpuMeter) used() (cpuUse, error) {
 	if err != nil {
 		return cpuUse{}, err
 	}
+	unmeasured := m.t.cpuNote
+	if unmeasured == "" {
+		unmeasured = "not measured"
+	}
 	return cpuUse{server: server - m.server, origin: origin - m.origin, client: client - m.client,
-		serverMeasured: m.t.procs != nil, originOf: m.t.origin != nil}, nil
+		serverMeasured: m.t.procs != nil, originOf: m.t.origin != nil, unmeasured: unmeasured, remote: m.t.remote}, nil
 }
 
 // perGet is u spread over n GETs.
@@ -114,12 +122,15 @@ func (r *report) cpuTable(b *strings.Builder) {
 	b.WriteString("| objects | conc | target | target's processes | origin | client | total |\n|---|---:|---|---:|---:|---:|---:|\n")
 	for _, s := range r.small {
 		c := s.cpu.perGet(s.n)
-		server, origin := "in the client", "none"
+		server, origin := c.unmeasured, "none"
 		if c.serverMeasured {
 			server = us(c.server)
 		}
 		if c.originOf {
 			origin = us(c.origin)
+		}
+		if c.remote {
+			origin = "not measured"
 		}
 		fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %s | %s |\n", s.set, s.conc, s.target, server, origin, us(c.client), us(c.total()))
 	}

@@ -1,6 +1,8 @@
 // The load test's markdown report: absolute numbers per target, then the
-// ratios that matter (granary warm against MinIO and the trivial server,
-// granary cold time against MinIO time; against nginx in report_nginx.go).
+// ratios that matter, between targets found by their role (lineup.go):
+// the cache under test warm against the origin read directly and the
+// ceiling, its cold time against the origin's; against the reference
+// cache in report_nginx.go.
 package main
 
 import (
@@ -13,13 +15,17 @@ import (
 
 // report collects a run's results.
 type report struct {
-	plan           plan
-	quick          bool
-	started        time.Time
-	small          []smallResult
-	large          []largeResult
-	granaryRAM     int64 // --ram given to granary; 0 when not measured
-	granaryPeakRSS int64 // VmHWM
+	plan    plan
+	quick   bool
+	started time.Time
+	targets []target // in the order measured
+	small   []smallResult
+	large   []largeResult
+	// granaryRAM is the --ram given to the cache under test (roleSubject)
+	// when the load test started it; 0 when not. granaryPeakRSS is its
+	// VmHWM.
+	granaryRAM     int64
+	granaryPeakRSS int64
 	// loadStart and loadEnd are /proc/loadavg's 1-minute figure at the
 	// start and end of the measurements: other work on the machine skews
 	// every number, and this tells a reader whether there was some.
@@ -30,17 +36,17 @@ func (r *report) markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Granary load test\n\n")
 	b.WriteString(runStamp(r.started, r.quick))
-	fmt.Fprintf(&b, ". Every target on loopback, read by the same client (net/http, SigV4 headers; unsigned GETs for nginx); every body verified. "+
-		"Load average (1 min) %s before the measurements, %s after: above the core count, other work competed and the numbers are noisy.\n\n",
-		r.loadStart, r.loadEnd)
+	fmt.Fprintf(&b, ". %s, read by the same client (net/http, SigV4 headers%s); every body verified. "+
+		"Load average (1 min) %s before the measurements, %s after: above the core count, other work competed and the numbers are noisy.\n\n%s\n\n",
+		r.where(), r.readNotes(), r.loadStart, r.loadEnd, r.lineupNote())
 	r.smallTables(&b)
 	r.largeTables(&b)
 	r.nginxTables(&b)
 	r.nginxTargets(&b)
 	r.cpuTable(&b)
-	if r.granaryRAM > 0 {
-		fmt.Fprintf(&b, "## Memory\n\ngranary peak RSS (VmHWM) %s with --ram %s: %.2fx the budget.\n",
-			mib(r.granaryPeakRSS), mib(r.granaryRAM), float64(r.granaryPeakRSS)/float64(r.granaryRAM))
+	if subj, ok := r.byRole(roleSubject); ok && r.granaryRAM > 0 {
+		fmt.Fprintf(&b, "## Memory\n\n%s peak RSS (VmHWM) %s with --ram %s: %.2fx the budget.\n",
+			subj.label(), mib(r.granaryPeakRSS), mib(r.granaryRAM), float64(r.granaryPeakRSS)/float64(r.granaryRAM))
 	}
 	return b.String()
 }
@@ -51,16 +57,18 @@ func (r *report) smallTables(b *strings.Builder) {
 	for _, s := range r.small {
 		fmt.Fprintf(b, "| %s | %d | %s | %.0f | %s | %s |\n", s.set, s.conc, s.target, s.opsPerSec(), ms(s.p50), ms(s.p99))
 	}
-	if !r.hasGranary() {
+	direct, ceiling, ok := r.baselines()
+	if !ok {
 		b.WriteString("\n")
 		return
 	}
-	b.WriteString("\n| objects | conc | warm / MinIO (ops/s) | warm / trivial (ops/s) | cold time / MinIO time | warm p99 / MinIO p99 |\n|---|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(b, "\n| objects | conc | warm / %[1]s (ops/s) | warm / %[2]s (ops/s) | cold time / %[1]s time | warm p99 / %[1]s p99 |\n|---|---:|---:|---:|---:|---:|\n",
+		direct.label(), ceiling.label())
 	for _, s := range r.small {
-		if s.target != "minio" {
+		if s.target != direct.name {
 			continue
 		}
-		warm, cold, triv := r.findSmall(s, "granary warm"), r.findSmall(s, "granary cold"), r.findSmall(s, "trivial")
+		warm, cold, triv := r.findSmall(s, r.pass(roleSubject, "warm")), r.findSmall(s, r.pass(roleSubject, "cold")), r.findSmall(s, ceiling.name)
 		fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %s |\n", s.set, s.conc,
 			ratio(warm.opsPerSec(), s.opsPerSec()), ratio(warm.opsPerSec(), triv.opsPerSec()),
 			ratio(cold.elapsed.Seconds(), s.elapsed.Seconds()), ratio(float64(warm.p99), float64(s.p99)))
@@ -74,23 +82,33 @@ func (r *report) largeTables(b *strings.Builder) {
 	for _, l := range r.large {
 		fmt.Fprintf(b, "| %s | %s | %.0f | %.2f |\n", l.mode, l.target, l.mbPerSec(), l.elapsed.Seconds())
 	}
-	if !r.hasGranary() {
+	direct, ceiling, ok := r.baselines()
+	if !ok {
 		b.WriteString("\n")
 		return
 	}
-	b.WriteString("\n| read | warm / MinIO (MB/s) | warm / trivial (MB/s) | cold time / MinIO time |\n|---|---:|---:|---:|\n")
+	fmt.Fprintf(b, "\n| read | warm / %[1]s (MB/s) | warm / %[2]s (MB/s) | cold time / %[1]s time |\n|---|---:|---:|---:|\n",
+		direct.label(), ceiling.label())
 	for _, l := range r.large {
-		if l.target != "minio" {
+		if l.target != direct.name {
 			continue
 		}
-		warm, cold, triv := r.findLarge(l, "granary warm"), r.findLarge(l, "granary cold"), r.findLarge(l, "trivial")
+		warm, cold, triv := r.findLarge(l, r.pass(roleSubject, "warm")), r.findLarge(l, r.pass(roleSubject, "cold")), r.findLarge(l, ceiling.name)
 		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", l.mode, ratio(warm.mbPerSec(), l.mbPerSec()),
 			ratio(warm.mbPerSec(), triv.mbPerSec()), ratio(cold.elapsed.Seconds(), l.elapsed.Seconds()))
 	}
 	b.WriteString("\n")
 }
 
-func (r *report) hasGranary() bool { return r.granaryRAM > 0 }
+// baselines returns the targets the cache under test is compared with,
+// the origin read directly and the ceiling; ok is false unless the run
+// was given all three.
+func (r *report) baselines() (direct, ceiling target, ok bool) {
+	_, hasSubject := r.byRole(roleSubject)
+	direct, hasDirect := r.byRole(roleDirect)
+	ceiling, hasCeiling := r.byRole(roleCeiling)
+	return direct, ceiling, hasSubject && hasDirect && hasCeiling
+}
 
 func (r *report) findSmall(like smallResult, target string) smallResult {
 	for _, s := range r.small {

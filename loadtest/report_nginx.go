@@ -1,6 +1,8 @@
-// The reads report's comparison with nginx proxy_cache, the reference
-// cache: granary against nginx warm and cold for every small set and
-// large read, and the targets against nginx.
+// The reads report's comparison with the reference cache (nginx
+// proxy_cache in the local lineup): the cache under test (granary)
+// against the reference warm and cold for every small set and large
+// read, and the targets against the reference. Both are found by
+// their role (lineup.go).
 package main
 
 import (
@@ -9,37 +11,46 @@ import (
 	"time"
 )
 
-// nginxP50Slack is how far granary's warm p50 at 16 clients may be above
-// nginx's (the target).
+// nginxP50Slack is how far the subject's warm p50 at 16 clients may be
+// above the reference's (the target).
 const nginxP50Slack = 300 * time.Microsecond
 
-// hasNginx tells whether the run measured nginx.
+// hasNginx tells whether the run measured the reference's warm pass.
 func (r *report) hasNginx() bool {
+	warm := r.pass(roleReference, "warm")
 	for _, s := range r.small {
-		if s.target == "nginx warm" {
+		if warm != "" && s.target == warm {
 			return true
 		}
 	}
 	return false
 }
 
-// nginxTables renders granary against nginx, small sets then large reads.
+// compared returns the cache under test and the reference; ok is false
+// unless the run measured both.
+func (r *report) compared() (subj, ref target, ok bool) {
+	subj, hasSubject := r.byRole(roleSubject)
+	ref, _ = r.byRole(roleReference)
+	return subj, ref, hasSubject && r.hasNginx()
+}
+
+// nginxTables renders the subject against the reference, small sets then
+// large reads.
 func (r *report) nginxTables(b *strings.Builder) {
-	if !r.hasGranary() || !r.hasNginx() {
+	subj, ref, ok := r.compared()
+	if !ok {
 		return
 	}
-	b.WriteString("## Granary against nginx proxy_cache\n\n" +
-		"nginx (Debian's, proxy_cache on tmpfs in front of the same MinIO, upstream keepalive, proxy_cache_lock) " +
-		"is read with unsigned GETs of a public-read bucket, so it does less work per request than granary, which checks " +
-		"every SigV4 signature. First pass: both caches empty.\n\n")
-	b.WriteString("| objects | conc | nginx warm ops/s | granary warm ops/s | granary / nginx | nginx p50 | granary p50 | p50 difference | granary unsigned ops/s | unsigned / nginx | unsigned p50 | granary first pass / nginx first pass |\n" +
-		"|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	S, R := subj.label(), ref.label()
+	fmt.Fprintf(b, "## %s against %s\n\n%s\n\n", subj.headingName(), ref.headingName(), ref.about)
+	fmt.Fprintf(b, "| objects | conc | %[2]s warm ops/s | %[1]s warm ops/s | %[1]s / %[2]s | %[2]s p50 | %[1]s p50 | p50 difference | %[1]s unsigned ops/s | unsigned / %[2]s | unsigned p50 | %[1]s first pass / %[2]s first pass |\n"+
+		"|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n", S, R)
 	for _, s := range r.small {
-		if s.target != "nginx warm" {
+		if s.target != r.pass(roleReference, "warm") {
 			continue
 		}
-		g, nc, gc := r.findSmall(s, "granary warm"), r.findSmall(s, "nginx cold"), r.findSmall(s, "granary cold")
-		u, uOps, uRatio, uP50 := r.findSmall(s, granaryUnsigned), "n/a", "n/a", "n/a"
+		g, nc, gc := r.findSmall(s, r.pass(roleSubject, "warm")), r.findSmall(s, r.pass(roleReference, "cold")), r.findSmall(s, r.pass(roleSubject, "cold"))
+		u, uOps, uRatio, uP50 := r.findSmall(s, r.pass(roleSubjectUnsigned, "")), "n/a", "n/a", "n/a"
 		if u.n > 0 {
 			uOps, uRatio, uP50 = fmt.Sprintf("%.0f", u.opsPerSec()), ratio(u.opsPerSec(), s.opsPerSec()), ms(u.p50)
 		}
@@ -47,14 +58,14 @@ func (r *report) nginxTables(b *strings.Builder) {
 			ratio(g.opsPerSec(), s.opsPerSec()), ms(s.p50), ms(g.p50), float64(g.p50-s.p50)/float64(time.Millisecond),
 			uOps, uRatio, uP50, ratio(gc.opsPerSec(), nc.opsPerSec()))
 	}
-	b.WriteString("\n| read | nginx warm MB/s | granary warm MB/s | granary / nginx | granary unsigned MB/s | unsigned / nginx | nginx first pass MB/s | granary first pass MB/s | granary first pass / nginx first pass |\n" +
-		"|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(b, "\n| read | %[2]s warm MB/s | %[1]s warm MB/s | %[1]s / %[2]s | %[1]s unsigned MB/s | unsigned / %[2]s | %[2]s first pass MB/s | %[1]s first pass MB/s | %[1]s first pass / %[2]s first pass |\n"+
+		"|---|---:|---:|---:|---:|---:|---:|---:|---:|\n", S, R)
 	for _, l := range r.large {
-		if l.target != "nginx warm" {
+		if l.target != r.pass(roleReference, "warm") {
 			continue
 		}
-		g, nc, gc := r.findLarge(l, "granary warm"), r.findLarge(l, "nginx cold"), r.findLarge(l, "granary cold")
-		u, uMBps, uRatio := r.findLarge(l, granaryUnsigned), "n/a", "n/a"
+		g, nc, gc := r.findLarge(l, r.pass(roleSubject, "warm")), r.findLarge(l, r.pass(roleReference, "cold")), r.findLarge(l, r.pass(roleSubject, "cold"))
+		u, uMBps, uRatio := r.findLarge(l, r.pass(roleSubjectUnsigned, "")), "n/a", "n/a"
 		if u.bytes > 0 {
 			uMBps, uRatio = fmt.Sprintf("%.0f", u.mbPerSec()), ratio(u.mbPerSec(), l.mbPerSec())
 		}
@@ -62,32 +73,36 @@ func (r *report) nginxTables(b *strings.Builder) {
 			ratio(g.mbPerSec(), l.mbPerSec()), uMBps, uRatio, nc.mbPerSec(), gc.mbPerSec(), ratio(gc.mbPerSec(), nc.mbPerSec()))
 	}
 	b.WriteString("\n")
-	r.nginxHitNote(b)
+	r.nginxHitNote(b, ref)
 }
 
-// nginxHitNote says how many of nginx's warm answers were cache hits: a
-// warm pass that is not all hits measured the origin, not the cache.
-func (r *report) nginxHitNote(b *strings.Builder) {
+// nginxHitNote says how many of the reference's warm answers were cache
+// hits: a warm pass that is not all hits measured the origin, not the
+// cache.
+func (r *report) nginxHitNote(b *strings.Builder, ref target) {
 	var hits, all int64
+	warm := r.pass(roleReference, "warm")
 	for _, s := range r.small {
-		if s.target == "nginx warm" {
+		if s.target == warm {
 			hits, all = hits+s.cacheHits, all+s.cacheHits+s.cacheOthers
 		}
 	}
 	for _, l := range r.large {
-		if l.target == "nginx warm" {
+		if l.target == warm {
 			hits, all = hits+l.cacheHits, all+l.cacheHits+l.cacheOthers
 		}
 	}
-	fmt.Fprintf(b, "nginx answered %d of its %d warm GETs from its cache (X-Cache-Status: HIT).\n\n", hits, all)
+	fmt.Fprintf(b, "%s answered %d of its %d warm GETs from its cache (X-Cache-Status: HIT).\n\n", ref.label(), hits, all)
 }
 
-// nginxTargets renders the targets against nginx.
+// nginxTargets renders the targets against the reference.
 func (r *report) nginxTargets(b *strings.Builder) {
-	if !r.hasGranary() || !r.hasNginx() {
+	_, ref, ok := r.compared()
+	if !ok {
 		return
 	}
-	b.WriteString("## The issue's targets against nginx\n\n| goal | measured | target | met |\n|---|---:|---:|---|\n")
+	R := ref.label()
+	fmt.Fprintf(b, "## The issue's targets against %s\n\n| goal | measured | target | met |\n|---|---:|---:|---|\n", R)
 	goal := func(name, measured, target string, ok, have bool) {
 		met := map[bool]string{true: "yes", false: "**no**"}[ok]
 		if !have {
@@ -95,51 +110,53 @@ func (r *report) nginxTargets(b *strings.Builder) {
 		}
 		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", name, measured, target, met)
 	}
+	warm, gWarm := r.pass(roleReference, "warm"), r.pass(roleSubject, "warm")
 	for _, s := range r.small {
-		if s.target != "nginx warm" {
+		if s.target != warm {
 			continue
 		}
-		g := r.findSmall(s, "granary warm")
+		g := r.findSmall(s, gWarm)
 		x := g.opsPerSec() / s.opsPerSec()
-		goal(fmt.Sprintf("warm %s GETs, %d clients", s.set, s.conc), fmt.Sprintf("%.2fx nginx", x), "≥ 1.00x nginx", x >= 1, g.n > 0)
-		u := r.findSmall(s, granaryUnsigned)
+		goal(fmt.Sprintf("warm %s GETs, %d clients", s.set, s.conc), fmt.Sprintf("%.2fx %s", x, R), fmt.Sprintf("≥ 1.00x %s", R), x >= 1, g.n > 0)
+		u := r.findSmall(s, r.pass(roleSubjectUnsigned, ""))
 		x = u.opsPerSec() / s.opsPerSec()
-		goal(fmt.Sprintf("warm %s GETs, %d clients, unsigned as nginx", s.set, s.conc), fmt.Sprintf("%.2fx nginx", x), "≥ 1.00x nginx", x >= 1, u.n > 0)
+		goal(fmt.Sprintf("warm %s GETs, %d clients, unsigned as %s", s.set, s.conc, R), fmt.Sprintf("%.2fx %s", x, R), fmt.Sprintf("≥ 1.00x %s", R), x >= 1, u.n > 0)
 		if s.conc == 16 {
 			d := g.p50 - s.p50
 			goal(fmt.Sprintf("warm %s p50, 16 clients", s.set), fmt.Sprintf("%s vs %s (%+.2f ms)", ms(g.p50), ms(s.p50), float64(d)/float64(time.Millisecond)),
-				"≤ nginx + 0.30 ms", d <= nginxP50Slack, g.n > 0)
+				fmt.Sprintf("≤ %s + 0.30 ms", R), d <= nginxP50Slack, g.n > 0)
 		}
 	}
 	for _, l := range r.large {
-		if l.target != "nginx warm" {
+		if l.target != warm {
 			continue
 		}
-		g := r.findLarge(l, "granary warm")
+		g := r.findLarge(l, gWarm)
 		x := g.mbPerSec() / l.mbPerSec()
-		goal(fmt.Sprintf("warm %s, %s", sizeName(l.bytes), l.mode), fmt.Sprintf("%.2fx nginx", x), "≥ 1.50x nginx", x >= 1.5, g.bytes > 0)
+		goal(fmt.Sprintf("warm %s, %s", sizeName(l.bytes), l.mode), fmt.Sprintf("%.2fx %s", x, R), fmt.Sprintf("≥ 1.50x %s", R), x >= 1.5, g.bytes > 0)
 	}
-	r.coldTargets(goal)
+	r.coldTargets(goal, R)
 	b.WriteString("\n")
 }
 
-// coldTargets adds the first-pass goals: granary's first pass against
-// nginx's, for every small set and large read.
-func (r *report) coldTargets(goal func(name, measured, target string, ok, have bool)) {
+// coldTargets adds the first-pass goals: the subject's first pass against
+// the reference's (named R), for every small set and large read.
+func (r *report) coldTargets(goal func(name, measured, target string, ok, have bool), R string) {
+	cold, gCold := r.pass(roleReference, "cold"), r.pass(roleSubject, "cold")
 	for _, s := range r.small {
-		if s.target != "nginx cold" {
+		if s.target != cold {
 			continue
 		}
-		g := r.findSmall(s, "granary cold")
+		g := r.findSmall(s, gCold)
 		x := g.opsPerSec() / s.opsPerSec()
-		goal(fmt.Sprintf("first pass, %s GETs, %d clients", s.set, s.conc), fmt.Sprintf("%.2fx nginx", x), "≥ 0.90x nginx", x >= 0.9, g.n > 0)
+		goal(fmt.Sprintf("first pass, %s GETs, %d clients", s.set, s.conc), fmt.Sprintf("%.2fx %s", x, R), fmt.Sprintf("≥ 0.90x %s", R), x >= 0.9, g.n > 0)
 	}
 	for _, l := range r.large {
-		if l.target != "nginx cold" {
+		if l.target != cold {
 			continue
 		}
-		g := r.findLarge(l, "granary cold")
+		g := r.findLarge(l, gCold)
 		x := g.mbPerSec() / l.mbPerSec()
-		goal(fmt.Sprintf("first pass, %s, %s", sizeName(l.bytes), l.mode), fmt.Sprintf("%.2fx nginx", x), "≥ 0.90x nginx", x >= 0.9, g.bytes > 0)
+		goal(fmt.Sprintf("first pass, %s, %s", sizeName(l.bytes), l.mode), fmt.Sprintf("%.2fx %s", x, R), fmt.Sprintf("≥ 0.90x %s", R), x >= 0.9, g.bytes > 0)
 	}
 }

@@ -17,7 +17,7 @@ func TestNginxReportTargets(t *testing.T) {
 		return largeResult{mode: "single stream", target: target, bytes: 1 << 30,
 			elapsed: time.Duration(float64(time.Second) * float64(1<<30) / 1e6 / mbps)}
 	}
-	rep := &report{plan: quickPlan(), granaryRAM: 1 << 30,
+	rep := &report{plan: quickPlan(), granaryRAM: 1 << 30, targets: localLineup(),
 		small: []smallResult{
 			small("minio", 5000, 3*time.Millisecond), small("nginx cold", 4000, 4*time.Millisecond),
 			small("nginx warm", 20000, time.Millisecond), small("granary cold", 3800, 4*time.Millisecond),
@@ -43,4 +43,12 @@ func TestNginxReportTargets(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
 	}
+}
+
+// localLineup is the local lineup's targets as the reads scenario names
+// them, without their servers.
+func localLineup() []target {
+	return []target{{name: "minio", targetKind: kindMinio}, {name: "trivial", targetKind: kindTrivial},
+		{name: "nginx", targetKind: kindNginx}, {name: "granary", targetKind: kindGranary},
+		{name: granaryUnsigned, targetKind: kindGranaryUnsigned}}
 }

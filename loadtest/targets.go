@@ -22,18 +22,22 @@ import (
 	"time"
 )
 
-// target is one server under measurement.
+// target is one server under measurement: where it is and how it is
+// read, and what the reads report may say of it (lineup.go). Nothing
+// measures a target by its name; the name labels its rows.
 type target struct {
-	name      string // "minio", "trivial", "nginx", "granary"
+	name      string // the report's label, e.g. "minio", "nginx", or an -endpoint's URL
 	endpoint  string // http://host:port, or https://
 	access    string
 	secret    string
+	region    string         // what requests are signed for; "" is us-east-1
 	anonymous bool           // unsigned GETs (nginx: a public-read bucket)
 	roots     *x509.CertPool // what an https endpoint is verified against
 	// procs and origin are the target's own processes and, for a cache,
 	// its origin's, whose CPU time the reads scenario charges per GET
 	// (reads_cpu.go); nil where there are none apart from the client.
 	procs, origin procSet
+	targetKind
 }
 
 // trivialServer serves objects from memory by path (/bucket/key), whole or
