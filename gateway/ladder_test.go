@@ -72,3 +72,24 @@ func TestLadderEnds(t *testing.T) {
 	}
 }
 
+func TestMetaLadders(t *testing.T) {
+	for _, c := range []struct {
+		had, owns, chunk bool
+		want             string
+	}{
+		{had: true, want: "stat"},
+		{had: true, owns: true, want: "stat"},
+		{owns: true, chunk: true, want: "heir origin+chunk"},
+		{owns: true, want: "heir stat"},
+		{chunk: true, want: "owners+chunk"},
+		{want: "owners"},
+	} {
+		var names []string
+		for _, r := range metaPlan(c.had, c.owns, c.chunk) {
+			names = append(names, r.String())
+		}
+		if got := strings.Join(names, " "); got != c.want {
+			t.Errorf("had %v, owns %v, chunk %v: plan %q, want %q", c.had, c.owns, c.chunk, got, c.want)
+		}
+	}
+}

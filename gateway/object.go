@@ -166,22 +166,9 @@ func (e *Engine) loadInfo(ctx context.Context, bucket, key string, first intent)
 	k := metaKey(bucket, key)
 	seq := e.meta.sequence()
 	stale, had := e.meta.get(k)
-	var info store.ObjectInfo
-	var fl *flight
-	var err error
 	owns := first.has(wantAsked) || e.ownsFirstChunk(bucket, key)
-	switch {
-	case !had && owns && e.peer != nil && e.fromHeir(ctx, bucket, key, &info):
-		// The former owner of the first chunk knew it: no origin call.
-	case !had && first != wantNoChunk && !e.holdsVersions(bucket, key) && owns:
-		info, fl, err = e.fetchWithFirstChunk(ctx, bucket, key, first)
-	case !had && !owns && first != wantNoChunk && !e.holdsVersions(bucket, key):
-		info, fl, err = e.firstFromOwners(ctx, bucket, key, first)
-	case !had && !owns:
-		info, err = e.headFromOwners(ctx, bucket, key)
-	default:
-		info, err = e.origin.Stat(ctx, bucket, key)
-	}
+	chunk := !had && first != wantNoChunk && !e.holdsVersions(bucket, key)
+	info, fl, err := e.askMeta(ctx, bucket, key, first, metaPlan(had, owns, chunk))
 	noStale := e.freshness(bucket).NoStale
 	switch {
 	case had && unavailable(err) && !noStale:
