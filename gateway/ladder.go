@@ -161,6 +161,26 @@ func flightWalker(id store.ChunkID, n int64, want intent) walker {
 	return walker{plan: flightPlan(want), id: id, n: n, want: want, mine: true}
 }
 
+// pause is where a walk paused: the rest of a walker that goes on later,
+// elsewhere (see objectReader.resolve).
+type pause struct {
+	at    int
+	asked asked
+	want  intent
+	paid  bool
+}
+
+// paused is w at its pause.
+func (w *walker) paused() pause { return pause{at: w.at, asked: w.asked, want: w.want, paid: w.paid} }
+
+// walker is the walk of p's plan for n bytes of chunk id, going on from
+// pause p.
+func (p pause) walker(pur purpose, id store.ChunkID, n int64) walker {
+	w := newWalker(pur, id, n, p.want)
+	w.at, w.asked, w.paid = p.at, p.asked, p.paid
+	return w
+}
+
 // found is where a walk found its chunk: from is the rung; ref is the
 // chunk in memory or arriving, local a copy read in place (rungLocal),
 // body the bytes a flight reads (rungTee, rungOrigin), or err why the

@@ -20,8 +20,7 @@ type future struct {
 	ready   chan struct{}
 	ref     chunkRef
 	local   opener
-	w       walker // the chunk's walk down its plan (forGet)
-	retried bool   // a transient failure was retried; set by the reader only
+	retried bool // a transient failure was retried; set by the reader only
 	// paid is the working memory the future holds for its chunk (0 when
 	// holding it is free: chunkRef.free); set by the lookup goroutine
 	// until ready is closed, then by the reader only.
@@ -126,15 +125,15 @@ func (r *objectReader) fill() error {
 		f := &future{idx: r.next, ready: make(chan struct{})}
 		f.holders.Store(1)
 		n := r.e.chunkLen(r.info.Size, f.idx)
-		f.w = newWalker(forGet, r.e.chunkID(r.info, f.idx), n, wantNow)
-		f.w.paid = true
+		w := newWalker(forGet, r.e.chunkID(r.info, f.idx), n, wantNow)
+		w.paid = true
 		if f.idx == r.askedIdx {
-			f.w.asked = r.asked
+			w.asked = r.asked
 		}
 		if f.idx == 0 {
-			f.w.first, r.first = r.first, nil // read it, never again
+			w.first, r.first = r.first, nil // read it, never again
 		}
-		if got, ok := r.e.walk(&f.w); ok {
+		if got, ok := r.e.walk(&w); ok {
 			f.ref = got.ref
 			if got.from == rungFirst {
 				f.paid, r.prepaid = r.prepaid, 0
@@ -152,24 +151,30 @@ func (r *objectReader) fill() error {
 			}
 			f.paid = n
 		case r.e.mem.tryTake(n):
-			f.paid, f.w.want = n, wantAhead
+			f.paid, w.want = n, wantAhead
 		default:
 			return nil
 		}
 		f.holders.Store(2)
 		r.push(f)
-		go func() {
-			got, _ := r.e.walk(&f.w) // its plan ends at the flight rung
-			f.ref, f.local = got.ref, got.local
-			if f.ref.free { // RAM, or a flight in the air, has it
-				r.e.mem.give(f.paid)
-				f.paid = 0
-			}
-			close(f.ready)
-			r.e.letGo(f)
-		}()
+		go r.resolve(f, w.paused())
 	}
 	return nil
+}
+
+// resolve goes on with f's walk from its pause p, on the goroutine fill
+// starts, and resolves f. The walk is made again from p rather than
+// carried: a chunk found in RAM puts no walker on the heap.
+func (r *objectReader) resolve(f *future, p pause) {
+	w := p.walker(forGet, r.e.chunkID(r.info, f.idx), r.e.chunkLen(r.info.Size, f.idx))
+	got, _ := r.e.walk(&w) // its plan ends at the flight rung
+	f.ref, f.local = got.ref, got.local
+	if f.ref.free { // RAM, or a flight in the air, has it
+		r.e.mem.give(f.paid)
+		f.paid = 0
+	}
+	close(f.ready)
+	r.e.letGo(f)
 }
 
 // push appends f to the window.
