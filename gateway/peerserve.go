@@ -109,17 +109,15 @@ func (b peerBackend) StoreChunk(r peer.ChunkRequest, data []byte) error {
 // the origin are not compared: the origin's clock is another machine's.)
 func (b peerBackend) Forget(bucket, key string, written *store.ObjectInfo, writer string) {
 	e := b.e
-	if e.peer != nil {
-		defer e.peer.forgets.lock(bucket, key)()
-	}
-	if written != nil && e.peer != nil {
+	defer e.peer.forgets.lock(bucket, key)()
+	if written != nil {
 		if w, ok := e.peer.pending.get(bucket, key); ok && w.modified.After(written.LastModified) {
 			return
 		}
 	}
 	e.forgetObject(bucket, key)
 	e.catalogChanged(bucket, key, written)
-	if written == nil || e.peer == nil {
+	if written == nil {
 		return
 	}
 	e.peer.pending.put(bucket, key, pendingWrite{etag: written.ETag, writer: writer, modified: written.LastModified, at: time.Now()})
@@ -138,9 +136,7 @@ func (b peerBackend) ForgetAll(from string) {
 	e := b.e
 	e.meta.dropAll()
 	e.lists.dropAll()
-	if e.peer != nil {
-		e.peer.pending.dropAll()
-	}
+	e.peer.pending.dropAll()
 	e.log.Info().Str("peer", from).Msg("forgot every object's metadata: a member's changes were missed")
 }
 
