@@ -195,56 +195,56 @@ type found struct {
 
 // walk tries w's rungs from w.at on, in order, and reports the first that
 // has the chunk; false at a pause (walk again to go on) or the plan's end.
-func (e *Engine) walk(w *walker) (found, bool) {
+func (e *Engine) walk(w *walker) (got found, ok bool) {
 	for w.at < len(w.plan.rungs) {
 		r := w.plan.rungs[w.at]
 		w.at++
 		if r == rungPause {
-			return found{}, false
+			return got, false
 		}
-		if got, ok := e.try(w, r); ok {
+		if e.try(w, r, &got) {
 			got.from = r
 			return got, true
 		}
 	}
-	return found{}, false
+	return got, false
 }
 
-// try asks one rung for w's chunk.
-func (e *Engine) try(w *walker, r rung) (found, bool) {
+// try asks one rung for w's chunk, and sets *got if it has it.
+func (e *Engine) try(w *walker, r rung, got *found) bool {
 	switch r {
 	case rungFirst:
 		if w.first != nil && w.id.Index == 0 {
-			return found{ref: chunkRef{fl: w.first}}, true
+			got.ref = chunkRef{fl: w.first}
+			return true
 		}
 	case rungRAM:
 		b, ok := e.lookupRAM(w.id, w.record(askedRAM))
 		if ok && int64(len(b)) == w.n {
-			return found{ref: chunkRef{data: b, free: true}}, true
+			got.ref = chunkRef{data: b, free: true}
+			return true
 		}
 	case rungLocal:
-		if open := e.localSource(w.id); open != nil {
-			return found{local: open}, true
-		}
+		got.local = e.localSource(w.id)
+		return got.local != nil
 	case rungLoad:
-		return e.tryLoad(w)
+		return e.tryLoad(w, got)
 	case rungTiers:
-		return e.tryTiers(w)
+		return e.tryTiers(w, got)
 	case rungFlight:
 		f, started := e.startFlight(w.id, w.n, w.want, w.paid)
-		if !started {
-			return found{ref: chunkRef{fl: f, free: true}}, true
+		got.ref = chunkRef{fl: f, free: !started}
+		if started {
+			go e.runFlight(w.id, f, nil, false)
 		}
-		go e.runFlight(w.id, f, nil, false)
-		return found{ref: chunkRef{fl: f}}, true
+		return true
 	case rungTee:
-		if rc := e.teeReader(w.id, w.n); rc != nil {
-			return found{body: rc}, true
-		}
+		got.body = e.teeReader(w.id, w.n)
+		return got.body != nil
 	default:
-		return e.tryMembers(w, r)
+		return e.tryMembers(w, r, got)
 	}
-	return found{}, false
+	return false
 }
 
 // record reports whether w's ask of tier t is recorded as an access (its
@@ -256,7 +256,7 @@ func (w *walker) record(t asked) bool {
 }
 
 // tryTiers looks in RAM (and hot), then on disk.
-func (e *Engine) tryTiers(w *walker) (found, bool) {
+func (e *Engine) tryTiers(w *walker, got *found) bool {
 	recRAM, recDisk := w.record(askedRAM), w.record(askedDisk)
 	b, ram := e.lookupRAM(w.id, recRAM)
 	ok := ram
@@ -264,27 +264,29 @@ func (e *Engine) tryTiers(w *walker) (found, bool) {
 		b, ok = e.lookupDisk(w.id, recDisk)
 	}
 	if !ok || int64(len(b)) != w.n {
-		return found{}, false
+		return false
 	}
-	return found{ref: chunkRef{data: b, free: ram}}, true
+	got.ref = chunkRef{data: b, free: ram}
+	return true
 }
 
 // tryLoad joins the object's metadata load for its first chunk.
-func (e *Engine) tryLoad(w *walker) (found, bool) {
+func (e *Engine) tryLoad(w *walker, got *found) bool {
 	if w.id.Index != 0 {
-		return found{}, false
+		return false
 	}
 	info, first, err := e.objectInfo(w.ctx, w.id.Bucket, w.id.Key, wantAsked)
 	if err != nil || info.ETag != w.id.ETag || first == nil {
-		return found{}, false
+		return false
 	}
-	return found{ref: chunkRef{fl: first}}, true
+	got.ref = chunkRef{fl: first}
+	return true
 }
 
 // tryMembers is a flight's rungs past the tee: the members to read the
 // chunk from are gathered, in order, and the origin rung opens them (a
 // failover ending at the origin) or the origin alone.
-func (e *Engine) tryMembers(w *walker, r rung) (found, bool) {
+func (e *Engine) tryMembers(w *walker, r rung, got *found) bool {
 	switch r {
 	case rungOwners:
 		var ask []cluster.Member
@@ -307,10 +309,11 @@ func (e *Engine) tryMembers(w *walker, r rung) (found, bool) {
 		}
 	case rungOrigin:
 		if len(w.members) > 0 {
-			return found{body: e.peerBody(w.id, w.n, w.members)}, true
+			got.body = e.peerBody(w.id, w.n, w.members)
+		} else {
+			got.body, got.err = e.openOrigin(w.id, w.n)
 		}
-		body, err := e.openOrigin(w.id, w.n)
-		return found{body: body, err: err}, true
+		return true
 	}
-	return found{}, false
+	return false
 }
