@@ -65,3 +65,38 @@ func readAll(b *testing.B, r *rig, key string) {
 		b.Fatal(fmt.Sprint(n, err))
 	}
 }
+
+// BenchmarkWarmGet reads objects that the RAM tier holds: a small object
+// (one chunk, the Get fast path) and a ranged read across four chunks
+// (the object reader's window), reporting the allocations per read.
+func BenchmarkWarmGet(b *testing.B) {
+	r := newRig(b, rigOptions{chunk: 64 << 10, fresh: Freshness{Mode: Immutable}})
+	r.seed("small", randBytes(b, 16<<10))
+	r.seed("multi", randBytes(b, 4*64<<10))
+	for _, c := range []struct {
+		name, key string
+		n         int64
+	}{{"one-chunk", "small", 16 << 10}, {"four-chunks", "multi", 4 * 64 << 10}} {
+		b.Run(c.name, func(b *testing.B) {
+			warmRead(b, r, c.key, c.n)
+			b.SetBytes(c.n)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				warmRead(b, r, c.key, c.n)
+			}
+		})
+	}
+}
+
+func warmRead(b *testing.B, r *rig, key string, size int64) {
+	obj, err := r.e.Get(context.Background(), r.bucket, key, GetOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	n, err := io.Copy(io.Discard, obj)
+	obj.Close()
+	if err != nil || n != size {
+		b.Fatal(fmt.Sprint(n, err))
+	}
+}

@@ -1,14 +1,13 @@
-// Chunk lookup: the tiers first (RAM, then disk, promoting disk hits to RAM),
-// else one flight per chunk that reads the origin and fills the tiers.
+// Chunks in memory or arriving: the refs readers hold, the one flight per
+// chunk that fetches it (started by the ladder's flight rung, ladder.go)
+// and where a fetched chunk is stored.
 package gateway
 
 import (
 	"context"
 	"errors"
 	"io"
-	"slices"
 
-	"github.com/granary-dev/granary/cluster"
 	"github.com/granary-dev/granary/store"
 )
 
@@ -63,82 +62,6 @@ func (e *Engine) chunkLen(size, idx int64) int64 {
 	return min(e.opts.ChunkSize, size-idx*e.opts.ChunkSize)
 }
 
-// look says which tiers record a lookup as an access. The tiers' admission
-// policy counts accesses, so one read of a chunk must be recorded once by
-// each tier it asks, however often the engine looks (the fast path, the
-// reader's window, the fetch, the flight's second look).
-type look int
-
-const (
-	lookAll  look = iota // a first look: both tiers record it
-	lookDisk             // RAM was asked already: it only peeks
-	lookNone             // a look again, or a fill's: both peek
-)
-
-// tierGet gets id from t, recording the access or only peeking.
-func tierGet(t store.Tier, id store.ChunkID, record bool) ([]byte, error) {
-	if p, ok := t.(store.Peeker); ok && !record {
-		return p.Peek(id)
-	}
-	return t.Get(id)
-}
-
-// lookupRAM returns the chunk if the RAM tier, or the hot tier of copies
-// read from owners, holds it.
-func (e *Engine) lookupRAM(id store.ChunkID, record bool) ([]byte, bool) {
-	tier := "ram"
-	var b []byte
-	err := store.ErrNotFound
-	if e.opts.RAM != nil {
-		b, err = tierGet(e.opts.RAM, id, record)
-	}
-	if err != nil && e.opts.Hot != nil {
-		tier = "hot"
-		b, err = tierGet(e.opts.Hot, id, record)
-	}
-	if err != nil {
-		return nil, false
-	}
-	e.m.hit(id.Bucket, tier, len(b))
-	e.buckets.of(id.Bucket).hits.Add(1)
-	return b, true
-}
-
-// lookupDisk returns the chunk if the disk tier holds it, and promotes it.
-func (e *Engine) lookupDisk(id store.ChunkID, record bool) ([]byte, bool) {
-	if e.opts.Disk == nil {
-		return nil, false
-	}
-	b, err := tierGet(e.opts.Disk, id, record)
-	if err != nil {
-		return nil, false
-	}
-	e.m.hit(id.Bucket, "disk", len(b))
-	e.buckets.of(id.Bucket).hits.Add(1)
-	if e.opts.RAM != nil {
-		e.opts.RAM.Put(id, b) // best effort: a full RAM tier just misses later
-	}
-	return b, true
-}
-
-// lookupLen looks in RAM, then on disk, for a chunk of known length. A hit
-// of another length (a tier filled under another chunk size) is a miss,
-// never served.
-func (e *Engine) lookupLen(id store.ChunkID, n int64, l look) ([]byte, bool) {
-	ref, ok := e.lookupRef(id, n, l)
-	return ref.data, ok
-}
-
-// lookupRef is lookupLen, saying whether the chunk came from RAM.
-func (e *Engine) lookupRef(id store.ChunkID, n int64, l look) (chunkRef, bool) {
-	b, ram := e.lookupRAM(id, l == lookAll)
-	ok := ram
-	if !ok {
-		b, ok = e.lookupDisk(id, l != lookNone)
-	}
-	return chunkRef{data: b, free: ram}, ok && int64(len(b)) == n
-}
-
 // costsNothing reports whether a reader may hold chunk id without paying
 // the working memory for it: the RAM (or hot) tier holds it (looked up
 // recording no access, counting no hit) or a flight for it is in the air.
@@ -160,25 +83,6 @@ func (e *Engine) inAir(f *flight) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return !f.retired
-}
-
-// chunk returns chunk idx of the object version info names, from a tier or
-// from a flight (joined or started). It never blocks on the origin. paid
-// says the caller (a reader) has paid the working memory for the chunk:
-// a flight it starts is charged nothing more (see budget.go); a free ref
-// needs no payment.
-func (e *Engine) chunk(info store.ObjectInfo, idx int64, want intent, l look, paid bool) chunkRef {
-	id := e.chunkID(info, idx)
-	n := e.chunkLen(info.Size, idx)
-	if ref, ok := e.lookupRef(id, n, l); ok {
-		return ref
-	}
-	f, started := e.startFlight(id, n, want, paid)
-	if !started {
-		return chunkRef{fl: f, free: true}
-	}
-	go e.runFlight(id, f, nil, false)
-	return chunkRef{fl: f}
 }
 
 // startFlight registers a flight for id, or returns the one in the air.
@@ -216,9 +120,9 @@ func (e *Engine) hand(f *flight, n int64) {
 	e.mem.give(n)
 }
 
-// runFlight fills f from body, or from where openSource reads it when body
-// is nil, then stores the chunk in the tiers and retires the flight. A
-// body given is local (read from the origin here, this node stores it as
+// runFlight fills f from body, or when body is nil from where its plan
+// finds the chunk (flightPlan), then stores the chunk in the tiers and
+// retires the flight. A body given is local (read from the origin here, this node stores it as
 // read here) or not (read from its owner: a hot copy).
 //
 // The flight stays registered until the chunk is in the tiers (or failed),
@@ -232,19 +136,23 @@ func (e *Engine) runFlight(id store.ChunkID, f *flight, body io.ReadCloser, loca
 	want := f.intent(&e.mu)
 	staged := false
 	if body == nil {
-		local = true
-		if b, ok := e.lookupLen(id, int64(len(f.buf)), lookNone); ok {
-			copy(f.buf, b)
-			f.publish(len(b), nil, true)
+		w := flightWalker(id, int64(len(f.buf)), want)
+		got, _ := e.walk(&w) // the origin rung ends every flight's plan
+		switch {
+		case got.err != nil:
+			e.flightFailed(id, f, got.err)
 			return
-		}
-		var err error
-		if body = e.teeReader(id, int64(len(f.buf))); body != nil {
+		case got.from == rungTiers:
+			copy(f.buf, got.ref.data)
+			f.publish(len(got.ref.data), nil, true)
+			return
+		case got.from == rungTee:
 			staged, f.staged = true, true
-		} else if body, local, err = e.openSource(id, int64(len(f.buf)), want); err != nil {
-			e.flightFailed(id, f, err)
-			return
 		}
+		// A body read from members is this node's own chunk only where
+		// it owns it (else a hot copy); one from the tee or the origin
+		// alone always is (mine is false only where owners are asked).
+		body, local = got.body, w.mine
 	}
 	defer body.Close()
 	data, err := f.fill(body)
@@ -264,45 +172,6 @@ func (e *Engine) runFlight(id store.ChunkID, f *flight, body io.ReadCloser, loca
 	// A chunk read from a tee is on this node's disk already: the fill
 	// that owns the tee writes it to the disk tier, after the readers.
 	e.placeChunk(id, data, want, !staged)
-}
-
-// openSource opens chunk id (n bytes) where it is read from: in a
-// cluster, its owners (unless this node
-// reads it itself: asked as the owner, or wanted kept),
-// the member that wrote it if the origin may not have it yet, and, for a
-// chunk this node owns, its former owners' tiers; else the origin. local
-// reports that this node owns the chunk (it stores it as such; else it
-// keeps a hot copy).
-func (e *Engine) openSource(id store.ChunkID, n int64, want intent) (body io.ReadCloser, local bool, err error) {
-	mine, ask := true, []cluster.Member(nil)
-	keep := want.has(wantKept)
-	if !want.has(wantAsked) && !keep {
-		mine, ask = e.chunkOwners(id)
-	}
-	srcs := owners(ask)
-	if w, ok := e.pendingWriter(id); ok {
-		// Written through w, maybe not at the origin yet.
-		srcs = append(srcs, source{m: w})
-	}
-	if mine && !keep {
-		// Owned here but missing: a former owner may hold it.
-		for _, h := range e.heirs(id) {
-			if !slices.ContainsFunc(srcs, func(s source) bool { return s.m.ID == h.ID }) {
-				srcs = append(srcs, source{m: h, cached: true})
-			}
-		}
-	}
-	if len(srcs) > 0 {
-		return e.peerBody(id, n, srcs), mine, nil
-	}
-	ctx, watch, cancel := watchStalls(context.Background(), e.opts.FetchTimeout)
-	off := id.Index * e.opts.ChunkSize
-	rc, _, err := e.origin.Get(ctx, id.Bucket, id.Key, store.ReadRange{Offset: off, Length: n, ETag: id.ETag})
-	if err != nil {
-		cancel()
-		return nil, true, err
-	}
-	return watch(rc), true, nil
 }
 
 // retire unregisters f, unless another flight for id took its place, and

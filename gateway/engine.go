@@ -97,7 +97,7 @@ type Engine struct {
 
 	filler *diskFiller // nil without a disk tier
 	tees   *tees       // nil without Options.Tee
-	peer   *peerState  // nil without Options.Peers
+	peer   *peerState  // the cluster, or this node on its own (solo.go)
 
 	fills     sync.WaitGroup // background fills (see fill.go) and revalidations
 	revals    revalidations  // background revalidations (see revalidate.go)
@@ -138,10 +138,7 @@ func New(opts Options) (*Engine, error) {
 		peer:    newPeerState(opts.Peers),
 	}
 	e.fillCtx, e.stopFills = context.WithCancel(context.Background())
-	if e.peer != nil {
-		e.peer.loop.Add(1)
-		go e.peerLoop()
-	}
+	e.peer.run(e.peerLoop)
 	if opts.Tee != nil {
 		e.tees = newTees(opts.Tee)
 	}
@@ -168,10 +165,8 @@ func (e *Engine) Close() error {
 	e.closing.Do(func() {
 		e.stopFills()
 		e.fills.Wait()
-		if e.peer != nil {
-			e.peer.loop.Wait()
-			e.peer.pushes.Wait()
-		}
+		e.peer.loop.Wait()
+		e.peer.pushes.Wait()
 		if e.tees != nil {
 			if err := e.tees.close(); err != nil {
 				e.log.Warn().Err(err).Msg("closing the tee store")
@@ -211,9 +206,7 @@ func (e *Engine) forgetObject(bucket, key string) {
 	e.meta.drop(metaKey(bucket, key))
 	e.sf.Forget(metaKey(bucket, key))
 	e.forgetData(bucket, key)
-	if e.peer != nil {
-		e.peer.pending.drop(bucket, key)
-	}
+	e.peer.pending.drop(bucket, key)
 }
 
 // forgetData drops the chunks of every version of bucket/key and the

@@ -363,7 +363,5 @@ func settle(t *testing.T, e *Engine) {
 			t.Fatalf("%d flights still in the air after a minute", n)
 		}
 	}
-	if e.peer != nil {
-		e.peer.pushes.Wait()
-	}
+	e.peer.pushes.Wait()
 }

@@ -85,7 +85,9 @@ func (e *Engine) fillFrom(ctx context.Context, info store.ObjectInfo) {
 			return
 		}
 		n := e.chunkLen(info.Size, idx)
-		ref := e.chunk(info, idx, wantWrite, lookNone, false)
+		w := newWalker(forFill, e.chunkID(info, idx), n, wantWrite)
+		got, _ := e.walk(&w) // its plan ends at the flight rung
+		ref := got.ref
 		if err := ref.stored(ctx, n); err != nil {
 			return
 		}
@@ -94,7 +96,7 @@ func (e *Engine) fillFrom(ctx context.Context, info store.ObjectInfo) {
 		}
 		if b, err := ref.bytesAt(ctx, 0); err == nil && int64(len(b)) == n {
 			e.filler.waitRoom(ctx, n)
-			e.filler.enqueue(e.chunkID(info, idx), b, true) // held already: a lookup
+			e.filler.enqueue(w.id, b, true) // held already: a lookup
 		}
 	}
 }

@@ -1,6 +1,6 @@
 // Why a chunk is wanted: one value carried from the request that wants
 // it, through the flight that fetches it, to where the chunk is read from
-// (openSource) and where it is put (placeChunk).
+// (its flight's plan: flightPlan) and where it is put (placeChunk).
 package gateway
 
 // intent is a set of reasons a chunk is wanted; the zero value, wantNow,

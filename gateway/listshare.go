@@ -74,7 +74,7 @@ func (e *Engine) refreshCovers(ctx context.Context) {
 // lists the prefix, if one does; ok is false when the origin must be
 // asked.
 func (e *Engine) listFromMembers(ctx context.Context, bucket string, opts store.ListOptions, fr Freshness) (store.ListPage, bool) {
-	if e.peer == nil || fr.Mode == Always {
+	if fr.Mode == Always {
 		return store.ListPage{}, false
 	}
 	m, ok := e.peer.covers.best(e.peer.peers.Members(), bucket, opts.Prefix, fr, e.opts.Now())

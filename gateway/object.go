@@ -55,22 +55,26 @@ func (e *Engine) Get(ctx context.Context, bucket, key string, opts GetOptions) (
 		obj.ReadCloser = &bytesReader{}
 		return obj, nil
 	}
-	// Fast path: a range inside one chunk that RAM holds is a sub-slice.
-	// Not for chunk 0 when the metadata load brought its flight: this read
-	// was counted a miss, and reads the flight (even one already landed in
-	// RAM; looking it up there would count a hit as well).
-	if idx := off / e.opts.ChunkSize; (off+n-1)/e.opts.ChunkSize == idx && (fl == nil || idx != 0) {
-		if b, ok := e.lookupRAM(e.chunkID(info, idx), true); ok && int64(len(b)) == e.chunkLen(info.Size, idx) {
+	// Fast path: a range inside one chunk that RAM holds is a sub-slice
+	// (the read's plan, forGet, pauses after RAM). Not for chunk 0 when
+	// the metadata load brought its flight: this read was counted a miss,
+	// and reads the flight (even one already landed in RAM; looking it up
+	// there would count a hit as well).
+	idx := off / e.opts.ChunkSize
+	single := (off+n-1)/e.opts.ChunkSize == idx
+	var w walker // the fast path's walk: the reader goes on from what it asked
+	if single && (fl == nil || idx != 0) {
+		w = newWalker(forGet, e.chunkID(info, idx), e.chunkLen(info.Size, idx), wantNow)
+		if got, ok := e.walk(&w); ok {
 			within := off - idx*e.opts.ChunkSize
-			obj.whole = b[within : within+n]
+			obj.whole = got.ref.data[within : within+n]
 			obj.ReadCloser = &bytesReader{data: obj.whole}
 			return obj, nil
 		}
 	}
 	r := e.newReader(ctx, info, off, n)
-	single := off/e.opts.ChunkSize == (off+n-1)/e.opts.ChunkSize
 	if single {
-		r.ramAsked = off / e.opts.ChunkSize // the fast path asked RAM for it
+		r.askedIdx, r.asked = idx, w.asked
 	}
 	if off < e.opts.ChunkSize {
 		r.first = fl // the metadata load's first chunk: read it, never again
@@ -162,22 +166,9 @@ func (e *Engine) loadInfo(ctx context.Context, bucket, key string, first intent)
 	k := metaKey(bucket, key)
 	seq := e.meta.sequence()
 	stale, had := e.meta.get(k)
-	var info store.ObjectInfo
-	var fl *flight
-	var err error
 	owns := first.has(wantAsked) || e.ownsFirstChunk(bucket, key)
-	switch {
-	case !had && owns && e.peer != nil && e.fromHeir(ctx, bucket, key, &info):
-		// The former owner of the first chunk knew it: no origin call.
-	case !had && first != wantNoChunk && !e.holdsVersions(bucket, key) && owns:
-		info, fl, err = e.fetchWithFirstChunk(ctx, bucket, key, first)
-	case !had && !owns && first != wantNoChunk && !e.holdsVersions(bucket, key):
-		info, fl, err = e.firstFromOwners(ctx, bucket, key, first)
-	case !had && !owns:
-		info, err = e.headFromOwners(ctx, bucket, key)
-	default:
-		info, err = e.origin.Stat(ctx, bucket, key)
-	}
+	chunk := !had && first != wantNoChunk && !e.holdsVersions(bucket, key)
+	info, fl, err := e.askMeta(ctx, bucket, key, first, metaPlan(had, owns, chunk))
 	noStale := e.freshness(bucket).NoStale
 	switch {
 	case had && unavailable(err) && !noStale:

@@ -125,7 +125,7 @@ type Options struct {
 	// tiers were given); nil means none.
 	Quotas store.Quotas
 	// Peers, if set, is the cluster: chunks live on their owners (see
-	// peers.go). Owners is R, the owners of a chunk read through (0
+	// peers.go); nil is a node on its own (solo.go). Owners is R, the owners of a chunk read through (0
 	// means 1); data written through the cluster gets max(R, 2).
 	Peers  Peers
 	Owners int

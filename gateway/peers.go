@@ -61,10 +61,11 @@ type PeerClient interface {
 // pushSlots bounds the chunk placements on other members in progress.
 const pushSlots = 8
 
-// peerState is the engine's cluster plumbing (nil-safe when there are no
-// peers).
+// peerState is the engine's cluster plumbing, over the seam Peers: a
+// cluster's view, or solo for a node on its own (never nil).
 type peerState struct {
 	peers   Peers
+	solo    bool           // peers is solo: Options.Peers was nil
 	slots   chan struct{}  // one per push in progress
 	pushes  sync.WaitGroup // pushes and invalidations in the background
 	pending pendingSet     // versions written through other members
@@ -75,10 +76,22 @@ type peerState struct {
 }
 
 func newPeerState(p Peers) *peerState {
+	s := &peerState{peers: p, slots: make(chan struct{}, pushSlots)}
 	if p == nil {
-		return nil
+		s.peers, s.solo = newSolo(), true
 	}
-	return &peerState{peers: p, slots: make(chan struct{}, pushSlots)}
+	return s
+}
+
+// run starts loop (the engine's peerLoop) on its own goroutine, which
+// calls loop.Done when it ends, unless this node is solo: no member is
+// owed its forgets or lists a catalog, so a node alone runs no loop.
+func (p *peerState) run(loop func()) {
+	if p.solo {
+		return
+	}
+	p.loop.Add(1)
+	go loop()
 }
 
 // keyLocks are striped locks by key.
@@ -108,9 +121,6 @@ func (e *Engine) writeCopies() int { return max(e.opts.Owners, 2) }
 // the next one (who holds written chunks, and takes over when the first
 // dies).
 func (e *Engine) chunkOwners(id store.ChunkID) (local bool, ask []cluster.Member) {
-	if e.peer == nil {
-		return true, nil
-	}
 	r := e.readCopies()
 	self := e.peer.peers.Self().ID
 	for i, m := range e.peer.peers.Owners(cluster.ChunkKey(id.Bucket, id.Key, id.Index), max(r, 2)) {
@@ -141,10 +151,6 @@ func (e *Engine) ownsFirstChunk(bucket, key string) bool {
 // node's disk tier to the fill that owns the chunk's local copy.
 func (e *Engine) placeChunk(id store.ChunkID, data []byte, want intent, toDisk bool) {
 	keep := want.has(wantKept)
-	if e.peer == nil {
-		e.storeChunk(id, data, keep, toDisk)
-		return
-	}
 	r := e.readCopies()
 	if want.has(wantWritten) {
 		r = e.writeCopies()
@@ -197,9 +203,6 @@ func (e *Engine) storeHot(id store.ChunkID, data []byte) {
 // (write-back): members learn it, and to read it from this node meanwhile.
 func (e *Engine) invalidate(ctx context.Context, bucket, key string, written *store.ObjectInfo) {
 	e.forgetObject(bucket, key)
-	if e.peer == nil {
-		return
-	}
 	self := e.peer.peers.Self().ID
 	live := make(map[string]bool)
 	var wg sync.WaitGroup
@@ -230,9 +233,6 @@ func (e *Engine) invalidate(ctx context.Context, bucket, key string, written *st
 // heirs returns the other members that may hold chunk id cached from
 // before this node owned it (see Peers.Heirs).
 func (e *Engine) heirs(id store.ChunkID) []cluster.Member {
-	if e.peer == nil {
-		return nil
-	}
 	self := e.peer.peers.Self().ID
 	var out []cluster.Member
 	for _, m := range e.peer.peers.Heirs(cluster.ChunkKey(id.Bucket, id.Key, id.Index)) {
@@ -262,9 +262,6 @@ func (e *Engine) fromHeir(ctx context.Context, bucket, key string, info *store.O
 // first: for a node whose origin does not answer and that never saw the
 // object (a member that did can serve it as stale-if-error would).
 func (e *Engine) fromMembersStale(ctx context.Context, bucket, key string, info *store.ObjectInfo) bool {
-	if e.peer == nil {
-		return false
-	}
 	self := e.peer.peers.Self().ID
 	_, ask := e.chunkOwners(store.ChunkID{Bucket: bucket, Key: key})
 	for _, m := range e.peer.peers.Members() {
@@ -354,9 +351,6 @@ func (e *Engine) firstFromOwners(ctx context.Context, bucket, key string, want i
 // pendingWriter returns the live member that wrote chunk id's version
 // through it, if the origin may not have it yet.
 func (e *Engine) pendingWriter(id store.ChunkID) (cluster.Member, bool) {
-	if e.peer == nil {
-		return cluster.Member{}, false
-	}
 	w, ok := e.peer.pending.writer(id)
 	if !ok || w == e.peer.peers.Self().ID {
 		return cluster.Member{}, false

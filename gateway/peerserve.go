@@ -55,45 +55,34 @@ func (b peerBackend) HeadStale(bucket, key string) (store.ObjectInfo, error) {
 }
 
 // Chunk returns a reader of the chunk r names from r.Off on, for a member
-// that asked this node as an owner: from RAM, a copy staged here, the disk
-// tier, or a flight that reads the origin (never another member: the
-// asker already chose this node), in the order a local reader looks.
-// With r.CachedOnly (a new owner asking a former one), from the tiers
-// only, else store.ErrNotFound. The reader fails if the chunk cannot be
-// had; ctx bounds it.
+// that asked this node as an owner, as its plan has it (forPeer): RAM, a
+// copy staged here, the first chunk's metadata load, the disk tier, or a
+// flight that reads the origin (never another owner: the asker already
+// chose this node). With r.CachedOnly (a new owner asking a former one),
+// from the tiers only (forHandoff), else store.ErrNotFound. The reader
+// fails if the chunk cannot be had; ctx bounds it.
 func (b peerBackend) Chunk(ctx context.Context, r peer.ChunkRequest) (io.Reader, error) {
 	e, id := b.e, r.ID
 	if err := r.Check(e.opts.ChunkSize); err != nil {
 		return nil, err
 	}
+	p := forPeer
 	if r.CachedOnly {
-		data, ok := e.lookupLen(id, r.Len, lookNone)
-		if !ok {
-			return nil, store.ErrNotFound
-		}
-		return &refReader{ctx: ctx, ref: chunkRef{data: data}, off: int(r.Off)}, nil
+		p = forHandoff
 	}
-	if b, ok := e.lookupRAM(id, true); ok && int64(len(b)) == r.Len {
-		return &refReader{ctx: ctx, ref: chunkRef{data: b}, off: int(r.Off)}, nil
-	}
-	if open := e.localSource(id); open != nil {
+	w := newWalker(p, id, r.Len, wantAsked)
+	w.ctx = ctx
+	got, ok := e.walk(&w)
+	switch {
+	case !ok: // a hand-off: the tiers do not hold it
+		return nil, store.ErrNotFound
+	case got.local != nil:
 		// Staged on this node (a write-back save not at the origin yet, a
 		// tee being filled): read in place, as this node's own clients
 		// do, and so a member restoring it holds the uploads back too.
-		return open(id.Index*e.opts.ChunkSize+r.Off, r.Len-r.Off)
+		return got.local(id.Index*e.opts.ChunkSize+r.Off, r.Len-r.Off)
 	}
-	if id.Index == 0 {
-		// The first chunk may be on its way with the object's metadata
-		// (fetchWithFirstChunk registers its flight only once the origin
-		// answered): join that load rather than read the chunk twice.
-		info, first, err := e.objectInfo(ctx, id.Bucket, id.Key, wantAsked)
-		if err == nil && info.ETag == id.ETag && first != nil {
-			return &refReader{ctx: ctx, ref: chunkRef{fl: first}, off: int(r.Off)}, nil
-		}
-	}
-	info := store.ObjectInfo{Bucket: id.Bucket, Key: id.Key, ETag: id.ETag, Size: id.Index*r.Chunk + r.Len}
-	ref := e.chunk(info, id.Index, wantAsked, lookDisk, false) // RAM was looked at above
-	return &refReader{ctx: ctx, ref: ref, off: int(r.Off)}, nil
+	return &refReader{ctx: ctx, ref: got.ref, off: int(r.Off)}, nil
 }
 
 // StoreChunk stores a chunk a member placed on this node as its owner.
@@ -120,17 +109,15 @@ func (b peerBackend) StoreChunk(r peer.ChunkRequest, data []byte) error {
 // the origin are not compared: the origin's clock is another machine's.)
 func (b peerBackend) Forget(bucket, key string, written *store.ObjectInfo, writer string) {
 	e := b.e
-	if e.peer != nil {
-		defer e.peer.forgets.lock(bucket, key)()
-	}
-	if written != nil && e.peer != nil {
+	defer e.peer.forgets.lock(bucket, key)()
+	if written != nil {
 		if w, ok := e.peer.pending.get(bucket, key); ok && w.modified.After(written.LastModified) {
 			return
 		}
 	}
 	e.forgetObject(bucket, key)
 	e.catalogChanged(bucket, key, written)
-	if written == nil || e.peer == nil {
+	if written == nil {
 		return
 	}
 	e.peer.pending.put(bucket, key, pendingWrite{etag: written.ETag, writer: writer, modified: written.LastModified, at: time.Now()})
@@ -149,9 +136,7 @@ func (b peerBackend) ForgetAll(from string) {
 	e := b.e
 	e.meta.dropAll()
 	e.lists.dropAll()
-	if e.peer != nil {
-		e.peer.pending.dropAll()
-	}
+	e.peer.pending.dropAll()
 	e.log.Info().Str("peer", from).Msg("forgot every object's metadata: a member's changes were missed")
 }
 

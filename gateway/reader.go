@@ -60,9 +60,10 @@ type objectReader struct {
 	// first, if set, is chunk 0's flight from the metadata load: the
 	// window takes it instead of looking chunk 0 up again.
 	first *flight
-	// ramAsked is the chunk whose RAM lookup Get recorded already (-1:
-	// none), so the window only peeks at it.
-	ramAsked int64
+	// asked is what Get's fast path asked the tiers already of chunk
+	// askedIdx (-1: none), so the window's walk of it only peeks.
+	askedIdx int64
+	asked    asked
 	closed   bool    // Close ran (or admit refused): not counted in e.reading
 	buf      *[]byte // from localBufs, for localSpan; returned by Close
 	// prepaid is working memory admit took for the range's first chunk,
@@ -76,7 +77,7 @@ var localBufs = sync.Pool{New: func() any { b := make([]byte, maxSpan); return &
 
 func (e *Engine) newReader(ctx context.Context, info store.ObjectInfo, off, n int64) *objectReader {
 	ctx, cancel := context.WithCancel(ctx)
-	r := &objectReader{e: e, ctx: ctx, cancel: cancel, info: info, off: off, end: off + n, ramAsked: -1}
+	r := &objectReader{e: e, ctx: ctx, cancel: cancel, info: info, off: off, end: off + n, askedIdx: -1}
 	r.next = off / e.opts.ChunkSize
 	r.last = (off + n - 1) / e.opts.ChunkSize
 	return r
@@ -111,31 +112,36 @@ func (r *objectReader) refuse() {
 	r.closed = true
 }
 
-// fill tops the window up to ReadAhead chunks beyond the current one. A
-// chunk in RAM resolves at once; others resolve on a goroutine, since a disk
-// read or the start of a fetch should not hold up the chunk being streamed.
-// A chunk not in RAM is paid for first (see budget.go): the chunk read now
-// by waiting for room (at most FetchTimeout), a read-ahead only if there
-// is room, else the window ends there for now.
+// fill tops the window up to ReadAhead chunks beyond the current one,
+// each walking its plan (forGet). What the walk finds before its pause
+// (the metadata load's chunk 0, RAM) resolves at once; the rest resolves
+// on a goroutine, since a disk read or the start of a fetch should not
+// hold up the chunk being streamed. At the pause the chunk is paid for
+// (see budget.go): the chunk read now by waiting for room (at most
+// FetchTimeout), a read-ahead only if there is room, else the window ends
+// there for now.
 func (r *objectReader) fill() error {
 	for r.next <= r.last && len(r.window) <= r.e.opts.ReadAhead {
 		f := &future{idx: r.next, ready: make(chan struct{})}
 		f.holders.Store(1)
 		n := r.e.chunkLen(r.info.Size, f.idx)
-		if f.idx == 0 && r.first != nil {
-			f.ref, r.first = chunkRef{fl: r.first}, nil
-			f.paid, r.prepaid = r.prepaid, 0
+		w := newWalker(forGet, r.e.chunkID(r.info, f.idx), n, wantNow)
+		w.paid = true
+		if f.idx == r.askedIdx {
+			w.asked = r.asked
+		}
+		if f.idx == 0 {
+			w.first, r.first = r.first, nil // read it, never again
+		}
+		if got, ok := r.e.walk(&w); ok {
+			f.ref = got.ref
+			if got.from == rungFirst {
+				f.paid, r.prepaid = r.prepaid, 0
+			}
 			close(f.ready)
 			r.push(f)
 			continue
 		}
-		if b, ok := r.e.lookupRAM(r.e.chunkID(r.info, f.idx), f.idx != r.ramAsked); ok && int64(len(b)) == n {
-			f.ref = chunkRef{data: b, free: true}
-			close(f.ready)
-			r.push(f)
-			continue
-		}
-		want := wantNow
 		switch {
 		case r.prepaid > 0:
 			f.paid, r.prepaid = r.prepaid, 0
@@ -145,25 +151,30 @@ func (r *objectReader) fill() error {
 			}
 			f.paid = n
 		case r.e.mem.tryTake(n):
-			f.paid, want = n, wantAhead
+			f.paid, w.want = n, wantAhead
 		default:
 			return nil
 		}
 		f.holders.Store(2)
 		r.push(f)
-		go func() {
-			if f.local = r.e.localSource(r.e.chunkID(r.info, f.idx)); f.local == nil {
-				f.ref = r.e.chunk(r.info, f.idx, want, lookDisk, true)
-			}
-			if f.ref.free { // RAM, or a flight in the air, has it
-				r.e.mem.give(f.paid)
-				f.paid = 0
-			}
-			close(f.ready)
-			r.e.letGo(f)
-		}()
+		go r.resolve(f, w.paused())
 	}
 	return nil
+}
+
+// resolve goes on with f's walk from its pause p, on the goroutine fill
+// starts, and resolves f. The walk is made again from p rather than
+// carried: a chunk found in RAM puts no walker on the heap.
+func (r *objectReader) resolve(f *future, p pause) {
+	w := p.walker(forGet, r.e.chunkID(r.info, f.idx), r.e.chunkLen(r.info.Size, f.idx))
+	got, _ := r.e.walk(&w) // its plan ends at the flight rung
+	f.ref, f.local = got.ref, got.local
+	if f.ref.free { // RAM, or a flight in the air, has it
+		r.e.mem.give(f.paid)
+		f.paid = 0
+	}
+	close(f.ready)
+	r.e.letGo(f)
 }
 
 // push appends f to the window.
@@ -248,7 +259,10 @@ func (r *objectReader) refetch(f *future, idx int64) error {
 		}
 		f.paid = n
 	}
-	f.ref = r.e.chunk(r.info, idx, wantNow, lookNone, true)
+	w := newWalker(forRetry, r.e.chunkID(r.info, idx), r.e.chunkLen(r.info.Size, idx), wantNow)
+	w.paid = true
+	got, _ := r.e.walk(&w) // its plan ends at the flight rung
+	f.ref = got.ref
 	if f.ref.free {
 		r.e.mem.give(f.paid)
 		f.paid = 0

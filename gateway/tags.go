@@ -40,7 +40,7 @@ func (e *Engine) SetObjectTags(ctx context.Context, bucket, key string, tags map
 		return err
 	}
 	err = t.SetObjectTags(ctx, bucket, key, tags)
-	if e.peer != nil {
+	if !e.peer.solo {
 		e.invalidate(ctx, bucket, key, nil)
 	} else {
 		e.meta.drop(metaKey(bucket, key))

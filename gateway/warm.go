@@ -34,11 +34,13 @@ func (e *Engine) WarmObject(ctx context.Context, o store.ObjectInfo) error {
 	}
 	for idx := start; idx*e.opts.ChunkSize < info.Size; idx++ {
 		n := e.chunkLen(info.Size, idx)
-		if _, ok := e.lookupLen(e.chunkID(info, idx), n, lookNone); ok {
-			continue
+		w := newWalker(forWarm, e.chunkID(info, idx), n, wantKept)
+		if _, ok := e.walk(&w); ok {
+			continue // the tiers hold it
 		}
-		e.yieldToWrites(ctx)
-		ref := e.chunk(info, idx, wantKept, lookNone, false)
+		e.yieldToWrites(ctx) // the plan's pause
+		got, _ := e.walk(&w) // its plan ends at the flight rung
+		ref := got.ref
 		if err := ref.stored(ctx, n); err != nil {
 			if errors.Is(err, store.ErrPreconditionFailed) {
 				return fmt.Errorf("%s changed at the origin during the warm-up: %w", o.Key, err)

@@ -70,7 +70,7 @@ func (e *Engine) Persisted(bucket, key string) bool {
 // object whose local copy (teed) fills the cache, which members read from
 // this node, not the origin, until its chunks are on their owners.
 func (e *Engine) writtenHere(info store.ObjectInfo, teed bool) *store.ObjectInfo {
-	if e.peer == nil || info.ETag == "" {
+	if info.ETag == "" {
 		return nil
 	}
 	if mode := e.writeMode(info.Bucket); mode == WriteBack || (mode == WriteThrough && teed) {

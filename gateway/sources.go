@@ -1,0 +1,117 @@
+// The sources of a chunk on this node, as the ladder's rungs ask them
+// (ladder.go): the RAM, hot and disk tiers, the local copies read in
+// place (a tee, a staged write-back object), and the origin.
+package gateway
+
+import (
+	"context"
+	"io"
+
+	"github.com/granary-dev/granary/store"
+)
+
+// tierGet gets id from t, recording the access or only peeking.
+func tierGet(t store.Tier, id store.ChunkID, record bool) ([]byte, error) {
+	if p, ok := t.(store.Peeker); ok && !record {
+		return p.Peek(id)
+	}
+	return t.Get(id)
+}
+
+// lookupRAM returns the chunk if the RAM tier, or the hot tier of copies
+// read from owners, holds it.
+func (e *Engine) lookupRAM(id store.ChunkID, record bool) ([]byte, bool) {
+	tier := "ram"
+	var b []byte
+	err := store.ErrNotFound
+	if e.opts.RAM != nil {
+		b, err = tierGet(e.opts.RAM, id, record)
+	}
+	if err != nil && e.opts.Hot != nil {
+		tier = "hot"
+		b, err = tierGet(e.opts.Hot, id, record)
+	}
+	if err != nil {
+		return nil, false
+	}
+	e.m.hit(id.Bucket, tier, len(b))
+	e.buckets.of(id.Bucket).hits.Add(1)
+	return b, true
+}
+
+// lookupDisk returns the chunk if the disk tier holds it, and promotes it.
+func (e *Engine) lookupDisk(id store.ChunkID, record bool) ([]byte, bool) {
+	if e.opts.Disk == nil {
+		return nil, false
+	}
+	b, err := tierGet(e.opts.Disk, id, record)
+	if err != nil {
+		return nil, false
+	}
+	e.m.hit(id.Bucket, "disk", len(b))
+	e.buckets.of(id.Bucket).hits.Add(1)
+	if e.opts.RAM != nil {
+		e.opts.RAM.Put(id, b) // best effort: a full RAM tier just misses later
+	}
+	return b, true
+}
+
+// opener reads n bytes of an object version from offset off.
+type opener func(off, n int64) (io.ReadCloser, error)
+
+// localSource returns an opener of chunk id's object version when this
+// node holds it on disk outside the tiers: the tee of a write-through
+// object being filled, or a write-back object staged in the log; else
+// nil. Such a chunk is read in place (see objectReader.localSpan).
+func (e *Engine) localSource(id store.ChunkID) opener {
+	if asm := e.teeSource(id); asm != nil {
+		return asm.Open
+	}
+	if s := e.opts.Staging; s != nil && e.writeMode(id.Bucket) == WriteBack {
+		probe, err := s.GetStaged(id.Bucket, id.Key, store.ReadRange{Offset: id.Index * e.opts.ChunkSize, Length: 0, ETag: id.ETag})
+		if err != nil {
+			return nil // landed at the origin: the tiers and flights serve it
+		}
+		probe.Close()
+		return func(off, n int64) (io.ReadCloser, error) {
+			return s.GetStaged(id.Bucket, id.Key, store.ReadRange{Offset: off, Length: n, ETag: id.ETag})
+		}
+	}
+	return nil
+}
+
+// teeSource returns the tee of chunk id's object version if the object is
+// being filled from one, else nil.
+func (e *Engine) teeSource(id store.ChunkID) store.Assembled {
+	if e.tees == nil {
+		return nil
+	}
+	return e.tees.source(id)
+}
+
+// teeReader returns a reader of a chunk from the tee of its object, if the
+// object is being filled from one.
+func (e *Engine) teeReader(id store.ChunkID, n int64) io.ReadCloser {
+	asm := e.teeSource(id)
+	if asm == nil {
+		return nil
+	}
+	rc, err := asm.Open(id.Index*e.opts.ChunkSize, n)
+	if err != nil {
+		return nil
+	}
+	return rc
+}
+
+// openOrigin opens chunk id (n bytes) at the origin, its body watched for
+// stalls of FetchTimeout.
+func (e *Engine) openOrigin(id store.ChunkID, n int64) (io.ReadCloser, error) {
+	ctx, watch, cancel := watchStalls(context.Background(), e.opts.FetchTimeout)
+	off := id.Index * e.opts.ChunkSize
+	rc, _, err := e.origin.Get(ctx, id.Bucket, id.Key, store.ReadRange{Offset: off, Length: n, ETag: id.ETag})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return watch(rc), nil
+}
