@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -21,6 +22,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sys/unix"
 )
 
 // server is the MinIO every test shares; nil when FUSE is unavailable.
@@ -198,4 +200,20 @@ func mounted(dir string) bool {
 		}
 	}
 	return false
+}
+
+// learnNoPoll has the kernel learn that the file system at dir does not
+// answer POLL, as go-fuse does after a mount at a path (it cannot for a
+// session's /dev/fd/N). Until then, the Go runtime registering a file of
+// dir with its poller sends a POLL and waits for it inside epoll_ctl,
+// holding the poller: in the process that serves dir, a deadlock. It
+// uses raw system calls, which stay out of the poller.
+func learnNoPoll(t *testing.T, dir string) {
+	t.Helper()
+	fd, err := unix.Open(filepath.Join(dir, ".go-fuse-epoll-hack"), unix.O_RDONLY, 0)
+	if err != nil {
+		t.Fatalf("open the poll probe: %v", err)
+	}
+	defer unix.Close(fd)
+	unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN | unix.POLLPRI | unix.POLLOUT}}, 0)
 }

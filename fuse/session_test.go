@@ -49,6 +49,7 @@ func TestSessionThroughFusermount(t *testing.T) {
 	}
 	opts.Session = &Session{FD: fd, Dir: state, Gen: 1}
 	_, srv := mountT(t, opts)
+	learnNoPoll(t, dir)
 	bounded(t, 30*time.Second, "read", func() {
 		if b, err := os.ReadFile(filepath.Join(dir, "a/b.bin")); err != nil || !bytes.Equal(b, data) {
 			t.Errorf("read through the session: %d bytes, %v", len(b), err)
