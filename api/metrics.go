@@ -27,6 +27,8 @@ const (
 	opUnpin
 	opPins
 	opHistory
+	opObjects
+	opEvict
 	opConsole
 	opPeer
 	opListBuckets
@@ -81,6 +83,8 @@ var opNames = [numOps]string{
 	opUnpin:                   "Unpin",
 	opPins:                    "Pins",
 	opHistory:                 "History",
+	opObjects:                 "Objects",
+	opEvict:                   "Evict",
 	opConsole:                 "Console",
 	opPeer:                    "Peer",
 	opListBuckets:             "ListBuckets",

@@ -157,6 +157,16 @@ func (h *Handler) Serve(c *fiber.Ctx) {
 	c.Response().SetBodyRaw(a.body)
 }
 
+// Redirect sends a browser that opened the node's address to the
+// console (303: the console is read with GET whatever the visit was).
+func Redirect(c *fiber.Ctx) {
+	for _, kv := range securityHeaders {
+		c.Response().Header.Set(kv[0], kv[1])
+	}
+	c.Response().Header.Set("Location", Prefix)
+	plain(c, http.StatusSeeOther, "the console is at "+Prefix+"\n")
+}
+
 // plain answers a short text message.
 func plain(c *fiber.Ctx, status int, msg string) {
 	c.Response().Header.Set("Cache-Control", "no-store")
