@@ -57,6 +57,10 @@ const (
 	cacheVersioned = "public, max-age=31536000, immutable"
 )
 
+// scripts are the page's scripts, in the order they run: console.js
+// first, whose helpers (window.granary) the others use.
+var scripts = []string{"console.js", "charts.js", "origin.js", "browser.js"}
+
 // asset is one file as served.
 type asset struct {
 	body  []byte
@@ -80,22 +84,30 @@ type Options struct {
 // page with the region and the assets' versions.
 func New(o Options) (*Handler, error) {
 	h := &Handler{files: map[string]*asset{}}
-	for name, ctype := range map[string]string{"console.js": "text/javascript; charset=utf-8", "console.css": "text/css; charset=utf-8"} {
+	files := map[string]string{"console.css": "text/css; charset=utf-8"}
+	for _, name := range scripts {
+		files[name] = "text/javascript; charset=utf-8"
+	}
+	for name, ctype := range files {
 		b, err := assets.ReadFile(path.Join("assets", name))
 		if err != nil {
 			return nil, fmt.Errorf("console: %w", err)
 		}
 		h.files[name] = newAsset(b, ctype)
 	}
+	var tags []string
+	for _, name := range scripts {
+		tags = append(tags, name+"?v="+h.files[name].hash)
+	}
 	page, err := template.ParseFS(assets, "assets/index.html")
 	if err != nil {
 		return nil, fmt.Errorf("console: %w", err)
 	}
 	var buf bytes.Buffer
-	err = page.Execute(&buf, map[string]string{
-		"Region": o.Region,
-		"JS":     "console.js?v=" + h.files["console.js"].hash,
-		"CSS":    "console.css?v=" + h.files["console.css"].hash,
+	err = page.Execute(&buf, map[string]any{
+		"Region":  o.Region,
+		"Scripts": tags,
+		"CSS":     "console.css?v=" + h.files["console.css"].hash,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("console: %w", err)
