@@ -96,6 +96,8 @@ func (a *Admin) serve(c *fiber.Ctx, r *request) error {
 		r.op = opObjects
 	case path == evictRoute && r.method == mPOST:
 		r.op = opEvict
+	case path == writeBackRoute && r.method == mGET:
+		r.op = opWriteBack
 	}
 	auth, err := a.s3.authenticate(c, r)
 	if err != nil {
@@ -120,6 +122,8 @@ func (a *Admin) serve(c *fiber.Ctx, r *request) error {
 		return a.objects(c, r)
 	case opEvict:
 		return a.evict(c, r)
+	case opWriteBack:
+		return a.writeBack(c, r)
 	}
 	return s3err.New(s3err.InvalidRequest, "unknown admin call "+r.method+" "+path)
 }

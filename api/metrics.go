@@ -29,6 +29,7 @@ const (
 	opHistory
 	opObjects
 	opEvict
+	opWriteBack
 	opConsole
 	opPeer
 	opListBuckets
@@ -85,6 +86,7 @@ var opNames = [numOps]string{
 	opHistory:                 "History",
 	opObjects:                 "Objects",
 	opEvict:                   "Evict",
+	opWriteBack:               "WriteBack",
 	opConsole:                 "Console",
 	opPeer:                    "Peer",
 	opListBuckets:             "ListBuckets",

@@ -59,7 +59,7 @@ const (
 
 // scripts are the page's scripts, in the order they run: console.js
 // first, whose helpers (window.granary) the others use.
-var scripts = []string{"console.js", "charts.js", "origin.js", "browser.js"}
+var scripts = []string{"console.js", "charts.js", "origin.js", "browser.js", "writeback.js"}
 
 // asset is one file as served.
 type asset struct {

@@ -143,8 +143,8 @@ func (r *consoleRig) fetch(href string) []byte {
 }
 
 // browseCluster lists the bucket of key in the page: key's row names
-// every member, and its cached share is theirs together, as status
-// --object reports.
+// every member, and its cached share is what they hold as owners (not
+// hot copies) together, as status --object reports.
 func (r *consoleRig) browseCluster(tab context.Context, bucket, key string, members int) {
 	row := `document.querySelector('#objects tr[data-key="` + key + `"]')`
 	r.do(tab, "browsing "+bucket,
@@ -158,7 +158,13 @@ func (r *consoleRig) browseCluster(tab context.Context, bucket, key string, memb
 		if err := json.Unmarshal(n.Status, &ns); err != nil || ns.Object == nil {
 			r.t.Fatalf("member %s: %v %s", n.ID, err, n.Status)
 		}
-		held, size = held+ns.Object.Held, ns.Object.Size
+		var own int64 // the hot tier's copies are of chunks other members own
+		for tier, n := range ns.Object.ByTier {
+			if tier != "hot" {
+				own = max(own, n)
+			}
+		}
+		held, size = held+own, ns.Object.Size
 	}
 	want := math.Min(1, float64(held)/float64(size))
 	if got := eval[float64](r, tab, `+`+row+`.querySelector('td.cached').dataset.value`); math.Abs(got-want) > 1e-9 {

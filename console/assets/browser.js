@@ -99,11 +99,15 @@
     return best;
   }
 
-  // cachedShare is the share of o the cluster (or node) holds, at most 1;
-  // null for an empty object.
+  // ownHeld is what a member holds of an object as its own: the most of
+  // any tier but hot, which keeps copies of chunks other members own.
+  const ownHeld = (m) => (m.o ? Math.max(0, ...Object.entries(m.o.heldByTier || {}).filter(([t]) => t !== 'hot').map(([, n]) => n)) : 0);
+
+  // cachedShare is the share of o the cluster (or node) holds, at most 1
+  // (a chunk may have more than one owner); null for an empty object.
   function cachedShare(o) {
     if (o.size === 0) return null;
-    return Math.min(1, o.members.reduce((n, m) => n + (m.o ? m.o.heldBytes : 0), 0) / o.size);
+    return Math.min(1, o.members.reduce((n, m) => n + ownHeld(m), 0) / o.size);
   }
 
   // where says, per member, what share of o it holds in each tier.
@@ -212,7 +216,9 @@
     $('browse-path').addEventListener('click', onClick);
     $('browse-form').addEventListener('submit', (ev) => {
       ev.preventDefault();
-      if (view) open($('browse-bucket').value, $('browse-prefix').value);
+      if (!view) return;
+      if ($('browse-bucket').options.length === 0) signedIn(); // the buckets' list failed: ask again
+      else open($('browse-bucket').value, $('browse-prefix').value);
     });
     $('browse-size').addEventListener('change', () => { if (view) open(view.bucket, view.prefix); });
     $('browse-prev').addEventListener('click', () => { if (view && view.page > 0) { view.page--; load(); } });

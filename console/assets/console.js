@@ -2,7 +2,7 @@
 // browser (see console.go for the sign-in design), polls them, and draws
 // what they answer. Only textContent and DOM nodes are written, never
 // HTML, so no name from the node (a bucket, a key) can inject markup.
-// The other scripts (charts.js, browser.js) use what this one shares in
+// The other scripts (charts.js, origin.js, browser.js, writeback.js) use what this one shares in
 // window.granary: its helpers, calls signed for the current session, and
 // the panels' hooks (signedIn, signedOut).
 'use strict';
@@ -202,10 +202,11 @@
 
   // nodeView reads everything node-wide.
   async function nodeView(s) {
-    const [st, hist, warm] = await Promise.all([
-      getJSON(s, 'GET', '/_granary/status'), getJSON(s, 'GET', '/_granary/history'), getJSON(s, 'GET', '/_granary/warm')]);
+    const [st, hist, warm, writeBack] = await Promise.all([
+      getJSON(s, 'GET', '/_granary/status'), getJSON(s, 'GET', '/_granary/history'), getJSON(s, 'GET', '/_granary/warm'),
+      getJSON(s, 'GET', '/_granary/writeback')]);
     const v = splitStatus(st);
-    return Object.assign(v, { history: hist.points, historyScope: 'this node', originHistory: true, warm: allWarm(warm, v.members) });
+    return Object.assign(v, { history: hist.points, historyScope: 'this node', originHistory: true, warm: allWarm(warm, v.members), writeBack });
   }
 
   // allWarm is this node's warm-ups (cancelled here) and, in a cluster,
@@ -337,6 +338,7 @@
     renderBuckets(v.self.buckets || []);
     renderWarm(v.warm || []);
     renderMembers(v.members);
+    G.renderWriteBack(v.writeBack); // node-wide only: a bucket admin's view has none
   }
 
   function renderTiers(tiers) {

@@ -54,7 +54,7 @@
         }
         const state = t.req === 0 && t.err === 0 ? 'idle' : t.err === 0 ? 'answering' : t.err >= t.req ? 'failing' : 'some calls failed';
         rows.push(G.el('tr', { 'data-origin-window': secs }, G.el('th', {}, label),
-          G.el('td', { class: t.err ? 'unhealthy' : '' }, state + ': ' + t.req + ' requests, ' + t.err + ' failed, ' + G.bytes(t.bytes) + ' read')));
+          G.el('td', { class: t.err ? 'unhealthy' : '' }, state + ': ' + t.req + ' requests sent, ' + t.err + ' calls failed, ' + G.bytes(t.bytes) + ' read')));
       }
     }
     if (rows.length === 0) rows.push(G.el('tr', {}, G.el('td', { class: 'muted' }, 'The origin\'s figures need node-wide admin rights.')));
