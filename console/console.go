@@ -1,5 +1,6 @@
 // Package console serves the node's web console under /_granary/console/:
-// one page and its script and style sheet, embedded in the binary. The
+// one page, its scripts (one per panel) and style sheet, embedded in the
+// binary; Redirect sends a browser that opened the node's address there. The
 // assets are public (they hold no data); everything the page shows it
 // fetches from the signed admin API, which filters by the caller's policy.
 //

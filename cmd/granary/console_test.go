@@ -376,6 +376,10 @@ func (r *consoleRig) checkChartsAndMembers(tab context.Context) {
 		Health string
 		Share  float64
 	}
+	r.do(tab, "the charts' range", setField("chart-range", "5"),
+		waitJS(`(document.getElementById('chart-range').dispatchEvent(new Event('change')), true)`),
+		waitJS(`document.getElementById('chart-hitrate').dataset.span === '300' &&
+			document.getElementById('charts-title').textContent === 'Last 5 minutes'`))
 	m := eval[member](r, tab, `({Rows: document.querySelectorAll('#members tbody tr').length,
 		Health: document.querySelector('#members tbody tr').cells[2].textContent,
 		Share: +document.querySelector('#members tbody tr').cells[3].dataset.value})`)
@@ -586,6 +590,12 @@ func TestConsoleInABrowserCluster(t *testing.T) {
 		t.Fatalf("the object's chunks are on %d members; want them spread", holders)
 	}
 	r.browseCluster(tab, "models", "model.bin", 3)
+
+	// A warm-up started on another member shows here, as that member's.
+	r.granary("warm", "--endpoint", "http://"+rig.addrs[1], "s3://models/")
+	r.do(tab, "the other member's warm-up shows",
+		waitJS(`Array.from(document.querySelectorAll('#warmups tbody tr[data-state="done"]')).some(tr =>
+			tr.dataset.member !== '' && tr.cells[0].textContent.endsWith(' on ' + tr.dataset.member) && tr.querySelector('button[data-cancel]') === null)`))
 
 	// A member that stops is shown unreachable, with no share of the ring.
 	rig.nodes[2].stop(t)
