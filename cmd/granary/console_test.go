@@ -214,6 +214,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	r.warmFromTheForm(admin)
 	r.checkBuckets(admin)
 	r.checkChartsAndMembers(admin)
+	r.checkNotFoundIsNoFailure(admin, clientAs(t, s.addr, "console-admin", "console-admin-secret"))
 	r.shot(admin, "overview")
 	r.search(admin)
 	r.browse(admin, clientAs(t, s.addr, "console-admin", "console-admin-secret"))
@@ -387,7 +388,7 @@ func (r *consoleRig) checkChartsAndMembers(tab context.Context) {
 		r.t.Fatalf("members: %+v", m)
 	}
 	origin := eval[string](r, tab, `document.getElementById('origin').textContent`)
-	if !strings.Contains(origin, "Last 5 minutes") || !strings.Contains(origin, "requests") ||
+	if !strings.Contains(origin, "Last 5 minutes") || !strings.Contains(origin, " sent, ") ||
 		!strings.Contains(origin, "Circuit breaker") || strings.Contains(origin, "timeoutSeconds") || rawTime.MatchString(origin) {
 		r.t.Fatalf("origin panel: %q", origin)
 	}

@@ -16,6 +16,7 @@
     denied: 'it refused the node\'s credentials', error: 'calls failed',
   };
   const cause = (c) => CAUSES[c] || c;
+  const n = (k, what) => k + ' ' + what + (k === 1 ? '' : 's');
 
   // The fields of the health, in order: label, and how to show a value
   // (a field missing or empty is left out).
@@ -54,7 +55,7 @@
         }
         const state = t.req === 0 && t.err === 0 ? 'idle' : t.err === 0 ? 'answering' : t.err >= t.req ? 'failing' : 'some calls failed';
         rows.push(G.el('tr', { 'data-origin-window': secs }, G.el('th', {}, label),
-          G.el('td', { class: t.err ? 'unhealthy' : '' }, state + ': ' + t.req + ' requests sent, ' + t.err + ' calls failed, ' + G.bytes(t.bytes) + ' read')));
+          G.el('td', { class: t.err ? 'unhealthy' : '' }, state + ': ' + n(t.req, 'request') + ' sent, ' + n(t.err, 'call') + ' failed, ' + G.bytes(t.bytes) + ' read')));
       }
     }
     if (rows.length === 0) rows.push(G.el('tr', {}, G.el('td', { class: 'muted' }, 'The origin\'s figures need node-wide admin rights.')));
