@@ -41,7 +41,8 @@ type BucketStatus struct {
 	// cap per tier (0: none).
 	TierBytes map[string]int64 `json:"tierBytes"`
 	Quota     int64            `json:"quota,omitempty"`
-	// Hits and Misses count chunk lookups of the bucket since start.
+	// Hits and Misses count the chunk lookups of client reads of the
+	// bucket since start (not a warm-up's: gateway.Engine.Lookups).
 	Hits    int64   `json:"hits"`
 	Misses  int64   `json:"misses"`
 	HitRate float64 `json:"hitRate"`
