@@ -92,6 +92,12 @@ func (a *Admin) serve(c *fiber.Ctx, r *request) error {
 		r.op = pinOp(r.method)
 	case path == historyRoute && r.method == mGET:
 		r.op = opHistory
+	case path == objectsRoute && r.method == mGET:
+		r.op = opObjects
+	case path == evictRoute && r.method == mPOST:
+		r.op = opEvict
+	case path == writeBackRoute && r.method == mGET:
+		r.op = opWriteBack
 	}
 	auth, err := a.s3.authenticate(c, r)
 	if err != nil {
@@ -112,6 +118,12 @@ func (a *Admin) serve(c *fiber.Ctx, r *request) error {
 		return a.pin(c, r)
 	case opHistory:
 		return a.history(c, r)
+	case opObjects:
+		return a.objects(c, r)
+	case opEvict:
+		return a.evict(c, r)
+	case opWriteBack:
+		return a.writeBack(c, r)
 	}
 	return s3err.New(s3err.InvalidRequest, "unknown admin call "+r.method+" "+path)
 }

@@ -36,10 +36,15 @@ type NodeStatus struct {
 }
 
 // peerStatus answers a verified member's status call: the caller it acts
-// for was authorized on that member, so this node shows everything.
+// for was authorized on that member, so this node shows everything. A
+// call with view=objects asks for this node's objects page (the object
+// browser's, admin_objects.go), else it is the node's status.
 func (a *Admin) peerStatus(c *fiber.Ctx) error {
 	r := requestOf(c)
 	r.policy = access.Unrestricted
+	if string(c.Request().URI().QueryArgs().Peek(viewParam)) == viewObjects {
+		return a.nodeObjects(c, r)
+	}
 	return a.nodeStatus(c, r)
 }
 
@@ -61,6 +66,15 @@ func (a *Admin) status(c *fiber.Ctx, r *request) error {
 			return err
 		}
 	}
+	return c.JSON(a.askMembers(r, q, visibleIn))
+}
+
+// askMembers asks every member the cluster knows (this one too, over the
+// peer protocol, each bounded by the peer timeout) for its status
+// document of query q, passes each through filter for the caller of r,
+// and returns them this node first.
+func (a *Admin) askMembers(r *request, q url.Values, filter func(json.RawMessage, *access.Policy) (json.RawMessage, error)) ClusterStatus {
+	p := a.opts
 	members, shares := p.Node.Known(), p.Node.Shares()
 	out := ClusterStatus{Self: p.Self.ID, Nodes: make([]NodeStatus, len(members))}
 	// The request's context, taken once: fiber's Ctx is not safe for
@@ -74,7 +88,7 @@ func (a *Admin) status(c *fiber.Ctx, r *request) error {
 			defer wg.Done()
 			st, err := p.Client.Status(ctx, m, q)
 			if err == nil {
-				st, err = visibleIn(st, r.policy)
+				st, err = filter(st, r.policy)
 			}
 			if err != nil {
 				out.Nodes[i].Error = err.Error()
@@ -85,7 +99,7 @@ func (a *Admin) status(c *fiber.Ctx, r *request) error {
 	}
 	wg.Wait()
 	selfFirst(out.Nodes, p.Self.ID)
-	return c.JSON(out)
+	return out
 }
 
 // visibleIn is a member's status document (which a member answers for

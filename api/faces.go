@@ -4,7 +4,8 @@
 // the first face that claims it by its path, asked most specific first:
 //
 //	the monitor    /_granary/console[/...]; GET /healthz, /readyz, /metrics
-//	               (unless signed: then the S3 request of that bucket)
+//	               (unless signed: then the S3 request of that bucket);
+//	               a browser's unsigned GET / asking for HTML
 //	the peer face  /_granary/peer/...
 //	the admin API  the rest of /_granary/...
 //	S3             every other path

@@ -27,6 +27,9 @@ const (
 	opUnpin
 	opPins
 	opHistory
+	opObjects
+	opEvict
+	opWriteBack
 	opConsole
 	opPeer
 	opListBuckets
@@ -81,6 +84,9 @@ var opNames = [numOps]string{
 	opUnpin:                   "Unpin",
 	opPins:                    "Pins",
 	opHistory:                 "History",
+	opObjects:                 "Objects",
+	opEvict:                   "Evict",
+	opWriteBack:               "WriteBack",
 	opConsole:                 "Console",
 	opPeer:                    "Peer",
 	opListBuckets:             "ListBuckets",

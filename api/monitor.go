@@ -5,7 +5,8 @@
 // MonitorOptions.MetricsToken). A request for those paths that carries
 // SigV4 credentials is an S3 request for the bucket of that name. The web
 // console's assets under /_granary/console/ are open too (package
-// console; no bucket name starts with '_'); the traffic history it
+// console; no bucket name starts with '_'), and a browser opening / is
+// sent there; the traffic history it
 // charts is sampled here (monitor_history.go) and served by the signed
 // admin API.
 package api
@@ -93,9 +94,10 @@ func healthOp(path []byte) op {
 	return opUnknown
 }
 
-// claims takes the console's paths, and a GET of /healthz, /readyz or
-// /metrics unless it is signed (a bearer token for /metrics is no S3
-// signature): a signed one is the S3 request of that bucket.
+// claims takes the console's paths, a browser's visit of / (see
+// browserVisit), and a GET of /healthz, /readyz or /metrics unless it is
+// signed (a bearer token for /metrics is no S3 signature): a signed one
+// is the S3 request of that bucket.
 func (m *Monitor) claims(c *fiber.Ctx, r *request) bool {
 	path := c.Request().URI().PathOriginal()
 	if console.Match(path) {
@@ -104,8 +106,22 @@ func (m *Monitor) claims(c *fiber.Ctx, r *request) bool {
 	if r.method != mGET {
 		return false
 	}
+	if browserVisit(c) {
+		return true
+	}
 	o := healthOp(path)
 	return o != opUnknown && (!isSigned(c) || (o == opMetrics && bearerToken(c) != nil))
+}
+
+// browserVisit reports whether a GET is a person's browser opening the
+// node's address: the path / with no query, unsigned, accepting HTML. It
+// is sent to the console instead of S3's AccessDenied. S3 clients never
+// ask for HTML (boto3, the aws cli and minio-go send no Accept, or
+// */*), and a signed or anonymous ListBuckets of theirs is still S3's.
+func browserVisit(c *fiber.Ctx) bool {
+	uri := c.Request().URI()
+	return string(uri.PathOriginal()) == "/" && len(uri.QueryString()) == 0 && !isSigned(c) &&
+		bytes.Contains(c.Request().Header.Peek("Accept"), []byte("text/html"))
 }
 
 // serve answers a claimed request; it returns no error, having written
@@ -115,6 +131,11 @@ func (m *Monitor) serve(c *fiber.Ctx, r *request) error {
 	if console.Match(path) {
 		r.op = opConsole
 		m.console.Serve(c)
+		return nil
+	}
+	if string(path) == "/" {
+		r.op = opConsole
+		console.Redirect(c)
 		return nil
 	}
 	r.op = healthOp(path)

@@ -1,7 +1,7 @@
 // The monitor's traffic history (the console's charts, served by the
 // admin API's history call): a recorder sampling the engine's chunk
-// lookups, the object bytes GETs sent (counted by core.report) and the
-// origin's figures in the metrics.
+// lookups, the object bytes GETs sent (counted by core.report), the
+// origin's traffic in the metrics and its failures from its guard.
 package api
 
 import (
@@ -71,15 +71,29 @@ func (m *Monitor) historySnapshot() history.Snapshot {
 		snap.Node.Misses += misses
 	}
 	snap.Node.BytesOut = m.served.total.Load()
-	snap.Node.OriginRequests, snap.Node.OriginErrors, snap.Node.OriginBytes = originCounters(m.opts.Gatherer)
+	snap.Node.OriginRequests, snap.Node.OriginBytes = originCounters(m.opts.Gatherer)
+	snap.Node.OriginErrors = m.originFailures()
 	return snap
 }
 
-// originCounters sums the engine's origin counters in g: requests, those
-// that failed, and object bytes read. Zero without a Gatherer.
-func originCounters(g prometheus.Gatherer) (reqs, errs, bytes int64) {
+// originFailures counts the origin calls that failed since start: those
+// that found it unreachable and those its open breaker failed at once.
+// An answer of the origin's own, such as NoSuchKey for a missing key or
+// AccessDenied, is no failure: the origin works (the guard's view, which
+// readiness and the origin's state share).
+func (m *Monitor) originFailures() int64 {
+	h, ok := m.engine.OriginHealth()
+	if !ok {
+		return 0
+	}
+	return int64(h.Failures + h.Rejected)
+}
+
+// originCounters sums the engine's origin counters in g: requests and
+// object bytes read. Zero without a Gatherer.
+func originCounters(g prometheus.Gatherer) (reqs, bytes int64) {
 	if g == nil {
-		return 0, 0, 0
+		return 0, 0
 	}
 	families, _ := g.Gather() // what could be gathered is enough for a chart
 	for _, mf := range families {
@@ -88,17 +102,12 @@ func originCounters(g prometheus.Gatherer) (reqs, errs, bytes int64) {
 			switch mf.GetName() {
 			case "granary_origin_requests_total":
 				reqs += v
-				for _, l := range m.GetLabel() {
-					if l.GetName() == "result" && l.GetValue() != "ok" {
-						errs += v
-					}
-				}
 			case "granary_origin_read_bytes_total":
 				bytes += v
 			}
 		}
 	}
-	return reqs, errs, bytes
+	return reqs, bytes
 }
 
 // start starts the history, once (Serve may run more than once).

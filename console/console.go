@@ -1,5 +1,6 @@
 // Package console serves the node's web console under /_granary/console/:
-// one page and its script and style sheet, embedded in the binary. The
+// one page, its scripts (one per panel) and style sheet, embedded in the
+// binary; Redirect sends a browser that opened the node's address there. The
 // assets are public (they hold no data); everything the page shows it
 // fetches from the signed admin API, which filters by the caller's policy.
 //
@@ -57,6 +58,10 @@ const (
 	cacheVersioned = "public, max-age=31536000, immutable"
 )
 
+// scripts are the page's scripts, in the order they run: console.js
+// first, whose helpers (window.granary) the others use.
+var scripts = []string{"console.js", "charts.js", "origin.js", "browser.js", "writeback.js"}
+
 // asset is one file as served.
 type asset struct {
 	body  []byte
@@ -80,22 +85,30 @@ type Options struct {
 // page with the region and the assets' versions.
 func New(o Options) (*Handler, error) {
 	h := &Handler{files: map[string]*asset{}}
-	for name, ctype := range map[string]string{"console.js": "text/javascript; charset=utf-8", "console.css": "text/css; charset=utf-8"} {
+	files := map[string]string{"console.css": "text/css; charset=utf-8"}
+	for _, name := range scripts {
+		files[name] = "text/javascript; charset=utf-8"
+	}
+	for name, ctype := range files {
 		b, err := assets.ReadFile(path.Join("assets", name))
 		if err != nil {
 			return nil, fmt.Errorf("console: %w", err)
 		}
 		h.files[name] = newAsset(b, ctype)
 	}
+	var tags []string
+	for _, name := range scripts {
+		tags = append(tags, name+"?v="+h.files[name].hash)
+	}
 	page, err := template.ParseFS(assets, "assets/index.html")
 	if err != nil {
 		return nil, fmt.Errorf("console: %w", err)
 	}
 	var buf bytes.Buffer
-	err = page.Execute(&buf, map[string]string{
-		"Region": o.Region,
-		"JS":     "console.js?v=" + h.files["console.js"].hash,
-		"CSS":    "console.css?v=" + h.files["console.css"].hash,
+	err = page.Execute(&buf, map[string]any{
+		"Region":  o.Region,
+		"Scripts": tags,
+		"CSS":     "console.css?v=" + h.files["console.css"].hash,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("console: %w", err)
@@ -155,6 +168,16 @@ func (h *Handler) Serve(c *fiber.Ctx) {
 	resp.SetContentType(a.ctype)
 	c.Response().SetStatusCode(http.StatusOK)
 	c.Response().SetBodyRaw(a.body)
+}
+
+// Redirect sends a browser that opened the node's address to the
+// console (303: the console is read with GET whatever the visit was).
+func Redirect(c *fiber.Ctx) {
+	for _, kv := range securityHeaders {
+		c.Response().Header.Set(kv[0], kv[1])
+	}
+	c.Response().Header.Set("Location", Prefix)
+	plain(c, http.StatusSeeOther, "the console is at "+Prefix+"\n")
 }
 
 // plain answers a short text message.

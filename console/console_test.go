@@ -54,10 +54,20 @@ func TestPage(t *testing.T) {
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/html; charset=utf-8" || resp.Header.Get("Cache-Control") != cachePage {
 		t.Fatalf("page: %d %v", resp.StatusCode, resp.Header)
 	}
-	for _, want := range []string{`content="eu-west-3"`, `src="console.js?v=` + h.files["console.js"].hash + `"`, `href="console.css?v=` + h.files["console.css"].hash + `"`} {
+	for _, want := range []string{`content="eu-west-3"`, `href="console.css?v=` + h.files["console.css"].hash + `"`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %s", want)
 		}
+	}
+	// Every script, by version, in the order they run (console.js first:
+	// the others use its helpers).
+	at := -1
+	for _, name := range scripts {
+		i := strings.Index(page, `<script src="`+name+`?v=`+h.files[name].hash+`" defer></script>`)
+		if i <= at {
+			t.Errorf("script %s: at %d, after %d", name, i, at)
+		}
+		at = i
 	}
 	if regexp.MustCompile(`<script(?:\s[^>]*)?>\s*[^<\s]`).MatchString(page) || regexp.MustCompile(`\son[a-z]+\s*=`).MatchString(page) {
 		t.Error("the page has inline script")
@@ -107,5 +117,15 @@ func TestCachingAndErrors(t *testing.T) {
 	}
 	if resp, _ := get(t, app, "GET", "/_granary/console", nil); resp.Header.Get("Location") != Prefix {
 		t.Errorf("redirect to %q", resp.Header.Get("Location"))
+	}
+}
+
+// A browser sent from / lands on the console, with the console's headers.
+func TestRedirect(t *testing.T) {
+	app := fiber.New(fiber.Config{DisableStartupMessage: true})
+	app.Get("/", func(c *fiber.Ctx) error { Redirect(c); return nil })
+	resp, _ := get(t, app, "GET", "/", nil)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != Prefix || resp.Header.Get("X-Frame-Options") != "DENY" {
+		t.Fatalf("redirect: %d %v", resp.StatusCode, resp.Header)
 	}
 }

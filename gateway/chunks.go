@@ -97,8 +97,10 @@ func (e *Engine) startFlight(id store.ChunkID, size int64, want intent, paid boo
 		f.want = f.want.joined(want)
 		return f, false
 	}
-	e.m.miss(id.Bucket)
-	e.buckets.of(id.Bucket).misses.Add(1)
+	if !want.has(wantKept) { // a warm-up's or a fill's flight is no client's miss
+		e.m.miss(id.Bucket)
+		e.buckets.of(id.Bucket).misses.Add(1)
+	}
 	f = newFlight(size, want)
 	if !paid {
 		e.mem.force(size)

@@ -42,8 +42,9 @@ func (e *Engine) Quota(bucket string) int64 {
 	return max(0, e.opts.Quotas.Quota(bucket))
 }
 
-// Lookups counts bucket's chunk lookups since the engine started: those
-// a tier answered and those it did not.
+// Lookups counts bucket's chunk lookups for client reads since the
+// engine started: those a tier answered and those it did not (a
+// warm-up's or a fill's are not counted: see plan.client).
 func (e *Engine) Lookups(bucket string) (hits, misses int64) {
 	c := e.buckets.of(bucket)
 	return c.hits.Load(), c.misses.Load()

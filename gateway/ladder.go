@@ -79,10 +79,14 @@ const (
 
 // plan is the ordered rungs a purpose walks. records says a walk's first
 // ask of each tier is recorded as an access (the tiers' admission policy
-// counts them); otherwise every ask only peeks.
+// counts them); otherwise every ask only peeks. client says the walk
+// reads for a client (a GET, its retry, a member's read for one): only
+// those count as hits in the hit rate (Engine.Lookups, the metrics); a
+// warm-up, a fill or a hand-off finding a chunk serves nobody.
 type plan struct {
 	rungs   []rung
 	records bool
+	client  bool
 }
 
 // plans are the ladders of the requests. Where they differ: a reader
@@ -93,9 +97,9 @@ type plan struct {
 // tiers before yielding to writes and again after; a retry or a fill
 // only peeks.
 var plans = [...]plan{
-	forGet:     {rungs: []rung{rungFirst, rungRAM, rungPause, rungLocal, rungTiers, rungFlight}, records: true},
-	forRetry:   {rungs: []rung{rungTiers, rungFlight}},
-	forPeer:    {rungs: []rung{rungRAM, rungLocal, rungLoad, rungTiers, rungFlight}, records: true},
+	forGet:     {rungs: []rung{rungFirst, rungRAM, rungPause, rungLocal, rungTiers, rungFlight}, records: true, client: true},
+	forRetry:   {rungs: []rung{rungTiers, rungFlight}, client: true},
+	forPeer:    {rungs: []rung{rungRAM, rungLocal, rungLoad, rungTiers, rungFlight}, records: true, client: true},
 	forHandoff: {rungs: []rung{rungTiers}},
 	forWarm:    {rungs: []rung{rungTiers, rungPause, rungTiers, rungFlight}},
 	forFill:    {rungs: []rung{rungTiers, rungFlight}},
@@ -219,7 +223,7 @@ func (e *Engine) try(w *walker, r rung, got *found) bool {
 			return true
 		}
 	case rungRAM:
-		b, ok := e.lookupRAM(w.id, w.record(askedRAM))
+		b, ok := e.lookupRAM(w.id, w.record(askedRAM), w.plan.client)
 		if ok && int64(len(b)) == w.n {
 			got.ref = chunkRef{data: b, free: true}
 			return true
@@ -258,10 +262,10 @@ func (w *walker) record(t asked) bool {
 // tryTiers looks in RAM (and hot), then on disk.
 func (e *Engine) tryTiers(w *walker, got *found) bool {
 	recRAM, recDisk := w.record(askedRAM), w.record(askedDisk)
-	b, ram := e.lookupRAM(w.id, recRAM)
+	b, ram := e.lookupRAM(w.id, recRAM, w.plan.client)
 	ok := ram
 	if !ok {
-		b, ok = e.lookupDisk(w.id, recDisk)
+		b, ok = e.lookupDisk(w.id, recDisk, w.plan.client)
 	}
 	if !ok || int64(len(b)) != w.n {
 		return false

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -33,6 +34,33 @@ func TestBucketMetrics(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(r.e.m.hitBytes.WithLabelValues(b, "ram")); got != float64(len(data)) {
 		t.Errorf("hit bytes{bucket=%s,tier=ram} = %v, want %d", b, got, len(data))
+	}
+}
+
+// TestWarmIsNoLookup: a warm-up serves no client, so neither its fetch
+// nor its finding the chunks cached counts as a miss or a hit; a client's
+// read after it is a hit.
+func TestWarmIsNoLookup(t *testing.T) {
+	r := newRig(t, rigOptions{fresh: Freshness{Mode: Immutable}, chunk: 4096})
+	data := randBytes(t, 10000)
+	info := r.seed("k", data)
+	for range 2 { // a fetch, then every chunk found cached
+		if err := r.e.WarmObject(context.Background(), info); err != nil {
+			t.Fatal(err)
+		}
+		settle(t, r.e)
+	}
+	if hits, misses := r.e.Lookups(r.bucket); hits != 0 || misses != 0 {
+		t.Fatalf("after warm-ups: %d hits, %d misses", hits, misses)
+	}
+	if got := r.read("k", nil); !bytes.Equal(got, data) {
+		t.Fatal("wrong bytes")
+	}
+	if hits, misses := r.e.Lookups(r.bucket); hits != 3 || misses != 0 {
+		t.Fatalf("a read of 3 warmed chunks: %d hits, %d misses", hits, misses)
+	}
+	if got := testutil.ToFloat64(r.e.m.misses.WithLabelValues(r.bucket)); got != 0 {
+		t.Errorf("misses{bucket=%s} = %v, want 0", r.bucket, got)
 	}
 }
 

@@ -19,8 +19,8 @@ func tierGet(t store.Tier, id store.ChunkID, record bool) ([]byte, error) {
 }
 
 // lookupRAM returns the chunk if the RAM tier, or the hot tier of copies
-// read from owners, holds it.
-func (e *Engine) lookupRAM(id store.ChunkID, record bool) ([]byte, bool) {
+// read from owners, holds it; a client's lookup counts a hit.
+func (e *Engine) lookupRAM(id store.ChunkID, record, client bool) ([]byte, bool) {
 	tier := "ram"
 	var b []byte
 	err := store.ErrNotFound
@@ -34,13 +34,21 @@ func (e *Engine) lookupRAM(id store.ChunkID, record bool) ([]byte, bool) {
 	if err != nil {
 		return nil, false
 	}
-	e.m.hit(id.Bucket, tier, len(b))
-	e.buckets.of(id.Bucket).hits.Add(1)
+	e.countHit(id.Bucket, tier, len(b), client)
 	return b, true
 }
 
-// lookupDisk returns the chunk if the disk tier holds it, and promotes it.
-func (e *Engine) lookupDisk(id store.ChunkID, record bool) ([]byte, bool) {
+// countHit counts a chunk a tier answered, if a client asked for it.
+func (e *Engine) countHit(bucket, tier string, n int, client bool) {
+	if client {
+		e.m.hit(bucket, tier, n)
+		e.buckets.of(bucket).hits.Add(1)
+	}
+}
+
+// lookupDisk returns the chunk if the disk tier holds it, and promotes
+// it; a client's lookup counts a hit.
+func (e *Engine) lookupDisk(id store.ChunkID, record, client bool) ([]byte, bool) {
 	if e.opts.Disk == nil {
 		return nil, false
 	}
@@ -48,8 +56,7 @@ func (e *Engine) lookupDisk(id store.ChunkID, record bool) ([]byte, bool) {
 	if err != nil {
 		return nil, false
 	}
-	e.m.hit(id.Bucket, "disk", len(b))
-	e.buckets.of(id.Bucket).hits.Add(1)
+	e.countHit(id.Bucket, "disk", len(b), client)
 	if e.opts.RAM != nil {
 		e.opts.RAM.Put(id, b) // best effort: a full RAM tier just misses later
 	}

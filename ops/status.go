@@ -41,7 +41,8 @@ type BucketStatus struct {
 	// cap per tier (0: none).
 	TierBytes map[string]int64 `json:"tierBytes"`
 	Quota     int64            `json:"quota,omitempty"`
-	// Hits and Misses count chunk lookups of the bucket since start.
+	// Hits and Misses count the chunk lookups of client reads of the
+	// bucket since start (not a warm-up's: gateway.Engine.Lookups).
 	Hits    int64   `json:"hits"`
 	Misses  int64   `json:"misses"`
 	HitRate float64 `json:"hitRate"`
@@ -86,15 +87,23 @@ func (o *Ops) HeldObject(ctx context.Context, bucket, key string) (ObjectHeld, e
 	if err != nil {
 		return ObjectHeld{}, err
 	}
-	oh := ObjectHeld{Bucket: bucket, Key: key, ETag: info.ETag, Size: info.Size, ByTier: map[string]int64{}}
+	oh := ObjectHeld{Bucket: bucket, Key: key, ETag: info.ETag, Size: info.Size}
+	oh.Held, oh.ByTier = o.Held(bucket, key, info.ETag)
+	return oh, nil
+}
+
+// Held reports what the tiers hold of one object version, per tier, and
+// the most of any tier (what the node can serve without asking).
+func (o *Ops) Held(bucket, key, etag string) (most int64, byTier map[string]int64) {
+	byTier = map[string]int64{}
 	for _, t := range o.e.Tiers() {
 		if h, ok := t.Tier.(store.Holder); ok {
-			n := h.Held(bucket, key, info.ETag)
-			oh.ByTier[t.Name] = n
-			oh.Held = max(oh.Held, n)
+			n := h.Held(bucket, key, etag)
+			byTier[t.Name] = n
+			most = max(most, n)
 		}
 	}
-	return oh, nil
+	return most, byTier
 }
 
 // Status reports the node; with a bucket, that bucket (under prefix)

@@ -214,8 +214,10 @@ func TestConsoleInABrowser(t *testing.T) {
 	r.warmFromTheForm(admin)
 	r.checkBuckets(admin)
 	r.checkChartsAndMembers(admin)
+	r.checkNotFoundIsNoFailure(admin, clientAs(t, s.addr, "console-admin", "console-admin-secret"))
 	r.shot(admin, "overview")
 	r.search(admin)
+	r.browse(admin, clientAs(t, s.addr, "console-admin", "console-admin-secret"))
 
 	r.granary("warm", "--endpoint", r.base, "s3://"+hiddenBucket+"/")
 	secret := filepath.Join(t.TempDir(), "secret")
@@ -227,6 +229,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	r.checkScoped()
 	r.checkRefused("reader-only", "scoped-ops-secret", "This key may not see anything on this node", "no-admin")
 	r.checkRefused("console-admin", "not-the-admin-secret", "Wrong access key or secret key", "wrong-secret")
+	r.checkOriginDown(admin, mio, clientAs(t, s.addr, "console-admin", "console-admin-secret"))
 }
 
 // fillBuckets writes four objects to the shown bucket and one to the
@@ -326,14 +329,16 @@ func (r *consoleRig) warmFromTheForm(tab context.Context) {
 type pageBucket struct {
 	Bucket                string
 	Objects, Bytes, Quota int64
+	RAM, Disk             int64
 	Cached, HitRate       float64
 	ObjectsText, Pinned   string
 }
 
 const bucketsJS = `Array.from(document.querySelectorAll('#buckets tbody tr'), tr => ({
 	Bucket: tr.dataset.bucket, Objects: +tr.cells[1].dataset.value, ObjectsText: tr.cells[1].textContent,
-	Bytes: +tr.cells[2].dataset.value, Cached: +tr.cells[3].dataset.value, Pinned: tr.cells[5].textContent,
-	Quota: +tr.cells[6].dataset.value, HitRate: +tr.cells[7].dataset.value}))`
+	Bytes: +tr.cells[2].dataset.value, Cached: +tr.cells[3].dataset.value,
+	RAM: +tr.cells[4].dataset.value, Disk: +tr.cells[5].dataset.value, Pinned: tr.cells[6].textContent,
+	Quota: +tr.cells[7].dataset.value, HitRate: +tr.cells[8].dataset.value}))`
 
 // checkBuckets waits until the page's buckets are what status reports.
 func (r *consoleRig) checkBuckets(tab context.Context) {
@@ -347,6 +352,7 @@ func (r *consoleRig) checkBuckets(tab context.Context) {
 			got := page[i]
 			if got.Bucket != want.Bucket || got.Objects != want.Objects || got.Bytes != want.Bytes ||
 				got.Cached != want.CachedPercent || got.HitRate != want.HitRate || got.Quota != want.Quota ||
+				got.RAM != want.TierBytes["ram"] || got.Disk != want.TierBytes["disk"] ||
 				got.ObjectsText != fmt.Sprint(want.Objects) {
 				return fmt.Errorf("bucket %d: page %+v, status %+v", i, got, want)
 			}
@@ -371,6 +377,10 @@ func (r *consoleRig) checkChartsAndMembers(tab context.Context) {
 		Health string
 		Share  float64
 	}
+	r.do(tab, "the charts' range", setField("chart-range", "5"),
+		waitJS(`(document.getElementById('chart-range').dispatchEvent(new Event('change')), true)`),
+		waitJS(`document.getElementById('chart-hitrate').dataset.span === '300' &&
+			document.getElementById('charts-title').textContent === 'Last 5 minutes'`))
 	m := eval[member](r, tab, `({Rows: document.querySelectorAll('#members tbody tr').length,
 		Health: document.querySelector('#members tbody tr').cells[2].textContent,
 		Share: +document.querySelector('#members tbody tr').cells[3].dataset.value})`)
@@ -378,8 +388,12 @@ func (r *consoleRig) checkChartsAndMembers(tab context.Context) {
 		r.t.Fatalf("members: %+v", m)
 	}
 	origin := eval[string](r, tab, `document.getElementById('origin').textContent`)
-	if !strings.Contains(origin, "last 5 minutes") || !strings.Contains(origin, "requests") {
+	if !strings.Contains(origin, "Last 5 minutes") || !strings.Contains(origin, " sent, ") ||
+		!strings.Contains(origin, "Circuit breaker") || strings.Contains(origin, "timeoutSeconds") || rawTime.MatchString(origin) {
 		r.t.Fatalf("origin panel: %q", origin)
+	}
+	if banner := eval[bool](r, tab, `document.getElementById('origin-banner').hidden`); !banner {
+		r.t.Fatal("the origin-down banner shows while the origin is up")
 	}
 	r.checkOriginState(tab)
 }
@@ -395,7 +409,7 @@ func (r *consoleRig) checkOriginState(tab context.Context) {
 	want := st.Origin.State + "/" + st.Origin.Breaker
 	r.do(tab, "the origin's state is "+want,
 		waitJS(`(() => { const v = k => { const tr = document.querySelector('#origin tr[data-origin="' + k + '"]');
-			return tr ? tr.cells[1].textContent : ''; };
+			return tr ? tr.cells[1].dataset.value : ''; };
 			return v('state') + '/' + v('breaker') === '`+want+`'; })()`))
 }
 
@@ -576,6 +590,13 @@ func TestConsoleInABrowserCluster(t *testing.T) {
 	if holders < 2 {
 		t.Fatalf("the object's chunks are on %d members; want them spread", holders)
 	}
+	r.browseCluster(tab, "models", "model.bin", 3)
+
+	// A warm-up started on another member shows here, as that member's.
+	r.granary("warm", "--endpoint", "http://"+rig.addrs[1], "s3://models/")
+	r.do(tab, "the other member's warm-up shows",
+		waitJS(`Array.from(document.querySelectorAll('#warmups tbody tr[data-state="done"]')).some(tr =>
+			tr.dataset.member !== '' && tr.cells[0].textContent.endsWith(' on ' + tr.dataset.member) && tr.querySelector('button[data-cancel]') === null)`))
 
 	// A member that stops is shown unreachable, with no share of the ring.
 	rig.nodes[2].stop(t)

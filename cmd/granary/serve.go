@@ -178,6 +178,7 @@ func printBanner(w io.Writer, url, gossip string, cfg Config, c Credentials) {
 		fmt.Fprintf(&b, "  gossip: %s (other nodes join with --join %s)\n", gossip, gossip)
 	}
 	fmt.Fprintf(&b, "  origin: %s\n  cache:  %s RAM, %s disk in %s\n", cfg.Origin, cfg.RAM, cfg.Disk, filepath.Join(cfg.DataDir, "cache"))
+	fmt.Fprintf(&b, "  console: %s/_granary/console/ (in a browser; sign in with the credentials below)\n", url)
 	b.WriteString(credentialsBanner(c, cfg.Region))
 	b.WriteString("  clients: aws and boto3 read those AWS_* variables; granary warm, mount, status, flush and pin read\n" +
 		"    GRANARY_ACCESS_KEY / GRANARY_SECRET_KEY, or the AWS_* ones when those are unset\n")

@@ -2,8 +2,12 @@
 // browser (see console.go for the sign-in design), polls them, and draws
 // what they answer. Only textContent and DOM nodes are written, never
 // HTML, so no name from the node (a bucket, a key) can inject markup.
+// The other scripts (charts.js, origin.js, browser.js, writeback.js) use what this one shares in
+// window.granary: its helpers, calls signed for the current session, and
+// the panels' hooks (signedIn, signedOut).
 'use strict';
 (() => {
+  const G = window.granary = { panels: [] };
   const $ = (id) => document.getElementById(id);
   const region = document.querySelector('meta[name="granary-region"]').content || 'us-east-1';
   const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
@@ -91,6 +95,35 @@
   }
   const getJSON = async (s, method, path, params) => JSON.parse(await call(s, method, path, params));
 
+  // presign returns a URL that GETs path for the next `expires` seconds
+  // without headers (SigV4 in the query), for a download link.
+  async function presign(s, path, params, expires) {
+    const now = new Date();
+    const key = s.keys.get(ymd(now));
+    if (!key) throw new SessionEnded('the session has ended');
+    const date = amzDate(now), scope = ymd(now) + '/' + region + '/s3/aws4_request';
+    const query = canonicalQuery(Object.assign({}, params, {
+      'X-Amz-Algorithm': 'AWS4-HMAC-SHA256', 'X-Amz-Credential': s.access + '/' + scope,
+      'X-Amz-Date': date, 'X-Amz-Expires': String(expires), 'X-Amz-SignedHeaders': 'host',
+    }));
+    const canonical = ['GET', path, query, 'host:' + location.host + '\n', 'host', 'UNSIGNED-PAYLOAD'].join('\n');
+    const toSign = ['AWS4-HMAC-SHA256', date, scope, await sha256hex(canonical)].join('\n');
+    const sig = hex(await crypto.subtle.sign('HMAC', key, enc.encode(toSign)));
+    return path + '?' + query + '&X-Amz-Signature=' + sig;
+  }
+
+  // The calls the other scripts make, signed for the current session.
+  const current = () => { if (!session) throw new SessionEnded('signed out'); return session; };
+  Object.assign(G, {
+    ApiError, awsEncode,
+    call: (method, path, params) => call(current(), method, path, params),
+    getJSON: (method, path, params) => getJSON(current(), method, path, params),
+    presign: (path, params, expires) => presign(current(), path, params, expires),
+    listBuckets: () => listBuckets(current()),
+    errText: (e) => (e.code ? e.code + ': ' : '') + e.message,
+    refresh: () => refresh(),
+  });
+
   // listBuckets is S3's ListBuckets: the buckets the key may see.
   async function listBuckets(s) {
     const doc = new DOMParser().parseFromString(await call(s, 'GET', '/'), 'application/xml');
@@ -125,6 +158,7 @@
     $('whoami').textContent = 'Signed in as ' + access + (s.scope === 'node' ? '' : ' (bucket admin)');
     $('whoami').hidden = $('signout').hidden = false;
     refresh();
+    for (const p of G.panels) p.signedIn();
   }
 
   // probeScope asks for the node-wide status; a key without node-wide
@@ -160,15 +194,29 @@
     $('whoami').hidden = $('signout').hidden = true;
     $('signin-view').hidden = false;
     $('signin-error').textContent = message || '';
+    $('origin-banner').hidden = true;
+    for (const p of G.panels) p.signedOut();
   }
 
   // ---- loading ----
 
   // nodeView reads everything node-wide.
   async function nodeView(s) {
-    const [st, hist, warm] = await Promise.all([
-      getJSON(s, 'GET', '/_granary/status'), getJSON(s, 'GET', '/_granary/history'), getJSON(s, 'GET', '/_granary/warm')]);
-    return Object.assign(splitStatus(st), { history: hist.points, historyScope: 'this node', originHistory: true, warm });
+    const [st, hist, warm, writeBack] = await Promise.all([
+      getJSON(s, 'GET', '/_granary/status'), getJSON(s, 'GET', '/_granary/history'), getJSON(s, 'GET', '/_granary/warm'),
+      getJSON(s, 'GET', '/_granary/writeback')]);
+    const v = splitStatus(st);
+    return Object.assign(v, { history: hist.points, historyScope: 'this node', originHistory: true, warm: allWarm(warm, v.members), writeBack });
+  }
+
+  // allWarm is this node's warm-ups (cancelled here) and, in a cluster,
+  // every other member's from its status, oldest first.
+  function allWarm(warm, members) {
+    const jobs = warm.map((j) => Object.assign({ local: true }, j));
+    for (const m of (members || []).slice(1)) {
+      for (const j of (m.status && m.status.warmups) || []) jobs.push(Object.assign({ member: m.id }, j));
+    }
+    return jobs.sort((a, b) => Date.parse(a.started) - Date.parse(b.started));
   }
 
   // bucketsView reads, for a bucket admin, the status and history of each
@@ -190,7 +238,7 @@
     return {
       self: Object.assign({}, first.self, { buckets: views.flatMap((v) => v.self.buckets || []) }),
       members: first.members, history: sumPoints(histories),
-      historyScope: 'your buckets on this node', originHistory: false, warm,
+      historyScope: 'your buckets on this node', originHistory: false, warm: allWarm(warm, first.members),
     };
   }
 
@@ -266,13 +314,31 @@
     document.querySelector('#' + tableId + ' tbody').replaceChildren(...rows);
   }
 
+  // ago is how long before now t was, in words ("4 min ago").
+  function ago(t) {
+    const s = Math.max(0, Math.round((Date.now() - Date.parse(t)) / 1000));
+    if (s < 60) return s + ' s ago';
+    if (s < 3600) return Math.floor(s / 60) + ' min ago';
+    if (s < 86400) return Math.floor(s / 3600) + ' h ' + Math.floor((s % 3600) / 60) + ' min ago';
+    return Math.floor(s / 86400) + ' days ago';
+  }
+  // at is a time in words: the local time, the date too if not today,
+  // and how long ago.
+  function at(t) {
+    const d = new Date(t);
+    const day = d.toDateString() === new Date().toDateString() ? '' : d.toLocaleDateString() + ' ';
+    return day + d.toLocaleTimeString() + ' (' + ago(t) + ')';
+  }
+  Object.assign(G, { el, num, bytes, rate, pct, when, at, ago, setRows });
+
   function render(v) {
     renderTiers(v.self.tiers || []);
-    renderCharts(v.history || [], v.historyScope);
-    renderOrigin(v.self.origin, v.originHistory ? v.history : null);
+    G.renderCharts(v.history || [], v.historyScope);
+    G.renderOrigin(v.self.origin, v.originHistory ? v.history : null);
     renderBuckets(v.self.buckets || []);
     renderWarm(v.warm || []);
     renderMembers(v.members);
+    G.renderWriteBack(v.writeBack); // node-wide only: a bucket admin's view has none
   }
 
   function renderTiers(tiers) {
@@ -282,26 +348,34 @@
       num(t.Chunks), num(t.Evictions), num(t.Declined))));
   }
 
+  // renderBuckets shows what status reports per bucket, as granary status
+  // does: the objects and bytes the catalog lists (warm-ups and listings
+  // put them there), the share of those bytes cached, and what each tier
+  // holds of the whole bucket (written objects too, listed or not).
   function renderBuckets(buckets) {
     setRows('buckets', buckets.map((b) => el('tr', { 'data-bucket': b.bucket },
       el('td', {}, b.bucket), num(b.objects), num(b.bytes, bytes),
-      el('td', { class: 'num', 'data-value': b.cachedPercent }, b.cachedPercent.toFixed(1) + '%'),
-      el('td', { class: 'by-tier' }, Object.entries(b.cachedByTier || {}).map(([t, n]) => t + ' ' + bytes(n)).join(', ')),
+      el('td', { class: 'num', 'data-value': b.cachedPercent, title: b.objects ? '' : 'nothing listed yet: a warm-up (metadata only is enough) lists the bucket' },
+        b.objects ? b.cachedPercent.toFixed(1) + '%' : '—'),
+      num((b.tierBytes || {}).ram || 0, bytes), num((b.tierBytes || {}).disk || 0, bytes),
       el('td', { class: 'pinned' }, (b.pinned || []).map((p) => (p === '' ? '(whole bucket)' : p)).join(', ') || '—'),
       el('td', { class: 'num', 'data-value': b.quota || 0 }, b.quota ? bytes(b.quota) + ' per tier' : 'none'),
-      el('td', { class: 'num', 'data-value': b.hitRate }, b.hits + b.misses > 0 ? pct(b.hitRate) : '—'))));
+      el('td', { class: 'num', 'data-value': b.hitRate }, b.hits + b.misses > 0 ? pct(b.hitRate) + ' of ' + (b.hits + b.misses) : '—'))));
   }
 
+  // renderWarm shows the warm-ups of every member (a cluster's status
+  // has each member's), with a cancel button for the running ones here.
   function renderWarm(jobs) {
     const rows = jobs.slice().reverse().map((j) => {
       const total = j.spec.metadataOnly ? 0 : j.queuedBytes;
       const bar = j.state === 'running' && (j.listing || total === 0)
         ? el('progress', {}) // indeterminate while the listing runs
         : el('progress', { max: total || 1, value: total ? j.fetchedBytes : 1 });
-      return el('tr', { 'data-job': j.id, 'data-state': j.state },
-        el('td', {}, j.id), el('td', {}, 's3://' + j.spec.bucket + '/' + j.spec.prefix + (j.spec.metadataOnly ? ' (metadata)' : '')),
-        el('td', { class: 'state' }, j.state + (j.error ? ': ' + j.error : '')), el('td', {}, bar),
-        el('td', { class: 'num', 'data-value': j.fetched }, j.listed + ' listed, ' + j.fetched + ' fetched, ' + j.cached + ' cached' + (j.failed ? ', ' + j.failed + ' failed' : '')),
+      const cancel = j.state === 'running' && j.local ? el('button', { type: 'button', class: 'small', 'data-cancel': j.id }, 'Cancel') : '';
+      return el('tr', { 'data-job': j.id, 'data-state': j.state, 'data-member': j.member || '' },
+        el('td', {}, j.id + (j.member ? ' on ' + j.member : '')), el('td', {}, 's3://' + j.spec.bucket + '/' + j.spec.prefix + (j.spec.metadataOnly ? ' (metadata)' : '')),
+        el('td', { class: 'state' }, j.state + (j.error ? ': ' + j.error : ''), cancel), el('td', {}, bar),
+        el('td', { class: 'num', 'data-value': j.fetched }, j.listed + ' listed, ' + j.fetched + ' fetched, ' + j.cached + ' already cached' + (j.failed ? ', ' + j.failed + ' failed' : '')),
         num(j.fetchedBytes, bytes), el('td', {}, when(j.started)));
     });
     setRows('warmups', rows);
@@ -319,92 +393,6 @@
       el('td', { class: 'num', 'data-value': m.ringShare || 0 }, pct(m.ringShare || 0)))));
   }
 
-  // renderOrigin shows the origin's state as the status reports it (a
-  // field "origin", when the node has one), and the origin traffic of
-  // the last minute and five minutes from the node's history.
-  function renderOrigin(state, history) {
-    const rows = [];
-    if (state && typeof state === 'object') {
-      for (const [k, val] of Object.entries(state)) {
-        rows.push(el('tr', { 'data-origin': k }, el('th', {}, k), el('td', {}, typeof val === 'object' ? JSON.stringify(val) : String(val))));
-      }
-    }
-    if (history) {
-      for (const [label, secs] of [['last minute', 60], ['last 5 minutes', 300]]) {
-        const since = Date.now() - secs * 1000;
-        const t = { req: 0, err: 0, bytes: 0 };
-        for (const p of history) {
-          if (Date.parse(p.at) >= since) { t.req += p.originRequests; t.err += p.originErrors; t.bytes += p.originBytes; }
-        }
-        const state = t.req === 0 ? 'idle' : t.err === 0 ? 'answering' : t.err === t.req ? 'failing' : 'some errors';
-        rows.push(el('tr', { 'data-origin-window': secs }, el('th', {}, label),
-          el('td', { class: t.err ? 'unhealthy' : '' }, state + ': ' + t.req + ' requests, ' + t.err + ' errors, ' + bytes(t.bytes) + ' read')));
-      }
-    }
-    if (rows.length === 0) rows.push(el('tr', {}, el('td', { class: 'muted' }, 'The origin\'s figures need node-wide admin rights.')));
-    setRows('origin', rows);
-  }
-
-  // ---- charts (plain SVG) ----
-
-  const SVG = 'http://www.w3.org/2000/svg';
-  function svgEl(tag, attrs, text) {
-    const e = document.createElementNS(SVG, tag);
-    for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
-    if (text !== undefined) e.textContent = text;
-    return e;
-  }
-
-  function renderCharts(points, scope) {
-    $('charts-scope').textContent = '(' + scope + ', sampled every few seconds)';
-    const hit = (p) => (p.hits + p.misses > 0 ? p.hits / (p.hits + p.misses) : null);
-    const thr = (p) => (p.seconds > 0 ? p.bytesOut / p.seconds : null);
-    drawChart($('chart-hitrate'), points, hit, pct, () => 1);
-    drawChart($('chart-throughput'), points, thr, rate, (v) => niceMax(v, 1024));
-    const last = (f) => { for (let i = points.length - 1; i >= 0; i--) { const v = f(points[i]); if (v !== null) return v; } return null; };
-    const h = last(hit), t = points.length ? thr(points[points.length - 1]) : null;
-    $('hitrate-now').textContent = h === null ? '' : pct(h);
-    $('throughput-now').textContent = t === null ? '' : rate(t);
-  }
-
-  // drawChart plots f over the last hour: x is time, y from 0 to
-  // top(the largest value). Intervals where f has no value (no lookups
-  // for a hit rate) are left out; the latest value is marked with a dot.
-  function drawChart(svg, points, f, fmt, top) {
-    const W = 600, H = 160, L = 84, R = 10, T = 10, B = 22, span = 3600e3, now = Date.now();
-    const pts = points.map((p) => [Date.parse(p.at), f(p)]).filter(([t, v]) => v !== null && t >= now - span);
-    svg.dataset.points = pts.length;
-    svg.replaceChildren();
-    const ymax = top(Math.max(0, ...pts.map(([, v]) => v)));
-    const x = (t) => L + ((t - (now - span)) / span) * (W - L - R);
-    const y = (v) => T + (1 - v / ymax) * (H - T - B);
-    for (const frac of [0, 0.5, 1]) {
-      svg.append(svgEl('line', { class: 'grid', x1: L, x2: W - R, y1: y(ymax * frac), y2: y(ymax * frac) }));
-      svg.append(svgEl('text', { class: 'axis', x: L - 6, y: y(ymax * frac) + 4, 'text-anchor': 'end' }, fmt(ymax * frac)));
-    }
-    for (const [label, ago] of [['-60 min', span], ['-30 min', span / 2], ['now', 0]]) {
-      svg.append(svgEl('text', { class: 'axis', x: x(now - ago), y: H - 6, 'text-anchor': ago === span ? 'start' : ago === 0 ? 'end' : 'middle' }, label));
-    }
-    if (pts.length === 0) {
-      svg.append(svgEl('text', { class: 'empty', x: (W + L) / 2, y: H / 2, 'text-anchor': 'middle' }, 'no traffic yet'));
-      return;
-    }
-    svg.append(svgEl('polyline', { class: 'line', points: pts.map(([t, v]) => x(t).toFixed(1) + ',' + y(v).toFixed(1)).join(' ') }));
-    const [lt, lv] = pts[pts.length - 1];
-    svg.append(svgEl('circle', { class: 'dot', cx: x(lt).toFixed(1), cy: y(lv).toFixed(1), r: 3 }));
-  }
-
-  // niceMax rounds v up to 1, 2 or 5 times a power of ten, in the units
-  // of base (1024 for bytes: 1, 2, 5, 10, 20, 50... KiB, MiB).
-  function niceMax(v, base) {
-    if (v <= 0) return 1;
-    let unit = 1;
-    while (v / unit >= base) unit *= base;
-    const m = v / unit, p = Math.pow(10, Math.floor(Math.log10(m)));
-    for (const k of [1, 2, 5, 10]) if (k * p >= m) return k * p * unit;
-    return 10 * p * unit;
-  }
-
   // ---- forms ----
 
   async function startWarm(ev) {
@@ -418,6 +406,18 @@
     } catch (e) {
       err.textContent = (e.code ? e.code + ': ' : '') + e.message;
       return;
+    }
+    refresh();
+  }
+
+  async function cancelWarm(ev) {
+    const b = ev.target.closest('button[data-cancel]');
+    if (!b) return;
+    b.disabled = true;
+    try {
+      await getJSON(session, 'DELETE', '/_granary/warm', { id: b.dataset.cancel });
+    } catch (e) {
+      $('warm-error').textContent = G.errText(e);
     }
     refresh();
   }
@@ -449,6 +449,7 @@
     $('signout').addEventListener('click', () => signOut(''));
     $('warm-form').addEventListener('submit', startWarm);
     $('search-form').addEventListener('submit', search);
+    $('warmups').addEventListener('click', cancelWarm);
     document.body.dataset.ready = 'true';
   });
 })();
