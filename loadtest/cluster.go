@@ -40,22 +40,25 @@ type clusterPlan struct {
 	savedCount, savedSize int   // origin workload: objects, each read through every node
 	workers               int   // parallel readers of small objects and of the origin workload
 	rangeConc             int   // chunk ranges of large objects in flight
+	scaleCount, scaleSize int   // scaling: objects read through every node
 	disk                  int64 // --disk of every node
 }
 
 func fullClusterPlan() clusterPlan {
 	return clusterPlan{smallCount: 2_000, smallSize: 64 << 10, largeCount: 4, largeSize: 256 << 20,
-		savedCount: 1_000, savedSize: 256 << 10, workers: 16, rangeConc: 4, disk: 4 << 30}
+		savedCount: 1_000, savedSize: 256 << 10, workers: 16, rangeConc: 4, disk: 4 << 30,
+		scaleCount: 3_000, scaleSize: 100 << 10}
 }
 
 func quickClusterPlan() clusterPlan {
 	return clusterPlan{smallCount: 300, smallSize: 64 << 10, largeCount: 2, largeSize: 64 << 20,
-		savedCount: 200, savedSize: 256 << 10, workers: 16, rangeConc: 4, disk: 2 << 30}
+		savedCount: 200, savedSize: 256 << 10, workers: 16, rangeConc: 4, disk: 2 << 30,
+		scaleCount: 300, scaleSize: 100 << 10}
 }
 
 // clusterObjects are the scenario's objects, with their expected bytes.
 type clusterObjects struct {
-	small, large, saved []object
+	small, large, saved, scale []object
 }
 
 // newClusterObjects builds p's objects. Small and saved objects are
@@ -77,6 +80,9 @@ func newClusterObjects(p clusterPlan) clusterObjects {
 	for i := range p.savedCount {
 		o.saved = append(o.saved, object{key: fmt.Sprintf("saved/%06d", i), data: window(p.smallCount+i, p.savedSize)})
 	}
+	for i := range p.scaleCount {
+		o.scale = append(o.scale, object{key: fmt.Sprintf("scale/%06d", i), data: window(p.smallCount+p.savedCount+i, p.scaleSize)})
+	}
 	for i := range p.largeCount {
 		o.large = append(o.large, object{key: fmt.Sprintf("large/%s-%d", sizeName(p.largeSize), i), data: randomBytes(p.largeSize, uint64(200+i))})
 	}
@@ -84,7 +90,7 @@ func newClusterObjects(p clusterPlan) clusterObjects {
 }
 
 func (o clusterObjects) all() []object {
-	return append(append(append([]object{}, o.small...), o.large...), o.saved...)
+	return append(append(append(append([]object{}, o.small...), o.large...), o.saved...), o.scale...)
 }
 
 // clusterRun is one cluster scenario in progress.
@@ -145,6 +151,9 @@ func (r *clusterRun) measure(ctx context.Context) error {
 	}
 	if err := r.saved(ctx); err != nil {
 		return fmt.Errorf("origin requests: %w", err)
+	}
+	if err := r.scaling(ctx); err != nil {
+		return fmt.Errorf("scaling: %w", err)
 	}
 	return nil
 }

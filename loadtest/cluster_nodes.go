@@ -36,7 +36,13 @@ type nodeSet struct {
 // and extra serve flags, as a cluster or independent, and waits until each
 // answers /healthz and, in a cluster, sees all three members.
 func startNodeSet(ctx context.Context, bin, origin, access, secret string, ram, disk int64, clustered bool, extra ...string) (*nodeSet, error) {
-	s := &nodeSet{ids: []string{"n1", "n2", "n3"}, clustered: clustered}
+	return startNodes(ctx, len(clusterIDs), bin, origin, access, secret, ram, disk, clustered, extra...)
+}
+
+// startNodes is startNodeSet for the first n of the node IDs (one node
+// alone is n 1, not clustered).
+func startNodes(ctx context.Context, n int, bin, origin, access, secret string, ram, disk int64, clustered bool, extra ...string) (*nodeSet, error) {
+	s := &nodeSet{ids: clusterIDs[:n], clustered: clustered}
 	addrs, err := reservePorts(len(s.ids))
 	if err != nil {
 		return nil, err

@@ -20,8 +20,12 @@ type clusterReport struct {
 	started time.Time
 	hops    []hopRow
 	saved   []savedRow
+	scale   []scaleRow
 	// hopRAM and savedRAM are --ram of the nodes of each part.
 	hopRAM, savedRAM int64
+	// scaleRAM and scaleAloneRAM are --ram of the scaling part's cluster
+	// nodes and of its node alone.
+	scaleRAM, scaleAloneRAM int64
 	// ownersChecked counts the objects whose holdings on every node
 	// matched the owners the scenario computed.
 	ownersChecked      int
@@ -54,6 +58,9 @@ func (r *clusterReport) markdown() string {
 	r.hopTable(&b)
 	if len(r.saved) > 0 {
 		r.savedTable(&b)
+	}
+	if len(r.scale) > 0 {
+		r.scaleTable(&b)
 	}
 	return b.String()
 }
