@@ -104,6 +104,16 @@ type clusterRun struct {
 	logf  func(string, ...any)
 }
 
+// runClusterScale measures the scaling part alone.
+func runClusterScale(ctx context.Context, o options, logw io.Writer) (*clusterReport, error) {
+	full := fullClusterPlan()
+	if o.quick {
+		full = quickClusterPlan()
+	}
+	p := clusterPlan{scaleCount: full.scaleCount, scaleSize: full.scaleSize, workers: full.workers, disk: full.disk}
+	return runClusterPlan(ctx, o, p, logw)
+}
+
 // runCluster measures the scenario at its full or -quick size.
 func runCluster(ctx context.Context, o options, logw io.Writer) (*clusterReport, error) {
 	p := fullClusterPlan()
@@ -137,20 +147,28 @@ func runClusterPlan(ctx context.Context, o options, p clusterPlan, logw io.Write
 	}
 	defer r.proxy.Close()
 	err = measureLogged(&r.rep.loadStart, &r.rep.loadEnd, func() error { return r.measure(ctx) },
-		func() bool { return len(r.rep.hops) > 0 }, r.rep.markdown, logf)
+		func() bool { return len(r.rep.hops)+len(r.rep.scale) > 0 }, r.rep.markdown, logf)
 	if err != nil {
 		return nil, err
 	}
 	return r.rep, nil
 }
 
-// measure runs the peer-hop part, then the origin-requests part.
+// measure runs the peer-hop part, the origin-requests part and the
+// scaling part, each that the plan has objects for.
 func (r *clusterRun) measure(ctx context.Context) error {
-	if err := r.hops(ctx); err != nil {
-		return fmt.Errorf("peer hop: %w", err)
+	if r.plan.smallCount+r.plan.largeCount > 0 {
+		if err := r.hops(ctx); err != nil {
+			return fmt.Errorf("peer hop: %w", err)
+		}
 	}
-	if err := r.saved(ctx); err != nil {
-		return fmt.Errorf("origin requests: %w", err)
+	if r.plan.savedCount > 0 {
+		if err := r.saved(ctx); err != nil {
+			return fmt.Errorf("origin requests: %w", err)
+		}
+	}
+	if r.plan.scaleCount == 0 {
+		return nil
 	}
 	if err := r.scaling(ctx); err != nil {
 		return fmt.Errorf("scaling: %w", err)

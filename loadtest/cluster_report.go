@@ -55,7 +55,9 @@ func (r *clusterReport) findSaved(config string) savedRow {
 func (r *clusterReport) markdown() string {
 	var b strings.Builder
 	r.header(&b)
-	r.hopTable(&b)
+	if len(r.hops) > 0 {
+		r.hopTable(&b)
+	}
 	if len(r.saved) > 0 {
 		r.savedTable(&b)
 	}
