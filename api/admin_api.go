@@ -92,6 +92,8 @@ func (a *Admin) serve(c *fiber.Ctx, r *request) error {
 		r.op = pinOp(r.method)
 	case path == historyRoute && r.method == mGET:
 		r.op = opHistory
+	case path == ringRoute && r.method == mGET:
+		r.op = opRing
 	}
 	auth, err := a.s3.authenticate(c, r)
 	if err != nil {
@@ -112,6 +114,8 @@ func (a *Admin) serve(c *fiber.Ctx, r *request) error {
 		return a.pin(c, r)
 	case opHistory:
 		return a.history(c, r)
+	case opRing:
+		return a.ring(c)
 	}
 	return s3err.New(s3err.InvalidRequest, "unknown admin call "+r.method+" "+path)
 }

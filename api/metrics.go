@@ -27,6 +27,7 @@ const (
 	opUnpin
 	opPins
 	opHistory
+	opRing
 	opConsole
 	opPeer
 	opListBuckets
@@ -81,6 +82,7 @@ var opNames = [numOps]string{
 	opUnpin:                   "Unpin",
 	opPins:                    "Pins",
 	opHistory:                 "History",
+	opRing:                    "Ring",
 	opConsole:                 "Console",
 	opPeer:                    "Peer",
 	opListBuckets:             "ListBuckets",
