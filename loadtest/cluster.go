@@ -280,10 +280,11 @@ func maxShare(units []hopUnit, nodes int) int64 {
 	return slices.Max(share)
 }
 
-// hotBudget is the --ram that gives a cluster node a hot tier (1/8 of
-// the RAM tier, which is --ram less a reserve of 1/8 up to 256 MiB) of a
-// quarter more than share, at least 1 GiB: the repeat rows then measure
-// hot copies, not copies evicted for lack of room.
+// hotBudget is the --ram that gives a cluster node room for hot copies
+// (they share the RAM tier, which is --ram less a reserve of 1/8 up to 256
+// MiB, with the node's owned chunks) of several times share, at least 1
+// GiB: the repeat rows then measure hot copies, not copies evicted for
+// lack of room.
 func hotBudget(share int64) int64 {
 	hot := share + share/4 + 16<<20
 	return max(8*hot+256<<20, 1<<30)

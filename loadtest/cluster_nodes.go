@@ -283,6 +283,19 @@ func (s *nodeSet) cpu() (time.Duration, error) {
 	return sum, nil
 }
 
+// faults returns the minor page faults the nodes have taken, summed.
+func (s *nodeSet) faults() (int64, error) {
+	var sum int64
+	for i, g := range s.nodes {
+		n, err := g.faults()
+		if err != nil {
+			return 0, fmt.Errorf("node %s: %w", s.ids[i], err)
+		}
+		sum += n
+	}
+	return sum, nil
+}
+
 func (s *nodeSet) served(ctx context.Context) (servedCounts, error) {
 	ms := make([]metricSet, len(s.nodes))
 	for i, g := range s.nodes {

@@ -84,7 +84,7 @@ func (r *clusterReport) hopTable(b *strings.Builder) {
 	p := r.plan
 	fmt.Fprintf(b, "## The peer hop\n\nSmall objects: %d of %s (one chunk each), read whole by %d workers in one shuffled order. "+
 		"Large objects: %d of %s, read as chunk-aligned ranges of one chunk (%s) each, %d ranges in flight, object after object. "+
-		"Each row reads every object (every range) once. Nodes: --ram %s, so the hot tier of copies (1/8 of the RAM tier) holds "+
+		"Each row reads every object (every range) once. Nodes: --ram %s, so the room hot copies get in the RAM tier holds "+
 		"a node's whole share of copies and the repeat rows measure copies, not evictions.\n\n",
 		p.smallCount, sizeName(int64(p.smallSize)), p.workers, p.largeCount, sizeName(p.largeSize), sizeName(clusterChunk),
 		p.rangeConc, mib(r.hopRAM))

@@ -29,8 +29,17 @@ type scaleRow struct {
 	pass   int // 1 is the first (cold) pass
 	stats  readStats
 	served servedCounts
-	// nodeCPU is the CPU time every node of the layout used over the pass.
+	// nodeCPU is the CPU time every node of the layout used over the
+	// pass, faults the minor page faults they took.
 	nodeCPU time.Duration
+	faults  int64
+}
+
+func (s scaleRow) faultsPerRead() float64 {
+	if s.stats.reads == 0 {
+		return 0
+	}
+	return float64(s.faults) / float64(s.stats.reads)
 }
 
 func (s scaleRow) perRead() time.Duration {
@@ -41,14 +50,13 @@ func (s scaleRow) perRead() time.Duration {
 }
 
 // scaleRAM is --ram for the scaling part's cluster nodes: a RAM tier
-// (--ram less an eighth) of which the owner's share (7/8 of the tier,
-// the rest is the hot tier) holds a third of the set with a quarter to
-// spare, and so holds less than the whole set. The node alone gets room
-// for all of it.
+// (--ram less an eighth) that holds a node's third of the set with a
+// quarter to spare (hot copies get the spare), and so less than the whole
+// set. The node alone gets room for all of it.
 func (p clusterPlan) scaleRAM() (cluster, alone int64) {
 	set := int64(p.scaleCount) * int64(p.scaleSize)
 	third := set/3 + set/12
-	cluster = third * 8 / 7 * 8 / 7
+	cluster = third * 8 / 7
 	return max(cluster, 64<<20), set*2 + 256<<20
 }
 
@@ -92,9 +100,9 @@ func (r *clusterRun) scaleLayout(ctx context.Context, layout string, nodes int, 
 		}
 		row.layout, row.pass = layout, pass
 		s := row.served
-		r.logf("%-48s pass %d %6d reads %8.0f ops/s p50 %-9v ram %.0f hot %.0f disk %.0f peer %.0f origin %.0f cpu/read nodes %v",
+		r.logf("%-48s pass %d %6d reads %8.0f ops/s p50 %-9v ram %.0f hot %.0f disk %.0f peer %.0f origin %.0f cpu/read nodes %v faults/read %.1f",
 			layout, pass, row.stats.reads, row.stats.opsPerSec(), row.stats.p50.Round(time.Microsecond),
-			s.ram, s.hot, s.disk, s.peerReads, s.originReqs, row.perRead().Round(time.Microsecond))
+			s.ram, s.hot, s.disk, s.peerReads, s.originReqs, row.perRead().Round(time.Microsecond), row.faultsPerRead())
 		r.rep.scale = append(r.rep.scale, row)
 	}
 	return nil
@@ -110,6 +118,10 @@ func (r *clusterRun) scalePass(ctx context.Context, ns *nodeSet, clients []*clie
 	if err != nil {
 		return scaleRow{}, err
 	}
+	faults0, err := ns.faults()
+	if err != nil {
+		return scaleRow{}, err
+	}
 	st, err := runReads(ctx, clients, reads, r.plan.workers*nodes)
 	if err != nil {
 		return scaleRow{}, err
@@ -118,11 +130,15 @@ func (r *clusterRun) scalePass(ctx context.Context, ns *nodeSet, clients []*clie
 	if err != nil {
 		return scaleRow{}, err
 	}
+	faults1, err := ns.faults()
+	if err != nil {
+		return scaleRow{}, err
+	}
 	after, err := ns.served(ctx)
 	if err != nil {
 		return scaleRow{}, err
 	}
-	return scaleRow{stats: st, served: after.minus(before), nodeCPU: cpu1 - cpu0}, nil
+	return scaleRow{stats: st, served: after.minus(before), nodeCPU: cpu1 - cpu0, faults: faults1 - faults0}, nil
 }
 
 // scaleReads reads every object through each of nodes nodes, each node
@@ -159,11 +175,11 @@ func (r *clusterReport) scaleTable(b *strings.Builder) {
 	fmt.Fprintf(b, "## Scaling: the set fits the cluster, not one node\n\n%d objects of %s read whole, each through every node "+
 		"of a layout in each pass (each node its own shuffled order, %d workers per node, all nodes at once). One node alone: "+
 		"--ram %s. The cluster: --ram %s per node, so each node's RAM tier holds its third of the set and not the whole "+
-		"(its hot tier, an eighth of it, holds what it can of the rest as its admission policy decides). The nodes share this "+
+		"(hot copies of the rest get the room its third leaves, as the admission policy decides). The nodes share this "+
 		"machine's cores, so the throughput of three nodes is not three nodes' throughput; their CPU per read is what a read "+
 		"costs, on any machine.\n\n", p.scaleCount, sizeName(int64(p.scaleSize)), p.workers, mib(r.scaleAloneRAM), mib(r.scaleRAM))
-	b.WriteString("| layout | pass | reads | reads/s | p50 | RAM hits | hot hits | peer chunk reads | origin requests | nodes' CPU per read | CPU per read / one node's |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| layout | pass | reads | reads/s | p50 | RAM hits | hot hits | peer chunk reads | origin requests | nodes' CPU per read | CPU per read / one node's | page faults per read |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, s := range r.scale {
 		base := r.findScale(scaleAlone, s.pass).perRead()
 		if s.pass == 1 { // the first pass fills: compare the warm cost
@@ -174,10 +190,11 @@ func (r *clusterReport) scaleTable(b *strings.Builder) {
 			ratio = fmt.Sprintf("%.2fx", float64(s.perRead())/float64(base))
 		}
 		st, sv := s.stats, s.served
-		fmt.Fprintf(b, "| %s | %d | %d | %.0f | %s | %.0f | %.0f | %.0f | %.0f | %d µs | %s |\n", s.layout, s.pass, st.reads,
-			st.opsPerSec(), ms(st.p50), sv.ram, sv.hot, sv.peerReads, sv.originReqs, s.perRead().Microseconds(), ratio)
+		fmt.Fprintf(b, "| %s | %d | %d | %.0f | %s | %.0f | %.0f | %.0f | %.0f | %d µs | %s | %.1f |\n", s.layout, s.pass, st.reads,
+			st.opsPerSec(), ms(st.p50), sv.ram, sv.hot, sv.peerReads, sv.originReqs, s.perRead().Microseconds(), ratio, s.faultsPerRead())
 	}
 	b.WriteString("\nThe ideal is 1.00x: a read through any node costing the cluster what a read costs one node holding the set. " +
 		"A read through a node that owns the object costs about that; one through another node is a peer hop (two requests, " +
-		"and the answer authenticated on both sides) unless its hot tier holds a copy.\n\n")
+		"and the answer authenticated on both sides) unless its hot tier holds a copy. Page faults (minor, from /proc/PID/stat) count " +
+		"the pages the nodes touched for the first time: each one zeroed by the kernel, a cost that does not depend on the load.\n\n")
 }
