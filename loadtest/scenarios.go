@@ -59,6 +59,8 @@ var registry = []scenario{
 		targets: "MinIO behind the slow proxy, three granary nodes (-granary)"},
 	{name: "cluster-scale", desc: "the cluster scenario's scaling part alone: a set that fits three nodes and not one, read through every node at once, against one node alone", run: as(runClusterScale),
 		targets: "MinIO behind the slow proxy, three granary nodes and one alone (-granary)"},
+	{name: "mount-cluster", desc: "warm files through granary mount in front of one node and of three, the mount reading from the owners or through one node", run: as(runMountCluster),
+		targets: "MinIO, one granary node, three as a cluster, granary mount (-granary; root, /dev/fuse)"},
 	{name: "tls", desc: "a node serving HTTPS against one serving HTTP: warm GETs of 4KiB and 100KiB objects at 64 clients, one 1GiB stream", run: as(runTLS),
 		targets: "MinIO; granary nodes, nginx and the trivial server, each over HTTP and HTTPS (-granary)"},
 	{name: "origin-faults", desc: "a warmed set read while the origin is healthy, hung, refusing and back", run: as(runOriginFaults),
