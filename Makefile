@@ -65,6 +65,7 @@ bench: deps bench-deps build
 	$(GO) run ./loadtest -granary bin/granary -scenario epochs
 	$(GO) run ./loadtest -granary bin/granary -scenario hdfs-epochs
 	$(GO) run ./loadtest -granary bin/granary -scenario cluster
+	$(GO) run ./loadtest -granary bin/granary -scenario mount-cluster
 	$(GO) test ./cluster/peer -run '^$$' -bench 'BenchmarkAnswerMAC|BenchmarkGetChunk' -benchtime 2s
 	$(GO) run ./loadtest -granary bin/granary -scenario tls
 	$(GO) run ./loadtest -granary bin/granary -scenario origin-faults

@@ -98,6 +98,8 @@ func (a *Admin) serve(c *fiber.Ctx, r *request) error {
 		r.op = opEvict
 	case path == writeBackRoute && r.method == mGET:
 		r.op = opWriteBack
+	case path == ringRoute && r.method == mGET:
+		r.op = opRing
 	}
 	auth, err := a.s3.authenticate(c, r)
 	if err != nil {
@@ -124,6 +126,8 @@ func (a *Admin) serve(c *fiber.Ctx, r *request) error {
 		return a.evict(c, r)
 	case opWriteBack:
 		return a.writeBack(c, r)
+	case opRing:
+		return a.ring(c)
 	}
 	return s3err.New(s3err.InvalidRequest, "unknown admin call "+r.method+" "+path)
 }

@@ -78,7 +78,7 @@ func mayReadSource(r *request, bucket, key string) error {
 // job and pin by pin.
 func (a *Admin) authorizeAdmin(c *fiber.Ctx, r *request) error {
 	switch r.op {
-	case opWarmStatus, opWarmCancel, opPins:
+	case opWarmStatus, opWarmCancel, opPins, opRing:
 		return nil
 	}
 	args := c.Request().URI().QueryArgs()

@@ -30,6 +30,7 @@ const (
 	opObjects
 	opEvict
 	opWriteBack
+	opRing
 	opConsole
 	opPeer
 	opListBuckets
@@ -87,6 +88,7 @@ var opNames = [numOps]string{
 	opObjects:                 "Objects",
 	opEvict:                   "Evict",
 	opWriteBack:               "WriteBack",
+	opRing:                    "Ring",
 	opConsole:                 "Console",
 	opPeer:                    "Peer",
 	opListBuckets:             "ListBuckets",

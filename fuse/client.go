@@ -49,6 +49,8 @@ type client struct {
 	// heads counts HEAD requests (tests check that lookups are
 	// answered from listings).
 	heads atomic.Int64
+	// owners, if set, sends each chunk's read to its owner (owners.go).
+	owners *owners
 }
 
 // objInfo is what the file system keeps of an object or common prefix.
@@ -232,6 +234,14 @@ func (c *client) getRange(ctx context.Context, key, etag string, off int64, dest
 		return nil
 	}
 	c.fetched.Add(int64(len(dest)))
+	if c.owners != nil {
+		return c.owners.getRange(ctx, key, etag, off, dest)
+	}
+	return c.getRangeVia(ctx, c.mc, key, etag, off, dest)
+}
+
+// getRangeVia is getRange through mc: the node's client or a member's.
+func (c *client) getRangeVia(ctx context.Context, mc *minio.Client, key, etag string, off int64, dest []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, getTimeout)
 	defer cancel()
 	var opts minio.GetObjectOptions
@@ -243,7 +253,7 @@ func (c *client) getRange(ctx context.Context, key, etag string, off int64, dest
 			return fmt.Errorf("get %q: %w: %w", key, errInvalid, err)
 		}
 	}
-	body, _, _, err := minio.Core{Client: c.mc}.GetObject(ctx, c.bucket, key, opts)
+	body, _, _, err := minio.Core{Client: mc}.GetObject(ctx, c.bucket, key, opts)
 	if err != nil {
 		return s3Error("get", key, err)
 	}

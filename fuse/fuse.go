@@ -25,6 +25,10 @@ type Options struct {
 	// means the system's.
 	RootCAs *x509.CertPool
 	Bucket  string
+	// ViaEndpointOnly reads every chunk through Endpoint. Otherwise, when
+	// Endpoint is a member of a Granary cluster, each chunk is read from
+	// the member that owns it (owners.go): one hop per read.
+	ViaEndpointOnly bool
 	// Prefix, if set, is the key prefix shown as the mount's root
 	// (a trailing "/" is implied).
 	Prefix string

@@ -113,6 +113,10 @@ func Mount(dir string, opts Options) (*Server, error) {
 		cl.close()
 		return nil, err
 	}
+	if !o.ViaEndpointOnly {
+		cl.owners = newOwners(cl, o, schemeOf(o.Endpoint))
+		cl.owners.learn(context.Background())
+	}
 	f := &filesys{opts: o, cl: cl, budget: newBudget(o.MaxMemory), dirs: newDirCache(o.MetadataTTL),
 		log: o.Logger, mounted: time.Now()}
 	f.ctx, f.cancel = context.WithCancel(context.Background())

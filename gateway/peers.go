@@ -135,6 +135,13 @@ func (e *Engine) chunkOwners(id store.ChunkID) (local bool, ask []cluster.Member
 	return len(ask) == 0, ask
 }
 
+// Placement is what a client needs to read each chunk from its owner:
+// this node, the live members its ring places chunks on (this node alone
+// outside a cluster) and the chunk size.
+func (e *Engine) Placement() (self cluster.Member, members []cluster.Member, chunk int64) {
+	return e.peer.peers.Self(), e.peer.peers.Members(), e.opts.ChunkSize
+}
+
 // ownsFirstChunk reports whether this node reads chunk 0 of bucket/key
 // from the origin itself (else a metadata miss asks its owner, for the
 // info and, when the read wants it, the first chunk: firstFromOwners).

@@ -40,22 +40,25 @@ type clusterPlan struct {
 	savedCount, savedSize int   // origin workload: objects, each read through every node
 	workers               int   // parallel readers of small objects and of the origin workload
 	rangeConc             int   // chunk ranges of large objects in flight
+	scaleCount, scaleSize int   // scaling: objects read through every node
 	disk                  int64 // --disk of every node
 }
 
 func fullClusterPlan() clusterPlan {
 	return clusterPlan{smallCount: 2_000, smallSize: 64 << 10, largeCount: 4, largeSize: 256 << 20,
-		savedCount: 1_000, savedSize: 256 << 10, workers: 16, rangeConc: 4, disk: 4 << 30}
+		savedCount: 1_000, savedSize: 256 << 10, workers: 16, rangeConc: 4, disk: 4 << 30,
+		scaleCount: 3_000, scaleSize: 100 << 10}
 }
 
 func quickClusterPlan() clusterPlan {
 	return clusterPlan{smallCount: 300, smallSize: 64 << 10, largeCount: 2, largeSize: 64 << 20,
-		savedCount: 200, savedSize: 256 << 10, workers: 16, rangeConc: 4, disk: 2 << 30}
+		savedCount: 200, savedSize: 256 << 10, workers: 16, rangeConc: 4, disk: 2 << 30,
+		scaleCount: 300, scaleSize: 100 << 10}
 }
 
 // clusterObjects are the scenario's objects, with their expected bytes.
 type clusterObjects struct {
-	small, large, saved []object
+	small, large, saved, scale []object
 }
 
 // newClusterObjects builds p's objects. Small and saved objects are
@@ -77,6 +80,9 @@ func newClusterObjects(p clusterPlan) clusterObjects {
 	for i := range p.savedCount {
 		o.saved = append(o.saved, object{key: fmt.Sprintf("saved/%06d", i), data: window(p.smallCount+i, p.savedSize)})
 	}
+	for i := range p.scaleCount {
+		o.scale = append(o.scale, object{key: fmt.Sprintf("scale/%06d", i), data: window(p.smallCount+p.savedCount+i, p.scaleSize)})
+	}
 	for i := range p.largeCount {
 		o.large = append(o.large, object{key: fmt.Sprintf("large/%s-%d", sizeName(p.largeSize), i), data: randomBytes(p.largeSize, uint64(200+i))})
 	}
@@ -84,7 +90,7 @@ func newClusterObjects(p clusterPlan) clusterObjects {
 }
 
 func (o clusterObjects) all() []object {
-	return append(append(append([]object{}, o.small...), o.large...), o.saved...)
+	return append(append(append(append([]object{}, o.small...), o.large...), o.saved...), o.scale...)
 }
 
 // clusterRun is one cluster scenario in progress.
@@ -96,6 +102,16 @@ type clusterRun struct {
 	proxy *slowproxy.Proxy
 	rep   *clusterReport
 	logf  func(string, ...any)
+}
+
+// runClusterScale measures the scaling part alone.
+func runClusterScale(ctx context.Context, o options, logw io.Writer) (*clusterReport, error) {
+	full := fullClusterPlan()
+	if o.quick {
+		full = quickClusterPlan()
+	}
+	p := clusterPlan{scaleCount: full.scaleCount, scaleSize: full.scaleSize, workers: full.workers, disk: full.disk}
+	return runClusterPlan(ctx, o, p, logw)
 }
 
 // runCluster measures the scenario at its full or -quick size.
@@ -131,20 +147,31 @@ func runClusterPlan(ctx context.Context, o options, p clusterPlan, logw io.Write
 	}
 	defer r.proxy.Close()
 	err = measureLogged(&r.rep.loadStart, &r.rep.loadEnd, func() error { return r.measure(ctx) },
-		func() bool { return len(r.rep.hops) > 0 }, r.rep.markdown, logf)
+		func() bool { return len(r.rep.hops)+len(r.rep.scale) > 0 }, r.rep.markdown, logf)
 	if err != nil {
 		return nil, err
 	}
 	return r.rep, nil
 }
 
-// measure runs the peer-hop part, then the origin-requests part.
+// measure runs the peer-hop part, the origin-requests part and the
+// scaling part, each that the plan has objects for.
 func (r *clusterRun) measure(ctx context.Context) error {
-	if err := r.hops(ctx); err != nil {
-		return fmt.Errorf("peer hop: %w", err)
+	if r.plan.smallCount+r.plan.largeCount > 0 {
+		if err := r.hops(ctx); err != nil {
+			return fmt.Errorf("peer hop: %w", err)
+		}
 	}
-	if err := r.saved(ctx); err != nil {
-		return fmt.Errorf("origin requests: %w", err)
+	if r.plan.savedCount > 0 {
+		if err := r.saved(ctx); err != nil {
+			return fmt.Errorf("origin requests: %w", err)
+		}
+	}
+	if r.plan.scaleCount == 0 {
+		return nil
+	}
+	if err := r.scaling(ctx); err != nil {
+		return fmt.Errorf("scaling: %w", err)
 	}
 	return nil
 }
@@ -253,10 +280,11 @@ func maxShare(units []hopUnit, nodes int) int64 {
 	return slices.Max(share)
 }
 
-// hotBudget is the --ram that gives a cluster node a hot tier (1/8 of
-// the RAM tier, which is --ram less a reserve of 1/8 up to 256 MiB) of a
-// quarter more than share, at least 1 GiB: the repeat rows then measure
-// hot copies, not copies evicted for lack of room.
+// hotBudget is the --ram that gives a cluster node room for hot copies
+// (they share the RAM tier, which is --ram less a reserve of 1/8 up to 256
+// MiB, with the node's owned chunks) of several times share, at least 1
+// GiB: the repeat rows then measure hot copies, not copies evicted for
+// lack of room.
 func hotBudget(share int64) int64 {
 	hot := share + share/4 + 16<<20
 	return max(8*hot+256<<20, 1<<30)

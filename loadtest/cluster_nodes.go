@@ -36,7 +36,13 @@ type nodeSet struct {
 // and extra serve flags, as a cluster or independent, and waits until each
 // answers /healthz and, in a cluster, sees all three members.
 func startNodeSet(ctx context.Context, bin, origin, access, secret string, ram, disk int64, clustered bool, extra ...string) (*nodeSet, error) {
-	s := &nodeSet{ids: []string{"n1", "n2", "n3"}, clustered: clustered}
+	return startNodes(ctx, len(clusterIDs), bin, origin, access, secret, ram, disk, clustered, extra...)
+}
+
+// startNodes is startNodeSet for the first n of the node IDs (one node
+// alone is n 1, not clustered).
+func startNodes(ctx context.Context, n int, bin, origin, access, secret string, ram, disk int64, clustered bool, extra ...string) (*nodeSet, error) {
+	s := &nodeSet{ids: clusterIDs[:n], clustered: clustered}
 	addrs, err := reservePorts(len(s.ids))
 	if err != nil {
 		return nil, err
@@ -273,6 +279,19 @@ func (s *nodeSet) cpu() (time.Duration, error) {
 			return 0, fmt.Errorf("node %s: %w", s.ids[i], err)
 		}
 		sum += d
+	}
+	return sum, nil
+}
+
+// faults returns the minor page faults the nodes have taken, summed.
+func (s *nodeSet) faults() (int64, error) {
+	var sum int64
+	for i, g := range s.nodes {
+		n, err := g.faults()
+		if err != nil {
+			return 0, fmt.Errorf("node %s: %w", s.ids[i], err)
+		}
+		sum += n
 	}
 	return sum, nil
 }

@@ -20,8 +20,12 @@ type clusterReport struct {
 	started time.Time
 	hops    []hopRow
 	saved   []savedRow
+	scale   []scaleRow
 	// hopRAM and savedRAM are --ram of the nodes of each part.
 	hopRAM, savedRAM int64
+	// scaleRAM and scaleAloneRAM are --ram of the scaling part's cluster
+	// nodes and of its node alone.
+	scaleRAM, scaleAloneRAM int64
 	// ownersChecked counts the objects whose holdings on every node
 	// matched the owners the scenario computed.
 	ownersChecked      int
@@ -51,9 +55,14 @@ func (r *clusterReport) findSaved(config string) savedRow {
 func (r *clusterReport) markdown() string {
 	var b strings.Builder
 	r.header(&b)
-	r.hopTable(&b)
+	if len(r.hops) > 0 {
+		r.hopTable(&b)
+	}
 	if len(r.saved) > 0 {
 		r.savedTable(&b)
+	}
+	if len(r.scale) > 0 {
+		r.scaleTable(&b)
 	}
 	return b.String()
 }
@@ -75,7 +84,7 @@ func (r *clusterReport) hopTable(b *strings.Builder) {
 	p := r.plan
 	fmt.Fprintf(b, "## The peer hop\n\nSmall objects: %d of %s (one chunk each), read whole by %d workers in one shuffled order. "+
 		"Large objects: %d of %s, read as chunk-aligned ranges of one chunk (%s) each, %d ranges in flight, object after object. "+
-		"Each row reads every object (every range) once. Nodes: --ram %s, so the hot tier of copies (1/8 of the RAM tier) holds "+
+		"Each row reads every object (every range) once. Nodes: --ram %s, so the room hot copies get in the RAM tier holds "+
 		"a node's whole share of copies and the repeat rows measure copies, not evictions.\n\n",
 		p.smallCount, sizeName(int64(p.smallSize)), p.workers, p.largeCount, sizeName(p.largeSize), sizeName(clusterChunk),
 		p.rangeConc, mib(r.hopRAM))

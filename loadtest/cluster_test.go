@@ -19,15 +19,16 @@ import (
 // object, a few dozen small ones.
 func tinyClusterPlan() clusterPlan {
 	return clusterPlan{smallCount: 60, smallSize: 64 << 10, largeCount: 1, largeSize: 4 * clusterChunk,
-		savedCount: 60, savedSize: 256 << 10, workers: 8, rangeConc: 4, disk: 1 << 30}
+		savedCount: 60, savedSize: 256 << 10, workers: 8, rangeConc: 4, disk: 1 << 30,
+		scaleCount: 60, scaleSize: 100 << 10}
 }
 
 func TestClusterScenario(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds granary, starts MinIO and three sets of three nodes")
+		t.Skip("builds granary, starts MinIO, four sets of three nodes and one alone")
 	}
 	bin := granaryForTest(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	p := tinyClusterPlan()
 	var log bytes.Buffer
@@ -57,9 +58,11 @@ func TestClusterScenario(t *testing.T) {
 		checkServed(t, h, float64(want.units))
 	}
 	checkSaved(t, rep, p)
+	checkScale(t, rep, p)
 	md := rep.markdown()
 	for _, want := range []string{"| small objects | " + rowPeer + " |", "| large objects | " + rowHot + " |", "| small objects | " + rowFresh + " |",
-		"| " + savedCluster + " |", "| independent / cluster |", "## Origin requests saved"} {
+		"| " + savedCluster + " |", "| independent / cluster |", "## Origin requests saved",
+		"## Scaling", "| " + scaleCluster + " | 2 |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
@@ -181,5 +184,36 @@ func TestServedCounts(t *testing.T) {
 	want := servedCounts{ram: 13, hot: 6, peerReads: 9, originGets: 10, originStats: 6, originReqs: 16, originBytes: 1050}
 	if got != want {
 		t.Errorf("served over the interval %+v, want %+v", got, want)
+	}
+}
+
+// checkScale checks the scaling rows: every pass read every object
+// through every node, verified; each layout's first pass read each object
+// from the origin once (a cluster's owners fill, its other nodes ask
+// them), and the warm passes never.
+func checkScale(t *testing.T, rep *clusterReport, p clusterPlan) {
+	t.Helper()
+	if len(rep.scale) != 2*scalePasses {
+		t.Fatalf("%d scaling rows, want %d", len(rep.scale), 2*scalePasses)
+	}
+	for _, s := range rep.scale {
+		nodes := 1
+		if s.layout == scaleCluster {
+			nodes = len(clusterIDs)
+		}
+		want := p.scaleCount * nodes
+		if s.stats.reads != want || s.stats.bytes != int64(want*p.scaleSize) || s.nodeCPU <= 0 {
+			t.Errorf("%s pass %d: %+v, cpu %v; want %d verified reads", s.layout, s.pass, s.stats, s.nodeCPU, want)
+		}
+		origin := 0.0
+		if s.pass == 1 {
+			origin = float64(p.scaleCount)
+		}
+		if s.served.originGets != origin {
+			t.Errorf("%s pass %d: %v origin GETs, want %v", s.layout, s.pass, s.served.originGets, origin)
+		}
+		if s.layout == scaleCluster && s.pass > 1 && s.served.peerReads+s.served.hot == 0 {
+			t.Errorf("%s pass %d: neither a peer read nor a hot hit: %+v", s.layout, s.pass, s.served)
+		}
 	}
 }

@@ -17,8 +17,9 @@ import (
 // 100 on every Linux architecture Go supports.
 const clockTick = 10 * time.Millisecond
 
-// procCPU returns the user plus system CPU time process pid has used.
-func procCPU(pid int) (time.Duration, error) {
+// procStat returns the sum of fields (numbered as in proc(5)) of
+// /proc/PID/stat, each a count.
+func procStat(pid int, fields ...int) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
@@ -30,19 +31,30 @@ func procCPU(pid int) (time.Duration, error) {
 		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
 	}
 	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f)+2)
-	}
-	var ticks int64
-	for _, s := range f[11:13] { // utime (14) and stime (15)
-		n, err := strconv.ParseInt(s, 10, 64)
+	var sum int64
+	for _, field := range fields {
+		if field-3 >= len(f) {
+			return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f)+2)
+		}
+		n, err := strconv.ParseInt(f[field-3], 10, 64)
 		if err != nil {
 			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
 		}
-		ticks += n
+		sum += n
 	}
-	return time.Duration(ticks) * clockTick, nil
+	return sum, nil
 }
+
+// procCPU returns the user plus system CPU time process pid has used.
+func procCPU(pid int) (time.Duration, error) {
+	ticks, err := procStat(pid, 14, 15) // utime, stime
+	return time.Duration(ticks) * clockTick, err
+}
+
+// procFaults returns the minor page faults process pid has taken: pages
+// it touched for the first time since the kernel gave them (or took them
+// back), each zeroed, a cost that does not depend on the machine's load.
+func procFaults(pid int) (int64, error) { return procStat(pid, 10) }
 
 // selfCPU returns the user plus system CPU time the load test (its
 // clients, and its proxies when they carry traffic) has used.
@@ -56,3 +68,6 @@ func selfCPU() time.Duration {
 
 // cpuTime returns the CPU time the node's process has used.
 func (g *granaryProc) cpuTime() (time.Duration, error) { return procCPU(g.cmd.Process.Pid) }
+
+// faults returns the minor page faults the node's process has taken.
+func (g *granaryProc) faults() (int64, error) { return procFaults(g.cmd.Process.Pid) }

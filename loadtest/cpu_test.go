@@ -1,8 +1,10 @@
-// procCPU reads the same account of a process as getrusage does.
+// procCPU reads the same account of a process as getrusage does, and
+// procFaults counts the pages it touches fresh.
 package main
 
 import (
 	"os"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -27,5 +29,31 @@ func TestProcCPU(t *testing.T) {
 	}
 	if _, err := procCPU(-1); err == nil {
 		t.Fatal("procCPU of no process: no error")
+	}
+}
+
+// TestProcFaultsCountsFreshPages: touching pages the kernel has just
+// mapped shows as that many minor faults.
+func TestProcFaultsCountsFreshPages(t *testing.T) {
+	const pages = 4096
+	mem, err := syscall.Mmap(-1, 0, pages*4096, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(mem)
+	before, err := procFaults(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < len(mem); i += 4096 {
+		mem[i] = 1
+	}
+	after, err := procFaults(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Huge pages would fault less often; 1/512 of the pages is their floor.
+	if got := after - before; got < pages/512 {
+		t.Fatalf("%d faults for %d fresh pages", got, pages)
 	}
 }

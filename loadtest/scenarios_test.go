@@ -15,7 +15,7 @@ import (
 )
 
 func TestRegistryListsEveryScenario(t *testing.T) {
-	want := []string{"reads", "checkpoint", "mount", "epochs", "hdfs-epochs", "cluster", "tls", "origin-faults"}
+	want := []string{"reads", "checkpoint", "mount", "epochs", "hdfs-epochs", "cluster", "cluster-scale", "mount-cluster", "tls", "origin-faults"}
 	if len(registry) != len(want) {
 		t.Fatalf("%d scenarios registered, want %d", len(registry), len(want))
 	}

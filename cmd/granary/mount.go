@@ -29,6 +29,7 @@ type mountFlags struct {
 	prefix      string
 	readOnly    bool
 	allowOther  bool
+	viaEndpoint bool
 	stageDir    string
 	uid, gid    ownerID
 	fileMode    octalMode
@@ -130,6 +131,8 @@ func (f *mountFlags) register(fs *pflag.FlagSet) {
 	f.client.register(fs)
 	fs.StringVar(&f.prefix, "prefix", "", "show only the keys under this `prefix` (a trailing / is implied) as the mount's root")
 	fs.BoolVar(&f.readOnly, "read-only", false, "refuse every change (EROFS)")
+	fs.BoolVar(&f.viaEndpoint, "via-endpoint-only", false, "read every chunk through --endpoint (by default, when the endpoint is a member of "+
+		"a Granary cluster, each chunk is read from the member that owns it: one hop per read)")
 	fs.BoolVar(&f.allowOther, "allow-other", false, "let other users than the one mounting read the mount (FUSE allow_other: "+
 		"a sidecar mounting as root for a trainer running as another user; others need user_allow_other in /etc/fuse.conf)")
 	fs.StringVar(&f.stageDir, "stage-dir", "", "`directory` where files open for writing are staged until uploaded (default: the system's temp directory)")
@@ -179,7 +182,7 @@ func (f *mountFlags) options(getenv Getenv, bucket, mountpoint string) (fuse.Opt
 	}
 	o = fuse.Options{
 		Endpoint: node.url, AccessKey: creds.access, SecretKey: creds.secret, Region: creds.region,
-		RootCAs: node.cas, Bucket: bucket, Prefix: f.prefix, ReadOnly: f.readOnly, AllowOther: f.allowOther, StageDir: f.stageDir,
+		RootCAs: node.cas, Bucket: bucket, Prefix: f.prefix, ReadOnly: f.readOnly, AllowOther: f.allowOther, ViaEndpointOnly: f.viaEndpoint, StageDir: f.stageDir,
 		UID: uint32(os.Getuid()), GID: uint32(os.Getgid()),
 		FileMode: os.FileMode(f.fileMode), DirMode: os.FileMode(f.dirMode),
 		MetadataTTL: f.metadataTTL, MaxMemory: int64(f.maxMemory), Debug: f.debug,

@@ -272,14 +272,19 @@ func openOrigin(spec originSpec, access, secret string, timeout time.Duration) (
 func openTiers(cfg Config, pins store.PinSet, clustered bool, n *node, log zerolog.Logger) (ramTier, diskTier, hotTier store.Tier, err error) {
 	if cfg.RAM > 0 {
 		capacity := ramTierBytes(int64(cfg.RAM))
+		var shared *ram.Shared
 		if clustered {
-			// Copies of chunks read from their owners: an eighth of the
-			// RAM tier's budget, kept apart so they never evict owned data.
-			hot := ram.New(ram.Options{Capacity: capacity / 8, Policy: cfg.Eviction})
+			// Copies of chunks read from their owners share the RAM
+			// tier's budget: they use the room owned chunks leave and
+			// give it back when owned chunks need it, never the other way
+			// (store/ram/shared.go). A data set that fits every node is
+			// held by every node; a large one stays sharded.
+			shared = ram.NewShared(capacity)
+			hot := ram.New(ram.Options{Capacity: capacity, Policy: cfg.Eviction, Shared: shared, Yields: true})
 			n.closers = append([]namedCloser{{"hot", hot}}, n.closers...)
-			hotTier, capacity = hot, capacity-capacity/8
+			hotTier = hot
 		}
-		r := ram.New(ram.Options{Capacity: capacity, Policy: cfg.Eviction, Pins: pins, Quotas: cfg.Quotas()})
+		r := ram.New(ram.Options{Capacity: capacity, Policy: cfg.Eviction, Pins: pins, Quotas: cfg.Quotas(), Shared: shared})
 		n.closers = append([]namedCloser{{"ram", r}}, n.closers...)
 		ramTier = r
 	}

@@ -41,6 +41,12 @@ type Options struct {
 	// Pins says which objects are pinned: their chunks are never evicted
 	// (see pin.go). Nil pins nothing.
 	Pins store.PinSet
+	// Shared, if set, is a budget this tier shares with another (see
+	// shared.go): the tier holds at most Capacity and the two together
+	// at most Shared's total. Yields says this tier's chunks give way to
+	// the other's. A Shared has at most one tier that yields.
+	Shared *Shared
+	Yields bool
 	// Quotas caps the chunk bytes each bucket may hold in the tier: a Put
 	// or PutAlways that would take a bucket past its quota fails with
 	// store.ErrOverQuota (see quota.go). Nil sets no quotas.
@@ -61,7 +67,10 @@ type Options struct {
 // together with a shard lock. Pins.Pinned and Pins.Generation are called
 // under mu and sometimes a shard lock (the PinSet contract allows it).
 // Quotas.Quota is called under no lock; bytes locks itself and is a leaf
-// (quota.go).
+// (quota.go). With a Shared budget, Put takes Shared.mu before mu, and a
+// tier that does not yield takes the yielding tier's mu (to shed its
+// chunks) under its own: Shared.mu, then the owner's mu, then the
+// yielder's (shared.go).
 type Tier struct {
 	capacity int64
 	seed     maphash.Seed
@@ -69,6 +78,8 @@ type Tier struct {
 	adm      *admission   // nil under PolicyLRU
 	pins     store.PinSet // nil: nothing pinned
 	quotas   store.Quotas // nil: no quotas
+	shared   *Shared      // nil: the tier's budget is its own
+	yields   bool         // with shared: this tier gives way
 
 	mu      sync.Mutex
 	shards  [shardCount]shard
@@ -136,7 +147,11 @@ func New(opts Options) *Tier {
 	if err != nil {
 		panic(err)
 	}
-	t := &Tier{capacity: max(opts.Capacity, 0), seed: maphash.MakeSeed(), epoch: time.Now(), pins: opts.Pins, quotas: opts.Quotas}
+	t := &Tier{capacity: max(opts.Capacity, 0), seed: maphash.MakeSeed(), epoch: time.Now(), pins: opts.Pins, quotas: opts.Quotas,
+		shared: opts.Shared, yields: opts.Yields && opts.Shared != nil}
+	if t.yields {
+		t.shared.yielder = t
+	}
 	if t.pins != nil {
 		t.judged = t.pins.Generation() // nothing is aside yet
 	}
@@ -267,6 +282,7 @@ func (t *Tier) put(id store.ChunkID, data []byte, filter bool) error {
 	}
 	oh := t.objectHash(id.Bucket, id.Key)
 	s, h := t.shardAt(oh), t.chunkHash(oh, id)
+	defer t.lockShared()()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	// Close takes mu, so this check holds until we return.
@@ -284,7 +300,7 @@ func (t *Tier) put(id store.ChunkID, data []byte, filter bool) error {
 	if present {
 		return nil
 	}
-	if need := t.used.Load() + size - t.capacity; need > 0 {
+	if need := max(t.used.Load()+size-t.capacity, t.overShared(size)); need > 0 {
 		if err := t.makeRoom(need, size, h, missed, filter); err != nil {
 			return err
 		}
@@ -293,7 +309,7 @@ func (t *Tier) put(id store.ChunkID, data []byte, filter bool) error {
 	now := t.now()
 	s.mu.Lock()
 	s.insert(e, now)
-	t.used.Add(size)
+	t.charge(size)
 	t.chunks.Add(1)
 	t.bytes.add(id.Bucket, int64(len(data)))
 	s.mu.Unlock()
@@ -320,7 +336,7 @@ func (t *Tier) makeRoom(need, size int64, h uint64, missed, filter bool) error {
 			return store.ErrNotAdmitted
 		}
 	}
-	for t.used.Load()+size > t.capacity {
+	for !t.fits(size) {
 		if !t.evictOne(gen) {
 			if t.pins != nil {
 				return store.ErrPinnedFull // a pin added since the walk
@@ -363,7 +379,7 @@ func (t *Tier) evictOne(gen uint64) bool {
 	best.mu.Lock()
 	if e, _ := best.victim(t, gen); e != nil {
 		best.remove(e)
-		t.used.Add(-e.size)
+		t.charge(-e.size)
 		t.chunks.Add(-1)
 		t.bytes.add(e.id.Bucket, -int64(len(e.data)))
 		t.evictions.Add(1)
@@ -419,7 +435,7 @@ func (t *Tier) DeleteObject(bucket, key string) error {
 	for e := s.objects[objectKey{bucket, key}]; e != nil; {
 		next := e.objNext
 		s.remove(e)
-		t.used.Add(-e.size)
+		t.charge(-e.size)
 		t.chunks.Add(-1)
 		n += int64(len(e.data))
 		e = next
@@ -467,7 +483,7 @@ func (t *Tier) Held(bucket, key, etag string) int64 {
 func (t *Tier) Stats() store.TierStats {
 	return store.TierStats{
 		UsedBytes:     t.used.Load(),
-		CapacityBytes: t.capacity,
+		CapacityBytes: t.capacityNow(),
 		Chunks:        t.chunks.Load(),
 		Evictions:     t.evictions.Load(),
 		Declined:      t.declined.Load(),
@@ -488,7 +504,9 @@ func (t *Tier) Close() error {
 		s.reset()
 		s.mu.Unlock()
 	}
-	t.used.Store(0)
+	if d := t.used.Swap(0); t.shared != nil {
+		t.shared.used.Add(-d)
+	}
 	t.chunks.Store(0)
 	t.bytes.reset()
 	return nil

@@ -1,0 +1,43 @@
+// Tests of the mount's chunk placement helpers: which addresses it may
+// connect to, and how long a silent owner is skipped.
+package fuse
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestReachable(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"10.0.0.1:9000": true, "node-2.granary:9000": true, "[::1]:9000": true,
+		":9000": false, "0.0.0.0:9000": false, "[::]:9000": false, "no-port": false,
+	} {
+		if got := reachable(addr); got != want {
+			t.Errorf("reachable(%q) = %v, want %v", addr, got, want)
+		}
+	}
+}
+
+func TestOwnerBackoffDoublesAndResets(t *testing.T) {
+	w := newOwners(nil, &Options{}, "http")
+	var got []time.Duration
+	for range 7 {
+		w.failed("n2", errors.New("refused"))
+		got = append(got, w.backoff["n2"])
+	}
+	want := []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second, 160 * time.Second, 5 * time.Minute, 5 * time.Minute}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("skips after each failure: %v, want %v", got, want)
+		}
+	}
+	if !time.Now().Before(w.downTill["n2"]) {
+		t.Fatal("a failed owner is not skipped")
+	}
+	w.answered("n2")
+	w.failed("n2", errors.New("refused"))
+	if w.backoff["n2"] != ownerBackoff {
+		t.Fatalf("after an answer the skip is %v, want %v again", w.backoff["n2"], ownerBackoff)
+	}
+}
