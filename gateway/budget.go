@@ -16,11 +16,6 @@
 //     tier's budget counts; nor does joining a flight in the air, paid
 //     for by its starter and bound for the RAM tier.
 //
-// Buffers of flights that nobody holds any more wait for the next flight
-// of their length in the engine's bufPool, at most a quarter of
-// WorkingBytes: idle memory outside the budget, in place of the garbage
-// they would be until the collector freed them.
-//
 // A stalled client therefore holds at most its window's payments, and a
 // new read that finds no room waits AdmitWait, then fails with ErrBusy
 // (503 SlowDown), before a byte of its answer is sent.

@@ -101,7 +101,7 @@ func (e *Engine) startFlight(id store.ChunkID, size int64, want intent, paid boo
 		e.m.miss(id.Bucket)
 		e.buckets.of(id.Bucket).misses.Add(1)
 	}
-	f = newFlight(e.bufs.get(int(size)), want)
+	f = newFlight(size, want)
 	if !paid {
 		e.mem.force(size)
 		f.charge = size

@@ -109,8 +109,7 @@ type Engine struct {
 	stopFills context.CancelFunc
 	closing   sync.Once
 
-	mem  *memBudget // the working memory (budget.go)
-	bufs *bufPool   // idle flight buffers, a quarter of the working memory (bufpool.go)
+	mem *memBudget // the working memory (budget.go)
 
 	mu      sync.Mutex // guards flights, flight.retired and flight.charge
 	flights map[store.ChunkID]*flight
@@ -135,7 +134,6 @@ func New(opts Options) (*Engine, error) {
 		lists:   newListCache(opts.ListPages),
 		flights: make(map[store.ChunkID]*flight),
 		mem:     newMemBudget(opts.WorkingBytes),
-		bufs:    newBufPool(opts.WorkingBytes / 4),
 		started: time.Now(),
 		peer:    newPeerState(opts.Peers),
 	}

@@ -9,9 +9,7 @@ import (
 )
 
 // flight fills buf from the origin. Invariants: buf has the chunk's exact
-// length (it may come from the engine's bufPool, its old bytes not
-// cleared, and go back to it once unreachable) and is never reallocated;
-// no byte past n is read; bytes buf[:n] never change
+// length as capacity and is never reallocated; bytes buf[:n] never change
 // once published, so a reader may copy them without holding mu after it has
 // read n under mu. done is set once, with err nil only if n == len(buf).
 type flight struct {
@@ -39,9 +37,8 @@ type flight struct {
 	settled chan struct{}
 }
 
-// newFlight returns a flight that fills buf, the chunk's length.
-func newFlight(buf []byte, want intent) *flight {
-	return &flight{buf: buf, want: want, wake: make(chan struct{}), settled: make(chan struct{})}
+func newFlight(size int64, want intent) *flight {
+	return &flight{buf: make([]byte, size), want: want, wake: make(chan struct{}), settled: make(chan struct{})}
 }
 
 // intent reads f.want under engineMu, the Engine.mu that guards it.
