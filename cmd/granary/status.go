@@ -115,9 +115,11 @@ func printStatus(w io.Writer, st ops.Status) error {
 	return tw.Flush()
 }
 
+// hitRate labels a bucket's hit rate with what it is a share of: the
+// chunk reads the node looked up in its tiers ("-" before the first).
 func hitRate(b ops.BucketStatus) string {
 	if b.Hits+b.Misses == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.1f%% of %d", 100*b.HitRate, b.Hits+b.Misses)
+	return fmt.Sprintf("%.1f%% of %d chunk reads", 100*b.HitRate, b.Hits+b.Misses)
 }
