@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	monv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -39,6 +40,9 @@ var kinds = map[string]struct {
 	// The Prometheus operator's, of the monitoring overlay.
 	"ServiceMonitor": {"monitoring.coreos.com/v1", func() any { return new(monv1.ServiceMonitor) }},
 	"PrometheusRule": {"monitoring.coreos.com/v1", func() any { return new(monv1.PrometheusRule) }},
+	// The inject overlay's.
+	"Deployment":                   {"apps/v1", func() any { return new(appsv1.Deployment) }},
+	"MutatingWebhookConfiguration": {"admissionregistration.k8s.io/v1", func() any { return new(admissionregv1.MutatingWebhookConfiguration) }},
 }
 
 // objects is one rendering, decoded, by kind.
