@@ -165,6 +165,11 @@ func TestCLIOnANode(t *testing.T) {
 	if code != exitOK || !regexp.MustCompile(`\d+ MiB`).MatchString(out) {
 		t.Errorf("status with AWS_* credentials: exit %d\n%s%s", code, out, errb)
 	}
+	for _, label := range []string{"ALREADY CACHED", "chunk reads"} { // figures say what they count
+		if !strings.Contains(out, label) {
+			t.Errorf("status does not say %q:\n%s", label, out)
+		}
+	}
 	code, out, _ = run(t, env, "status", endpoint, "--json")
 	if code != exitOK || !regexp.MustCompile(`"CapacityBytes":\d+[,}]`).MatchString(out) {
 		t.Errorf("status --json: exit %d\n%s", code, out)

@@ -102,7 +102,7 @@ func printStatus(w io.Writer, st ops.Status) error {
 			humanBytes(b.TierBytes["ram"]), humanBytes(b.TierBytes["disk"]), quota, hitRate(b), strings.Join(b.Pinned, ", "), strings.Join(cov, ", "))
 	}
 	if len(st.Warm) > 0 {
-		fmt.Fprintf(tw, "\nWARM-UP\tTARGET\tSTATE\tLISTED\tFETCHED\tCACHED\tFAILED\n")
+		fmt.Fprintf(tw, "\nWARM-UP\tTARGET\tSTATE\tLISTED\tFETCHED\tALREADY CACHED\tFAILED\n")
 		for _, j := range st.Warm {
 			fmt.Fprintf(tw, "%s\ts3://%s/%s\t%s\t%d\t%d (%s)\t%d\t%d\n", j.ID, j.Spec.Bucket, j.Spec.Prefix, j.State,
 				j.Listed, j.Fetched, humanBytes(j.FetchedBytes), j.Cached, j.Failed)
