@@ -48,6 +48,10 @@ type Options struct {
 	// accepted (see trackingListener.Accept). 0 means
 	// DefaultMaxConnsPerIP; a negative value means no limit.
 	MaxConnsPerIP int
+	// ServerHeader is the Server header of every answer, such as
+	// "granary/v1.2.3" (what `granary version --endpoint` reads); ""
+	// sends none.
+	ServerHeader string
 }
 
 // Defaults of the zero Options values.
@@ -168,6 +172,7 @@ func (s *Server) fiberConfig() fiber.Config {
 		WriteBufferSize:              responseBufferSize,
 		DisableStartupMessage:        true,
 		DisableDefaultContentType:    true,
+		ServerHeader:                 s.opts.ServerHeader,
 		// fasthttp sets ReadTimeout as the read deadline before a request's
 		// line and headers (after the idle wait of a keep-alive
 		// connection), so it bounds the header phase; once the headers are

@@ -53,9 +53,21 @@ func TestRulesPromtool(t *testing.T) {
 // dashboard is what the tests read of the Grafana dashboard.
 type dashboard struct {
 	Panels []struct {
-		ID      int    `json:"id"`
-		Type    string `json:"type"`
-		Title   string `json:"title"`
+		ID    int    `json:"id"`
+		Type  string `json:"type"`
+		Title string `json:"title"`
+		// FieldConfig holds the panel's one unit; an override may not
+		// change it (TestDashboardUnits).
+		FieldConfig struct {
+			Defaults struct {
+				Unit string `json:"unit"`
+			} `json:"defaults"`
+			Overrides []struct {
+				Properties []struct {
+					ID string `json:"id"`
+				} `json:"properties"`
+			} `json:"overrides"`
+		} `json:"fieldConfig"`
 		Targets []struct {
 			Expr string `json:"expr"`
 		} `json:"targets"`
@@ -132,10 +144,12 @@ func TestDashboardQueriesParse(t *testing.T) {
 	promtool(t, "check", "rules", path)
 }
 
-var metricName = regexp.MustCompile(`\bgranary_[a-z0-9_]+\b`)
+// metricName matches the node's own metrics and the process collector's
+// (resident memory, CPU), which a node serves too; up is Prometheus's.
+var metricName = regexp.MustCompile(`\b(granary|process)_[a-z0-9_]+\b`)
 
-// namedMetrics returns every granary metric the rules and the dashboard
-// (queries and variables) name.
+// namedMetrics returns every granary and process metric the rules and
+// the dashboard (queries and variables) name.
 func namedMetrics(t *testing.T) []string {
 	t.Helper()
 	rules, err := os.ReadFile(rulesFile)

@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"testing"
 
+	monv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -35,6 +37,12 @@ var kinds = map[string]struct {
 	"Job":                 {"batch/v1", func() any { return new(batchv1.Job) }},
 	"PodDisruptionBudget": {"policy/v1", func() any { return new(policyv1.PodDisruptionBudget) }},
 	"StorageClass":        {"storage.k8s.io/v1", func() any { return new(storagev1.StorageClass) }},
+	// The Prometheus operator's, of the monitoring overlay.
+	"ServiceMonitor": {"monitoring.coreos.com/v1", func() any { return new(monv1.ServiceMonitor) }},
+	"PrometheusRule": {"monitoring.coreos.com/v1", func() any { return new(monv1.PrometheusRule) }},
+	// The inject overlay's.
+	"Deployment":                   {"apps/v1", func() any { return new(appsv1.Deployment) }},
+	"MutatingWebhookConfiguration": {"admissionregistration.k8s.io/v1", func() any { return new(admissionregv1.MutatingWebhookConfiguration) }},
 }
 
 // objects is one rendering, decoded, by kind.

@@ -62,7 +62,7 @@ func newMetrics() *metrics {
 			Name: "granary_metadata_revalidations_total", Help: "Stale metadata served at once and revalidated with the origin in the background.",
 		}),
 		originReqs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "granary_origin_requests_total", Help: "Requests sent to the origin, by op and result: ok, error, or refused (the origin answered that the request was the client's mistake).",
+			Name: "granary_origin_requests_total", Help: "Requests sent to the origin, by op and result: ok, error, notfound (the origin answered that the key, bucket or upload does not exist), or refused (the origin answered that the request was the client's mistake).",
 		}, []string{"op", "result"}),
 		originBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "granary_origin_read_bytes_total", Help: "Object bytes read from the origin, by bucket.",
@@ -179,20 +179,29 @@ type countingOrigin struct {
 	m *metrics
 }
 
-// observe counts a call by its result: ok, error, or refused (the
-// origin answered that the request was the client's mistake, a
-// store.OriginError: the origin did not fail).
+// observe counts a call by its result.
 func (o countingOrigin) observe(op string, start time.Time, err error) {
-	var oe *store.OriginError
-	result := "ok"
-	switch {
-	case errors.As(err, &oe):
-		result = "refused"
-	case err != nil:
-		result = "error"
-	}
-	o.m.originReqs.WithLabelValues(op, result).Inc()
+	o.m.originReqs.WithLabelValues(op, originResult(err)).Inc()
 	o.m.originLatency.WithLabelValues(op).Observe(time.Since(start).Seconds())
+}
+
+// originResult names an origin call's outcome: ok; notfound (the origin
+// answered that the key, bucket or upload does not exist: a healthy
+// origin's answer, which an error rate must not count); refused (the
+// origin answered that the request was the client's mistake, a
+// store.OriginError); else error, the origin failed.
+func originResult(err error) string {
+	var oe *store.OriginError
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, store.ErrNoSuchKey), errors.Is(err, store.ErrNoSuchBucket), errors.Is(err, store.ErrNoSuchUpload):
+		return "notfound"
+	case errors.As(err, &oe):
+		return "refused"
+	default:
+		return "error"
+	}
 }
 
 func (o countingOrigin) Stat(ctx context.Context, bucket, key string) (store.ObjectInfo, error) {

@@ -3,11 +3,15 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/granary-dev/granary/store"
 )
 
 // TestBucketMetrics: a cold read counts a miss and origin bytes for its
@@ -96,5 +100,37 @@ func TestBucketLabelsBounded(t *testing.T) {
 	}
 	if got := l.label("a-new-one"); got != otherBucket {
 		t.Errorf("a bucket past the bound got %q, want %q", got, otherBucket)
+	}
+}
+
+// TestOriginResult: a missing key, bucket or upload is the origin's
+// answer, not its failure, so the error rate the alerts watch leaves it
+// out; a refusal is the client's mistake; anything else is an error.
+func TestOriginResult(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{nil, "ok"},
+		{fmt.Errorf("stat k: %w", store.ErrNoSuchKey), "notfound"},
+		{store.ErrNoSuchBucket, "notfound"},
+		{store.ErrNoSuchUpload, "notfound"},
+		{&store.OriginError{Status: 400, Code: "InvalidArgument"}, "refused"},
+		{store.ErrOriginDown, "error"},
+		{store.ErrUnavailable, "error"},
+		{errors.New("connection reset"), "error"},
+	} {
+		if got := originResult(c.err); got != c.want {
+			t.Errorf("originResult(%v) = %q, want %q", c.err, got, c.want)
+		}
+	}
+	m := newMetrics()
+	o := countingOrigin{m: m}
+	o.observe("stat", time.Now(), store.ErrNoSuchKey)
+	if got := testutil.ToFloat64(m.originReqs.WithLabelValues("stat", "error")); got != 0 {
+		t.Errorf("a missing key counted %v origin errors, want 0", got)
+	}
+	if got := testutil.ToFloat64(m.originReqs.WithLabelValues("stat", "notfound")); got != 1 {
+		t.Errorf("a missing key counted %v notfound, want 1", got)
 	}
 }

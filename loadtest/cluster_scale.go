@@ -21,6 +21,7 @@ import (
 const (
 	scaleAlone   = "one node alone, RAM holds the set"
 	scaleCluster = "3 nodes, the set fits the cluster, not one node"
+	scaleEvery   = "3 nodes, each with RAM for the whole set"
 )
 
 // scaleRow is one pass of the scaling part.
@@ -68,7 +69,7 @@ func (r *clusterRun) scaling(ctx context.Context) error {
 		layout string
 		nodes  int
 		ram    int64
-	}{{scaleAlone, 1, aloneRAM}, {scaleCluster, len(clusterIDs), clusterRAM}} {
+	}{{scaleAlone, 1, aloneRAM}, {scaleCluster, len(clusterIDs), clusterRAM}, {scaleEvery, len(clusterIDs), aloneRAM}} {
 		if err := r.scaleLayout(ctx, l.layout, l.nodes, l.ram); err != nil {
 			return fmt.Errorf("%s: %w", l.layout, err)
 		}
@@ -175,7 +176,8 @@ func (r *clusterReport) scaleTable(b *strings.Builder) {
 	fmt.Fprintf(b, "## Scaling: the set fits the cluster, not one node\n\n%d objects of %s read whole, each through every node "+
 		"of a layout in each pass (each node its own shuffled order, %d workers per node, all nodes at once). One node alone: "+
 		"--ram %s. The cluster: --ram %s per node, so each node's RAM tier holds its third of the set and not the whole "+
-		"(hot copies of the rest get the room its third leaves, as the admission policy decides). The nodes share this "+
+		"(hot copies of the rest get the room its third leaves, as the admission policy decides); then three nodes with the "+
+		"node alone's --ram, where copies of the whole set fit beside each node's third. The nodes share this "+
 		"machine's cores, so the throughput of three nodes is not three nodes' throughput; their CPU per read is what a read "+
 		"costs, on any machine.\n\n", p.scaleCount, sizeName(int64(p.scaleSize)), p.workers, mib(r.scaleAloneRAM), mib(r.scaleRAM))
 	b.WriteString("| layout | pass | reads | reads/s | p50 | RAM hits | hot hits | peer chunk reads | origin requests | nodes' CPU per read | CPU per read / one node's | page faults per read |\n")

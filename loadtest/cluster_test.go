@@ -193,12 +193,12 @@ func TestServedCounts(t *testing.T) {
 // them), and the warm passes never.
 func checkScale(t *testing.T, rep *clusterReport, p clusterPlan) {
 	t.Helper()
-	if len(rep.scale) != 2*scalePasses {
-		t.Fatalf("%d scaling rows, want %d", len(rep.scale), 2*scalePasses)
+	if len(rep.scale) != 3*scalePasses {
+		t.Fatalf("%d scaling rows, want %d", len(rep.scale), 3*scalePasses)
 	}
 	for _, s := range rep.scale {
 		nodes := 1
-		if s.layout == scaleCluster {
+		if s.layout != scaleAlone {
 			nodes = len(clusterIDs)
 		}
 		want := p.scaleCount * nodes
@@ -214,6 +214,11 @@ func checkScale(t *testing.T, rep *clusterReport, p clusterPlan) {
 		}
 		if s.layout == scaleCluster && s.pass > 1 && s.served.peerReads+s.served.hot == 0 {
 			t.Errorf("%s pass %d: neither a peer read nor a hot hit: %+v", s.layout, s.pass, s.served)
+		}
+		// Room for the whole set: every copy read in the first pass is
+		// kept, so the later passes read locally only.
+		if s.layout == scaleEvery && s.pass > 1 && (s.served.peerReads != 0 || s.served.hot != float64(2*p.scaleCount)) {
+			t.Errorf("%s pass %d: %+v; want every other node's share from hot copies, no peer read", s.layout, s.pass, s.served)
 		}
 	}
 }

@@ -53,6 +53,7 @@ func buildServer(cfg Config, p serverParts, log zerolog.Logger) (*api.Server, er
 	}
 	return api.New(api.Options{
 		TLS: p.tls, Registerer: p.reg, MaxConnsPerIP: cfg.ConnsPerIP(),
-		Logger: log.With().Str("component", "api").Logger(),
+		ServerHeader: serverHeaderPrefix + Version(),
+		Logger:       log.With().Str("component", "api").Logger(),
 	}, faces)
 }

@@ -120,6 +120,16 @@ func TestHumanUnits(t *testing.T) {
 	}
 }
 
+// TestHitRateLabelled: the hit rate says what it is a share of.
+func TestHitRateLabelled(t *testing.T) {
+	if got := hitRate(ops.BucketStatus{Hits: 3030, Misses: 2011, HitRate: 3030.0 / 5041}); got != "60.1% of 5041 chunk reads" {
+		t.Errorf("hitRate = %q", got)
+	}
+	if got := hitRate(ops.BucketStatus{}); got != "-" {
+		t.Errorf("no reads: %q, want -", got)
+	}
+}
+
 // TestCLIOnANode runs the client commands against a real node over MinIO.
 func TestCLIOnANode(t *testing.T) {
 	node, _, env, objs := warmNode(t, 3)
@@ -155,6 +165,11 @@ func TestCLIOnANode(t *testing.T) {
 	if code != exitOK || !regexp.MustCompile(`\d+ MiB`).MatchString(out) {
 		t.Errorf("status with AWS_* credentials: exit %d\n%s%s", code, out, errb)
 	}
+	for _, label := range []string{"ALREADY CACHED", "chunk reads"} { // figures say what they count
+		if !strings.Contains(out, label) {
+			t.Errorf("status does not say %q:\n%s", label, out)
+		}
+	}
 	code, out, _ = run(t, env, "status", endpoint, "--json")
 	if code != exitOK || !regexp.MustCompile(`"CapacityBytes":\d+[,}]`).MatchString(out) {
 		t.Errorf("status --json: exit %d\n%s", code, out)
@@ -172,6 +187,20 @@ func TestCLIOnANode(t *testing.T) {
 	code, out, errb = run(t, env, "flush", endpoint, "--json", "s3://dset/")
 	if code != exitOK || !strings.Contains(out, `"done":true`) {
 		t.Errorf("flush --json: exit %d\n%s%s", code, out, errb)
+	}
+}
+
+// TestInvocation: the banner's example commands are run the way this
+// process was.
+func TestInvocation(t *testing.T) {
+	for _, c := range []struct{ arg0, exe, want string }{
+		{"/tmp/go-build123/b001/exe/granary", "/tmp/go-build123/b001/exe/granary", "go run ./cmd/granary"},
+		{"bin/granary", "/src/granary/bin/granary", "bin/granary"},
+		{"granary", "/usr/local/bin/granary", "granary"},
+	} {
+		if got := invocation(c.arg0, c.exe); got != c.want {
+			t.Errorf("invocation(%s, %s) = %q, want %q", c.arg0, c.exe, got, c.want)
+		}
 	}
 }
 

@@ -173,8 +173,9 @@ func TestServeInFrontOfMinIO(t *testing.T) {
 		}
 	}
 	var vout bytes.Buffer
-	if code := execute(context.Background(), []string{"version", "--endpoint", "http://" + s.addr}, &vout, &vout, envMap(nil)); code != exitOK || !strings.Contains(vout.String(), "200 OK") {
-		t.Fatalf("version --endpoint: %d %s", code, vout.String())
+	want := "server http://" + s.addr + ": granary " + Version() + ", health 200 OK"
+	if code := execute(context.Background(), []string{"version", "--endpoint", "http://" + s.addr}, &vout, &vout, envMap(nil)); code != exitOK || !strings.Contains(vout.String(), want) {
+		t.Fatalf("version --endpoint: %d %s; want %q", code, vout.String(), want)
 	}
 }
 

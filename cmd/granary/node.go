@@ -92,7 +92,7 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, keys *access.Regist
 	if c, ok := origin.(io.Closer); ok {
 		n.closers = append(n.closers, namedCloser{"origin", c})
 	}
-	reg, err := newRegistry()
+	reg, err := newRegistry(cfg.DataDir)
 	if err != nil {
 		return n, err
 	}
@@ -125,6 +125,7 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, keys *access.Regist
 	if err != nil {
 		return n, err
 	}
+	warnBudgets(cfg, diskTier, log)
 	if cl != nil {
 		if err := reg.Register(cl.membersGauge()); err != nil {
 			return n, err
@@ -333,13 +334,14 @@ func ramTierBytes(budget int64) int64 {
 }
 
 // newRegistry returns a metrics registry with the Go runtime and process
-// collectors, shared by the engine and the API.
-func newRegistry() (*prometheus.Registry, error) {
+// collectors and the limits' gauges (of dataDir's filesystem), shared by
+// the engine and the API.
+func newRegistry(dataDir string) (*prometheus.Registry, error) {
 	reg := prometheus.NewRegistry()
-	for _, c := range []prometheus.Collector{
+	for _, c := range append([]prometheus.Collector{
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	} {
+	}, resourceCollectors(dataDir)...) {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -182,8 +183,30 @@ func printBanner(w io.Writer, url, gossip string, cfg Config, c Credentials) {
 	b.WriteString(credentialsBanner(c, cfg.Region))
 	b.WriteString("  clients: aws and boto3 read those AWS_* variables; granary warm, mount, status, flush and pin read\n" +
 		"    GRANARY_ACCESS_KEY / GRANARY_SECRET_KEY, or the AWS_* ones when those are unset\n")
-	fmt.Fprintf(&b, "  try:    aws --endpoint-url %s s3 ls\n          granary status --endpoint %s\n\n", url, url)
+	fmt.Fprintf(&b, "  try:    aws --endpoint-url %s s3 ls\n          %s status --endpoint %s\n\n", url, selfCommand(), url)
 	io.WriteString(w, b.String())
+}
+
+// selfCommand is how the person who started this process runs granary
+// again, for the banner's examples.
+func selfCommand() string {
+	exe, _ := os.Executable()
+	return invocation(os.Args[0], exe)
+}
+
+// invocation is selfCommand for a process started as arg0 from the
+// binary exe: "go run ./cmd/granary" for a binary `go run` built (in a
+// go-build directory of the build cache), the path typed for one run by
+// path ("bin/granary"), else "granary" (found on the PATH).
+func invocation(arg0, exe string) string {
+	switch {
+	case strings.Contains(exe, string(filepath.Separator)+"go-build"):
+		return "go run ./cmd/granary"
+	case strings.ContainsRune(arg0, filepath.Separator):
+		return arg0
+	default:
+		return "granary"
+	}
 }
 
 // credentialsBanner is the banner's credentials lines (to stderr, never

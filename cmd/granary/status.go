@@ -102,7 +102,7 @@ func printStatus(w io.Writer, st ops.Status) error {
 			humanBytes(b.TierBytes["ram"]), humanBytes(b.TierBytes["disk"]), quota, hitRate(b), strings.Join(b.Pinned, ", "), strings.Join(cov, ", "))
 	}
 	if len(st.Warm) > 0 {
-		fmt.Fprintf(tw, "\nWARM-UP\tTARGET\tSTATE\tLISTED\tFETCHED\tCACHED\tFAILED\n")
+		fmt.Fprintf(tw, "\nWARM-UP\tTARGET\tSTATE\tLISTED\tFETCHED\tALREADY CACHED\tFAILED\n")
 		for _, j := range st.Warm {
 			fmt.Fprintf(tw, "%s\ts3://%s/%s\t%s\t%d\t%d (%s)\t%d\t%d\n", j.ID, j.Spec.Bucket, j.Spec.Prefix, j.State,
 				j.Listed, j.Fetched, humanBytes(j.FetchedBytes), j.Cached, j.Failed)
@@ -115,9 +115,11 @@ func printStatus(w io.Writer, st ops.Status) error {
 	return tw.Flush()
 }
 
+// hitRate labels a bucket's hit rate with what it is a share of: the
+// chunk reads the node looked up in its tiers ("-" before the first).
 func hitRate(b ops.BucketStatus) string {
 	if b.Hits+b.Misses == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.1f%% of %d", 100*b.HitRate, b.Hits+b.Misses)
+	return fmt.Sprintf("%.1f%% of %d chunk reads", 100*b.HitRate, b.Hits+b.Misses)
 }

@@ -1,5 +1,5 @@
-// `granary version`: the binary's version and, with --endpoint, the health
-// of a running node.
+// `granary version`: the binary's version and, with --endpoint, the
+// version and health of a running node.
 package main
 
 import (
@@ -63,7 +63,7 @@ func newVersionCmd(getenv Getenv) *cobra.Command {
 	var cf clientFlags
 	cmd := &cobra.Command{
 		Use:   "version",
-		Short: "Print the version (and, with --endpoint, a node's health)",
+		Short: "Print the version (and, with --endpoint, a node's version and health)",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
@@ -75,11 +75,11 @@ func newVersionCmd(getenv Getenv) *cobra.Command {
 			if err != nil {
 				return usageError{err}
 			}
-			status, err := health(cmd.Context(), node)
+			h, err := health(cmd.Context(), node)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(out, "server %s: %s\n", node.url, status)
+			fmt.Fprintf(out, "server %s: %s\n", node.url, h)
 			return nil
 		},
 	}
@@ -87,25 +87,48 @@ func newVersionCmd(getenv Getenv) *cobra.Command {
 	return cmd
 }
 
-// health asks node's /healthz and returns its answer.
-func health(ctx context.Context, node remote) (string, error) {
+// serverHeaderPrefix starts the Server header of a node's answers; the
+// rest is its version.
+const serverHeaderPrefix = "granary/"
+
+// nodeHealth is what a node's /healthz says: its version (from the Server
+// header; "" from a node too old to send it) and its answer.
+type nodeHealth struct {
+	version string
+	status  string
+}
+
+func (h nodeHealth) String() string {
+	v := "granary " + h.version
+	if h.version == "" {
+		v = "version unknown (the node does not send it)"
+	}
+	return fmt.Sprintf("%s, health %s", v, h.status)
+}
+
+// health asks node's /healthz.
+func health(ctx context.Context, node remote) (nodeHealth, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, node.url+"/healthz", nil)
 	if err != nil {
-		return "", err
+		return nodeHealth{}, err
 	}
 	tr := node.transport()
 	defer tr.CloseIdleConnections()
 	resp, err := (&http.Client{Transport: tr}).Do(req)
 	if err != nil {
-		return "", fmt.Errorf("health check: %w", err)
+		return nodeHealth{}, fmt.Errorf("health check: %w", err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	status := strings.TrimSpace(resp.Status + " " + strings.TrimSpace(string(body)))
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("health check: %s", status)
+		return nodeHealth{}, fmt.Errorf("health check: %s", status)
 	}
-	return status, nil
+	v, ok := strings.CutPrefix(resp.Header.Get("Server"), serverHeaderPrefix)
+	if !ok {
+		v = ""
+	}
+	return nodeHealth{version: v, status: status}, nil
 }

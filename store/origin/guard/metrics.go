@@ -28,6 +28,11 @@ func newMetrics() *metrics {
 
 func (m *metrics) register(r prometheus.Registerer) error {
 	m.up.Set(1)
+	// Every cause's series exists from the start at 0, so a rate over it
+	// (a dashboard, an alert) has something to start from.
+	for _, c := range []string{CauseRefused, CauseTimeout, CauseDNS, CauseTLS, CauseReset, CauseServer, CauseDenied, CauseOther} {
+		m.failures.WithLabelValues(c)
+	}
 	for _, c := range []prometheus.Collector{m.up, m.open, m.failures, m.timeouts, m.rejected} {
 		if err := r.Register(c); err != nil {
 			return err
