@@ -35,7 +35,7 @@ type Request struct {
 	RawPath  string // the path exactly as sent, still percent-encoded
 	RawQuery string // the query exactly as sent, without '?'
 	Host     string
-	Header   Header
+	Header   Header // the fields as received, read only during Verify
 	Body     io.Reader
 	// ContentLength is the Content-Length header, -1 if absent.
 	ContentLength int64
