@@ -71,3 +71,4 @@ bench: deps bench-deps build
 	$(GO) run ./loadtest -granary bin/granary -scenario origin-faults
 	$(GO) test ./api -run '^$$' -bench BenchmarkListCatalog1M -benchtime 1x
 	$(GO) test ./store/origin/hdfs -run '^$$' -bench BenchmarkListOverSlowLink -benchtime 3x
+	$(GO) test ./api/sigv4 -run '^$$' -bench 'BenchmarkVerify' -benchmem -benchtime 2s

@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -21,43 +23,87 @@ import (
 // authenticate verifies r's signature. On success the request body may be
 // read only through the Result's Body.
 func (s *S3) authenticate(c *fiber.Ctx, r *request) (*sigv4.Result, error) {
-	req := c.Request()
-	header, contentLength := wireHeaders(&req.Header)
-	var body io.Reader = http.NoBody
+	w := wirePool.Get().(*wire)
+	defer w.release()
+	req := w.fill(c.Request())
+	req.Body = http.NoBody
 	if stream := c.Context().RequestBodyStream(); stream != nil {
-		r.body = newBodyReader(stream, contentLength, c.Context().Conn(), s.ioTimeout)
-		body = r.body
+		r.body = newBodyReader(stream, req.ContentLength, c.Context().Conn(), s.ioTimeout)
+		req.Body = r.body
 	}
-	host := string(req.Header.Host())
-	vbucket, _ := hostBucket(host, s.domainSuffixes)
-	return s.verifier.Verify(&sigv4.Request{
-		Method:        r.method,
-		RawPath:       string(req.URI().PathOriginal()),
-		RawQuery:      string(req.URI().QueryString()),
-		Host:          host,
-		Header:        header,
-		Body:          body,
-		ContentLength: contentLength,
-		VirtualBucket: vbucket,
-	})
+	req.Method = r.method
+	req.VirtualBucket, _ = hostBucket(req.Host, s.domainSuffixes)
+	if err := s.verifier.VerifyInto(&req, &r.authResult); err != nil {
+		return nil, err
+	}
+	return &r.authResult, nil
 }
 
-// wireHeaders returns the request headers exactly as received (fasthttp
-// rewrites some, such as a missing Content-Length, once it has read them)
-// and the Content-Length header's value, -1 if absent or unparsable.
-func wireHeaders(h *fasthttp.RequestHeader) (http.Header, int64) {
-	header := make(http.Header, 16)
-	contentLength := int64(-1)
-	h.VisitAllInOrder(func(k, v []byte) {
-		key := http.CanonicalHeaderKey(string(k))
-		header[key] = append(header[key], string(v))
-		if key == "Content-Length" {
-			if n, err := strconv.ParseInt(string(v), 10, 64); err == nil && n >= 0 {
-				contentLength = n
+// wire is the working memory of one authenticate, recycled through
+// wirePool: the request's path, query, host and header fields copied
+// from fasthttp's buffers into one string (one allocation, however many
+// fields), in one walk of the headers.
+type wire struct {
+	raw    []byte
+	spans  []fieldSpan
+	fields sigv4.Header
+}
+
+// fieldSpan is where one field's name and value lie in wire.raw.
+type fieldSpan struct{ name, value [2]int }
+
+var wirePool = sync.Pool{New: func() any { return &wire{raw: make([]byte, 0, 1024)} }}
+
+// release returns w to the pool unless it grew too large to keep; the
+// fields are dropped so the pool does not pin the request's string.
+func (w *wire) release() {
+	if cap(w.raw) > 64<<10 || cap(w.fields) > 256 {
+		return
+	}
+	clear(w.fields)
+	wirePool.Put(w)
+}
+
+// fill returns the sigv4.Request of req but for its method, body and
+// bucket. The headers are taken exactly as received (fasthttp rewrites
+// some, such as a missing Content-Length, once it has read them), and
+// ContentLength is the Content-Length header's value, -1 if absent or
+// unparsable.
+func (w *wire) fill(req *fasthttp.Request) sigv4.Request {
+	raw := append(w.raw[:0], req.URI().PathOriginal()...)
+	pathEnd := len(raw)
+	raw = append(raw, req.URI().QueryString()...)
+	queryEnd := len(raw)
+	raw = append(raw, req.Header.Host()...)
+	hostEnd := len(raw)
+	spans := w.spans[:0]
+	req.Header.VisitAllInOrder(func(k, v []byte) {
+		var f fieldSpan
+		f.name[0] = len(raw)
+		raw = append(raw, k...)
+		f.name[1] = len(raw)
+		raw = append(raw, v...)
+		f.value = [2]int{f.name[1], len(raw)}
+		spans = append(spans, f)
+	})
+	w.raw, w.spans = raw, spans
+	str := string(raw) // the one copy every string of the request shares
+	out := sigv4.Request{
+		RawPath: str[:pathEnd], RawQuery: str[pathEnd:queryEnd], Host: str[queryEnd:hostEnd],
+		ContentLength: -1,
+	}
+	fields := w.fields[:0]
+	for _, f := range spans {
+		name, value := str[f.name[0]:f.name[1]], str[f.value[0]:f.value[1]]
+		fields = append(fields, sigv4.Field{Name: name, Value: value})
+		if strings.EqualFold(name, "Content-Length") {
+			if n, err := strconv.ParseInt(value, 10, 64); err == nil && n >= 0 {
+				out.ContentLength = n
 			}
 		}
-	})
-	return header, contentLength
+	}
+	w.fields, out.Header = fields, fields
+	return out
 }
 
 // isSigned reports whether a request carries credentials: an

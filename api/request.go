@@ -38,6 +38,9 @@ type request struct {
 	auth   *sigv4.Result
 	policy *access.Policy // what the caller may do; set once authenticated
 	body   *bodyReader    // the wire body; nil when the request has none
+	// authResult is what auth points to once authenticated: a request
+	// is allocated anyway, its Result need not be.
+	authResult sigv4.Result
 
 	status    int
 	errCode   s3err.Code // the S3 error answered, if any

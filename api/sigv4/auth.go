@@ -3,7 +3,6 @@
 package sigv4
 
 import (
-	"net/http"
 	"strings"
 	"time"
 
@@ -52,7 +51,7 @@ func parseAuthorization(h string) (authHeader, error) {
 		return out, malformedHeader("the authorization header must start with " + algorithm)
 	}
 	for rest != "" {
-		i := strings.IndexAny(rest, ", \t")
+		i := indexSeparator(rest)
 		tok := rest
 		if i >= 0 {
 			tok, rest = rest[:i], rest[i+1:]
@@ -70,6 +69,17 @@ func parseAuthorization(h string) (authHeader, error) {
 		return out, malformedHeader("the authorization header needs Credential, SignedHeaders and Signature")
 	}
 	return out, nil
+}
+
+// indexSeparator returns the index of the first ',', ' ' or '\t' in s, -1
+// if none.
+func indexSeparator(s string) int {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == ',' || c == ' ' || c == '\t' {
+			return i
+		}
+	}
+	return -1
 }
 
 // setField stores one "Name=value" token of the header.
@@ -133,7 +143,7 @@ func parseCredential(c string) (credential, string) {
 }
 
 // fromHeader fills a from the Authorization header.
-func (v *Verifier) fromHeader(r *Request, auth string, a *authInfo) error {
+func (v *Verifier) fromHeader(r *Request, sc *scratch, auth string, a *authInfo) error {
 	if !strings.HasPrefix(strings.TrimLeft(auth, " \t"), algorithm) {
 		return errUnsupportedAuth()
 	}
@@ -148,10 +158,10 @@ func (v *Verifier) fromHeader(r *Request, auth string, a *authInfo) error {
 	if err := v.checkRegion(cred.region, s3err.AuthorizationHeaderMalformed, malformedPrefix); err != nil {
 		return err
 	}
-	if err := checkSignedHeaders(r.Header, h.SignedHeaders, s3err.AuthorizationHeaderMalformed); err != nil {
+	if err := checkSignedHeaders(&sc.hdr, h.SignedHeaders, s3err.AuthorizationHeaderMalformed); err != nil {
 		return err
 	}
-	t, amzDate, err := requestTime(r.Header)
+	t, amzDate, err := requestTime(&sc.hdr)
 	if err != nil {
 		return err
 	}
@@ -165,7 +175,7 @@ func (v *Verifier) fromHeader(r *Request, auth string, a *authInfo) error {
 	if d := v.now().Sub(t); d > v.maxSkew() || -d > v.maxSkew() {
 		return s3err.New(s3err.RequestTimeTooSkewed, "")
 	}
-	payload := headerValue(r.Header, "X-Amz-Content-Sha256")
+	payload := sc.hdr.get(hContentSHA256)
 	if payload == "" {
 		if r.ContentLength != 0 {
 			return s3err.New(s3err.InvalidRequest, "Missing required header for this request: x-amz-content-sha256")
@@ -182,15 +192,15 @@ func (v *Verifier) fromHeader(r *Request, auth string, a *authInfo) error {
 
 // requestTime reads X-Amz-Date, else Date. It returns the time and its
 // yyyymmddThhmmssZ form for the string to sign.
-func requestTime(h http.Header) (time.Time, string, error) {
-	if s := headerValue(h, "X-Amz-Date"); s != "" {
+func requestTime(h *headerIndex) (time.Time, string, error) {
+	if s := h.get(hAmzDate); s != "" {
 		t, ok := parseAmzDate(s)
 		if !ok {
 			return t, "", s3err.New(s3err.AccessDenied, "X-Amz-Date must be in the ISO8601 basic format yyyyMMdd'T'HHmmss'Z'.")
 		}
 		return t, s, nil
 	}
-	if s := headerValue(h, "Date"); s != "" {
+	if s := h.get(hDate); s != "" {
 		// botocore, given a Date header, signs with it alone, in
 		// email.utils' "..., 25 Nov 2026 14:22:20 -0000" form.
 		t, ok := parseHTTPDate(s)
@@ -228,7 +238,7 @@ func parseAmzDate(s string) (time.Time, bool) {
 // refuses x-amz-* headers that are present but not signed (a party on the
 // path could otherwise add metadata or checksums). x-amz-content-sha256 and
 // x-amz-date are exempt: both are bound into the string to sign anyway.
-func checkSignedHeaders(h http.Header, signed string, code s3err.Code) error {
+func checkSignedHeaders(h *headerIndex, signed string, code s3err.Code) error {
 	host := false
 	for rest := signed; rest != ""; {
 		var name string
@@ -241,9 +251,10 @@ func checkSignedHeaders(h http.Header, signed string, code s3err.Code) error {
 	if !host {
 		return s3err.New(code, "SignedHeaders must include host")
 	}
-	for k := range h {
-		if len(k) < 6 || !strings.EqualFold(k[:6], "x-amz-") ||
-			strings.EqualFold(k, "X-Amz-Content-Sha256") || strings.EqualFold(k, "X-Amz-Date") {
+	lo, hi := h.prefixed("x-amz-")
+	for p := lo; p < hi; p++ {
+		k := h.name(p)
+		if compareFold(k, knownNames[hContentSHA256]) == 0 || compareFold(k, knownNames[hAmzDate]) == 0 {
 			continue
 		}
 		if !listHasFold(signed, k) {

@@ -7,7 +7,6 @@ package sigv4
 import (
 	"cmp"
 	"crypto/sha256"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,20 +23,33 @@ type scratch struct {
 	buf   []byte      // canonical request, then string to sign
 	mac   []byte      // HMAC input blocks
 	pairs []queryPair // decoded query parameters, in request order until sorted
+	hdr   headerIndex // the request's header fields, indexed
+	subs  []queryPair // SigV2's sub-resources
+	// query holds the decoded query before it becomes one string;
+	// queryEnds the end of each key and value in it.
+	query     []byte
+	queryEnds []int
 }
 
 var scratchPool = sync.Pool{New: func() any {
-	return &scratch{buf: make([]byte, 0, 1024), mac: make([]byte, 0, 512), pairs: make([]queryPair, 0, 8)}
+	return &scratch{
+		buf: make([]byte, 0, 1024), mac: make([]byte, 0, 512), pairs: make([]queryPair, 0, 8),
+		hdr: headerIndex{byName: make([]int, 0, 16)},
+	}
 }}
 
 func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 
 // putScratch recycles sc unless it grew too large to be worth keeping.
-// The pairs are cleared so the pool does not pin request strings.
+// The pairs and header are dropped so the pool does not pin request
+// strings.
 func putScratch(sc *scratch) {
-	if cap(sc.buf) > 64<<10 || cap(sc.mac) > 64<<10 || cap(sc.pairs) > 256 {
+	if cap(sc.buf) > 64<<10 || cap(sc.mac) > 64<<10 || cap(sc.pairs) > 256 || cap(sc.subs) > 256 || cap(sc.query) > 64<<10 || cap(sc.hdr.byName) > 256 {
 		return
 	}
+	sc.hdr.h = nil
+	clear(sc.subs)
+	sc.subs = sc.subs[:0]
 	clear(sc.pairs)
 	sc.pairs = sc.pairs[:0]
 	sc.buf = sc.buf[:0]
@@ -45,9 +57,23 @@ func putScratch(sc *scratch) {
 }
 
 // parseQuery decodes raw into sc.pairs. It never fails: a malformed escape
-// stays literal, as it would in the client's canonical form.
+// stays literal, as it would in the client's canonical form. A query with
+// something to decode is decoded whole into one string, so it costs one
+// allocation however many parameters are escaped; one without costs none.
 func (sc *scratch) parseQuery(raw string) {
 	sc.pairs = sc.pairs[:0]
+	if !strings.ContainsAny(raw, "%+") {
+		for raw != "" {
+			var seg string
+			seg, raw, _ = strings.Cut(raw, "&")
+			if seg != "" {
+				k, v, _ := strings.Cut(seg, "=")
+				sc.pairs = append(sc.pairs, queryPair{k, v})
+			}
+		}
+		return
+	}
+	b, ends := sc.query[:0], sc.queryEnds[:0]
 	for raw != "" {
 		var seg string
 		seg, raw, _ = strings.Cut(raw, "&")
@@ -55,7 +81,17 @@ func (sc *scratch) parseQuery(raw string) {
 			continue
 		}
 		k, v, _ := strings.Cut(seg, "=")
-		sc.pairs = append(sc.pairs, queryPair{unescape(k, true), unescape(v, true)})
+		b = appendUnescaped(b, k)
+		ends = append(ends, len(b))
+		b = appendUnescaped(b, v)
+		ends = append(ends, len(b))
+	}
+	sc.query, sc.queryEnds = b, ends
+	str := string(b)
+	start := 0
+	for i := 0; i < len(ends); i += 2 {
+		sc.pairs = append(sc.pairs, queryPair{str[start:ends[i]], str[ends[i]:ends[i+1]]})
+		start = ends[i+1]
 	}
 }
 
@@ -84,10 +120,21 @@ func canonicalHash(r *Request, sc *scratch, a *authInfo) [32]byte {
 	b = append(b, '\n')
 	b = appendCanonicalQuery(b, sc.pairs, a.presigned)
 	b = append(b, '\n')
+	// Clients sign their names sorted, the order of byName: one merge walk
+	// finds every name's fields (every field before pos sorts before
+	// last). A name out of order is searched for.
+	pos, last := 0, ""
 	for rest := a.signedHeaders; rest != ""; {
 		var name string
 		name, rest, _ = strings.Cut(rest, ";")
-		b = appendCanonicalHeader(b, r, name)
+		var lo, hi int
+		if name > last {
+			lo, hi = sc.hdr.runFrom(pos, name)
+			pos, last = hi, name
+		} else {
+			lo, hi = sc.hdr.run(name)
+		}
+		b = appendCanonicalHeader(b, r, &sc.hdr, name, lo, hi)
 	}
 	b = append(b, '\n')
 	b = append(b, a.signedHeaders...)
@@ -146,22 +193,23 @@ func appendCanonicalQuery(b []byte, pairs []queryPair, presigned bool) []byte {
 	return b
 }
 
-// appendCanonicalHeader appends "name:value\n" for one signed header.
-func appendCanonicalHeader(b []byte, r *Request, name string) []byte {
+// appendCanonicalHeader appends "name:value\n" for one signed header
+// whose fields are at [lo, hi) in h.byName, the values of a repeated
+// header joined by ','.
+func appendCanonicalHeader(b []byte, r *Request, h *headerIndex, name string, lo, hi int) []byte {
 	b = append(b, name...)
 	b = append(b, ':')
-	vals := headerValues(r.Header, name)
 	switch {
-	case len(vals) == 0 && name == "host":
+	case lo == hi && name == "host":
 		b = appendTrimmed(b, r.Host)
-	case len(vals) == 0 && name == "content-length" && r.ContentLength >= 0:
+	case lo == hi && name == "content-length" && r.ContentLength >= 0:
 		b = strconv.AppendInt(b, r.ContentLength, 10)
 	}
-	for i, v := range vals {
-		if i > 0 {
+	for p := lo; p < hi; p++ {
+		if p > lo {
 			b = append(b, ',')
 		}
-		b = appendTrimmed(b, v)
+		b = appendTrimmed(b, h.value(p))
 	}
 	return append(b, '\n')
 }
@@ -169,6 +217,9 @@ func appendCanonicalHeader(b []byte, r *Request, name string) []byte {
 // appendTrimmed appends v without leading and trailing white space and with
 // each inner run of white space collapsed to one space.
 func appendTrimmed(b []byte, v string) []byte {
+	if isTrimmed(v) {
+		return append(b, v...)
+	}
 	space, started := false, false
 	for i := 0; i < len(v); {
 		c := v[i]
@@ -194,48 +245,16 @@ func appendTrimmed(b []byte, v string) []byte {
 	return b
 }
 
-// headerValues returns the values of name in h, whatever the case of the
-// key h stores it under. The canonical key is built on the stack: indexing a
-// map with string(bytes) does not allocate.
-func headerValues(h http.Header, name string) []string {
-	if h == nil {
-		return nil
-	}
-	if v, ok := h[name]; ok {
-		return v
-	}
-	var arr [64]byte
-	if len(name) <= len(arr) {
-		k := arr[:len(name)]
-		upper := true
-		for i := 0; i < len(name); i++ {
-			c := name[i]
-			if upper && c >= 'a' && c <= 'z' {
-				c -= 'a' - 'A'
-			} else if !upper && c >= 'A' && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			k[i] = c
-			upper = c == '-'
-		}
-		if v, ok := h[string(k)]; ok {
-			return v
+// isTrimmed reports whether appendTrimmed would leave v as it is: ASCII
+// without control bytes, edge spaces or runs of spaces (most values).
+func isTrimmed(v string) bool {
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c < ' ' || c >= utf8.RuneSelf || (c == ' ' && (i == 0 || i == len(v)-1 || v[i-1] == ' ')) {
+			return false
 		}
 	}
-	for k, v := range h {
-		if strings.EqualFold(k, name) {
-			return v
-		}
-	}
-	return nil
-}
-
-// headerValue returns the first value of name in h.
-func headerValue(h http.Header, name string) string {
-	if v := headerValues(h, name); len(v) > 0 {
-		return v[0]
-	}
-	return ""
+	return true
 }
 
 // appendEncoded appends s with every byte but the unreserved ones escaped.
@@ -261,26 +280,22 @@ func isUnreserved(c byte) bool {
 		c == '-' || c == '_' || c == '.' || c == '~'
 }
 
-// unescape decodes %XX escapes (and '+' as a space when plus is set); a '%'
-// not followed by two hex digits stays literal. It allocates only when s
-// holds something to decode.
-func unescape(s string, plus bool) string {
-	if !strings.ContainsRune(s, '%') && (!plus || !strings.ContainsRune(s, '+')) {
-		return s
-	}
-	out := make([]byte, 0, len(s))
+// appendUnescaped appends s with its %XX escapes decoded and '+' as a
+// space (a query's form); a '%' not followed by two hex digits stays
+// literal.
+func appendUnescaped(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
 		case c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
 			c = unhex(s[i+1])<<4 | unhex(s[i+2])
 			i += 2
-		case c == '+' && plus:
+		case c == '+':
 			c = ' '
 		}
-		out = append(out, c)
+		b = append(b, c)
 	}
-	return string(out)
+	return b
 }
 
 func isHex(c byte) bool {

@@ -338,7 +338,7 @@ func TestAWSExampleStreaming(t *testing.T) {
 	mk := func() *Request {
 		return &Request{
 			Method: http.MethodPut, RawPath: "/examplebucket/chunkObject.txt", Host: "s3.amazonaws.com",
-			Header: http.Header{
+			Header: headerOf(http.Header{
 				"Authorization": {"AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request," +
 					"SignedHeaders=content-encoding;content-length;host;x-amz-content-sha256;x-amz-date;x-amz-decoded-content-length;x-amz-storage-class," +
 					"Signature=" + seed},
@@ -348,7 +348,7 @@ func TestAWSExampleStreaming(t *testing.T) {
 				"X-Amz-Date":                   {"20130524T000000Z"},
 				"X-Amz-Decoded-Content-Length": {"66560"},
 				"X-Amz-Storage-Class":          {"REDUCED_REDUNDANCY"},
-			},
+			}),
 			Body: bytes.NewReader(wire.Bytes()), ContentLength: 66824,
 		}
 	}

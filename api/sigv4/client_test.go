@@ -48,7 +48,7 @@ func (f *fakeS3) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 	f.mu.Unlock()
 	res, err := f.v.Verify(&Request{
 		Method: hr.Method, RawPath: rawPath, RawQuery: rawQuery, Host: hr.Host,
-		Header: hr.Header, Body: in, ContentLength: hr.ContentLength,
+		Header: headerOf(hr.Header), Body: in, ContentLength: hr.ContentLength,
 	})
 	if err != nil {
 		writeErr(w, err)

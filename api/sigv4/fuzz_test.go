@@ -45,9 +45,9 @@ func FuzzParseAuthorization(f *testing.F) {
 			parseCredential(a.Credential)
 		}
 		// The whole of Verify must answer with an S3 error, never panic.
-		r := &Request{Method: "GET", RawPath: "/b/k", Host: "h", ContentLength: 0, Header: http.Header{
+		r := &Request{Method: "GET", RawPath: "/b/k", Host: "h", ContentLength: 0, Header: headerOf(http.Header{
 			"Authorization": {s}, "X-Amz-Date": {"20130524T000000Z"}, "X-Amz-Content-Sha256": {emptySHA256},
-		}}
+		})}
 		if _, err := v.Verify(r); err != nil {
 			if _, ok := s3err.As(err); !ok {
 				t.Fatalf("non-S3 error %v", err)

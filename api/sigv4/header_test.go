@@ -81,12 +81,12 @@ func TestAWSExampleGetObject(t *testing.T) {
 	r := &Request{
 		Method: http.MethodGet, RawPath: "/test.txt", Host: "examplebucket.s3.amazonaws.com",
 		ContentLength: 0,
-		Header: http.Header{
+		Header: headerOf(http.Header{
 			"Authorization":        {"AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request,SignedHeaders=host;range;x-amz-content-sha256;x-amz-date,Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"},
 			"Range":                {"bytes=0-9"},
 			"X-Amz-Content-Sha256": {emptySHA256},
 			"X-Amz-Date":           {"20130524T000000Z"},
-		},
+		}),
 	}
 	v := fixedVerifier(time.Date(2013, 5, 24, 0, 5, 0, 0, time.UTC))
 	mustVerify(t, v, r)
@@ -103,13 +103,13 @@ func TestAWSExamplePutObject(t *testing.T) {
 	mk := func() *Request {
 		return &Request{
 			Method: http.MethodPut, RawPath: "/test%24file.text", Host: "examplebucket.s3.amazonaws.com",
-			Header: http.Header{
+			Header: headerOf(http.Header{
 				"Authorization":        {"AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request,SignedHeaders=date;host;x-amz-content-sha256;x-amz-date;x-amz-storage-class,Signature=98ad721746da40c64f1a55b78f14c238d841ea1380cd77a1b5971af0ece108bd"},
 				"Date":                 {"Fri, 24 May 2013 00:00:00 GMT"},
 				"X-Amz-Date":           {"20130524T000000Z"},
 				"X-Amz-Storage-Class":  {"REDUCED_REDUNDANCY"},
 				"X-Amz-Content-Sha256": {"44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072"},
-			},
+			}),
 			Body: bytes.NewReader(body), ContentLength: int64(len(body)),
 		}
 	}
@@ -210,10 +210,10 @@ func TestDateHeader(t *testing.T) {
 func testDateHeader(t *testing.T, now time.Time, date string) {
 	r := &Request{
 		Method: http.MethodGet, RawPath: "/bucket/key", Host: testHost, ContentLength: 0,
-		Header: http.Header{
+		Header: headerOf(http.Header{
 			"Date":                 {date},
 			"X-Amz-Content-Sha256": {unsignedPayload},
-		},
+		}),
 	}
 	a := authInfo{
 		scope:         now.Format("20060102") + "/us-east-1/s3/aws4_request",
@@ -262,5 +262,34 @@ func TestParseCredentialSlashInKey(t *testing.T) {
 	if msg != "" || c.accessKey != "team/alice" || c.region != "any-region" || c.date != "20240102" ||
 		c.scope != "20240102/any-region/s3/aws4_request" {
 		t.Fatalf("got %+v %q", c, msg)
+	}
+}
+
+// The canonical headers follow SignedHeaders as sent, sorted or not, with
+// repeated fields joined in the order received and names in any case.
+func TestSignedHeaderOrders(t *testing.T) {
+	now := time.Now().UTC().Truncate(time.Second)
+	for _, signed := range []string{
+		"host;range;x-amz-content-sha256;x-amz-date;x-amz-meta-a",
+		"x-amz-meta-a;host;x-amz-date;range;x-amz-content-sha256",
+		"host;x-amz-meta-a;range;x-amz-content-sha256;x-amz-date",
+	} {
+		r := &Request{
+			Method: http.MethodGet, RawPath: "/bucket/key", Host: testHost, ContentLength: 0,
+			Header: Header{
+				{"X-AMZ-META-A", " one  two "}, {"Range", "bytes=0-9"}, {"x-amz-date", now.Format(amzDateLayout)},
+				{"X-Amz-Content-Sha256", unsignedPayload}, {"x-amz-meta-a", "three"}, {"User-Agent", "t"},
+			},
+		}
+		a := authInfo{
+			scope: now.Format("20060102") + "/us-east-1/s3/aws4_request", date: now.Format("20060102"),
+			region: "us-east-1", amzDate: now.Format(amzDateLayout), signedHeaders: signed, payload: unsignedPayload,
+		}
+		auth := "AWS4-HMAC-SHA256 Credential=" + testAK + "/" + a.scope + ",SignedHeaders=" + signed + ",Signature=" + referenceSignature(r, &a)
+		r.Header = append(r.Header, Field{"Authorization", auth})
+		mustVerify(t, newVerifier(), r)
+		r.Header[4].Value = "four" // the second value of a signed name
+		_, err := newVerifier().Verify(r)
+		wantCode(t, err, s3err.SignatureDoesNotMatch)
 	}
 }

@@ -4,11 +4,15 @@ package sigv4
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha1"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"hash"
 	"io"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -70,7 +74,7 @@ func fromHTTP(req *http.Request) *Request {
 		RawPath:       req.URL.EscapedPath(),
 		RawQuery:      req.URL.RawQuery,
 		Host:          host,
-		Header:        req.Header.Clone(),
+		Header:        headerOf(req.Header),
 		Body:          body,
 		ContentLength: cl,
 	}
@@ -128,3 +132,103 @@ type sha256Hasher struct{ hash.Hash }
 func (sha256Hasher) Close() {}
 
 func newSHA256Hasher() md5simd.Hasher { return sha256Hasher{sha256.New()} }
+
+// headerOf turns an http.Header into a Header (fields of one name in
+// order; names in the order of a map, which Verify does not depend on).
+func headerOf(h http.Header) Header {
+	var out Header
+	for k, vals := range h {
+		for _, v := range vals {
+			out = append(out, Field{k, v})
+		}
+	}
+	return out
+}
+
+// indexOf indexes h as Verify does.
+func indexOf(h Header) *headerIndex {
+	x := &headerIndex{}
+	x.index(h)
+	return x
+}
+
+// The http.Header methods the tests use, over a Header.
+
+func (h Header) Get(name string) string {
+	if v := h.Values(name); len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+func (h Header) Values(name string) []string {
+	var out []string
+	for _, f := range h {
+		if compareFold(f.Name, name) == 0 {
+			out = append(out, f.Value)
+		}
+	}
+	return out
+}
+
+func (h *Header) Del(name string) {
+	*h = slices.DeleteFunc(*h, func(f Field) bool { return compareFold(f.Name, name) == 0 })
+}
+
+func (h *Header) Set(name, value string) {
+	h.Del(name)
+	*h = append(*h, Field{http.CanonicalHeaderKey(name), value})
+}
+
+func (h Header) Clone() Header { return slices.Clone(h) }
+
+// boto3Get returns a GET signed at now as boto3 signs it, with the eight
+// header fields boto3 sends, in its order.
+func boto3Get(now time.Time) *Request {
+	r := &Request{
+		Method: http.MethodGet, RawPath: "/bucket/datasets/imagenet/train/n01440764/img_0001.JPEG",
+		Host: testHost, ContentLength: -1,
+		Header: Header{
+			{"Host", testHost},
+			{"Accept-Encoding", "identity"},
+			{"User-Agent", "Boto3/1.35.0 md/Botocore#1.35.0 ua/2.0 os/linux#6.8.0 md/arch#x86_64 lang/python#3.12.3 md/pyimpl#CPython cfg/retry-mode#legacy Botocore/1.35.0"},
+			{"X-Amz-Date", now.UTC().Format(amzDateLayout)},
+			{"X-Amz-Content-SHA256", emptySHA256},
+			{"amz-sdk-invocation-id", "0b4f6d4e-7f1a-4c43-9a57-3c0e7d1f2b9a"},
+			{"amz-sdk-request", "attempt=1; max=5"},
+		},
+	}
+	day := now.UTC().Format("20060102")
+	a := authInfo{
+		scope: day + "/" + testRegion + "/s3/aws4_request", date: day, region: testRegion,
+		amzDate: now.UTC().Format(amzDateLayout), signedHeaders: "host;x-amz-content-sha256;x-amz-date",
+		payload: emptySHA256,
+	}
+	auth := "AWS4-HMAC-SHA256 Credential=" + testAK + "/" + a.scope + ", SignedHeaders=" + a.signedHeaders +
+		", Signature=" + referenceSignature(r, &a)
+	r.Header = slices.Insert(r.Header, 5, Field{"Authorization", auth})
+	return r
+}
+
+// sigV2Get returns a GET signed at now with SigV2, as boto3 signs it with
+// signature_version "s3": a Date header, its usual fields.
+func sigV2Get(now time.Time) *Request {
+	date := now.UTC().Format(http.TimeFormat)
+	r := &Request{
+		Method: http.MethodGet, RawPath: "/bucket/datasets/imagenet/train/n01440764/img_0001.JPEG",
+		Host: testHost, ContentLength: -1,
+		Header: Header{
+			{"Host", testHost},
+			{"Accept-Encoding", "identity"},
+			{"User-Agent", "Boto3/1.35.0 md/Botocore#1.35.0 ua/2.0 os/linux#6.8.0 md/arch#x86_64 lang/python#3.12.3 md/pyimpl#CPython cfg/retry-mode#legacy Botocore/1.35.0"},
+			{"Date", date},
+			{"amz-sdk-invocation-id", "0b4f6d4e-7f1a-4c43-9a57-3c0e7d1f2b9a"},
+			{"amz-sdk-request", "attempt=1; max=5"},
+		},
+	}
+	mac := hmac.New(sha1.New, []byte(testSK))
+	mac.Write([]byte("GET\n\n\n" + date + "\n" + r.RawPath))
+	sig := base64.StdEncoding.EncodeToString(mac.Sum(nil))
+	r.Header = slices.Insert(r.Header, 4, Field{"Authorization", "AWS " + testAK + ":" + sig})
+	return r
+}

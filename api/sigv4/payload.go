@@ -66,6 +66,16 @@ func (v *Verifier) payload(r *Request, a *authInfo, sc *scratch) (io.Reader, int
 	if r.ContentLength == 0 && !mode.chunked() {
 		return emptyBody(mode, &sum, checks)
 	}
+	if (r.Body == nil || r.Body == http.NoBody) && !mode.chunked() {
+		// No body and no declared length (a GET): nothing to wrap. A
+		// check the empty payload fails is met by whoever reads it, as
+		// at the end of a wrapped body.
+		body, _, err := emptyBody(mode, &sum, checks)
+		if err != nil {
+			body = failedBody{err}
+		}
+		return body, r.ContentLength, nil
+	}
 	raw := r.Body
 	if raw == nil {
 		raw = http.NoBody
@@ -75,7 +85,7 @@ func (v *Verifier) payload(r *Request, a *authInfo, sc *scratch) (io.Reader, int
 		raw = io.LimitReader(raw, r.ContentLength)
 	}
 	if mode.chunked() {
-		return chunkedBody(r, a, mode, raw, checks)
+		return chunkedBody(&sc.hdr, a, mode, raw, checks)
 	}
 	if mode == modeHash {
 		want := make([]byte, len(sum))
@@ -101,15 +111,20 @@ func emptyBody(mode payloadMode, sum *[32]byte, checks []check) (io.Reader, int6
 	return http.NoBody, 0, nil
 }
 
+// failedBody is a body whose first read fails with err.
+type failedBody struct{ err error }
+
+func (f failedBody) Read([]byte) (int, error) { return 0, f.err }
+
 // chunkedBody decodes an aws-chunked body and verifies its payload.
-func chunkedBody(r *Request, a *authInfo, mode payloadMode, raw io.Reader, checks []check) (io.Reader, int64, error) {
-	decoded, err := decodedLength(r.Header)
+func chunkedBody(h *headerIndex, a *authInfo, mode payloadMode, raw io.Reader, checks []check) (io.Reader, int64, error) {
+	decoded, err := decodedLength(h)
 	if err != nil {
 		return nil, 0, err
 	}
 	var names []string
 	if mode.trailer() {
-		if names, checks, err = trailerChecks(r.Header, checks); err != nil {
+		if names, checks, err = trailerChecks(h, checks); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -127,8 +142,8 @@ func chunkedBody(r *Request, a *authInfo, mode payloadMode, raw io.Reader, check
 }
 
 // decodedLength reads x-amz-decoded-content-length.
-func decodedLength(h http.Header) (int64, error) {
-	s := headerValue(h, "X-Amz-Decoded-Content-Length")
+func decodedLength(h *headerIndex) (int64, error) {
+	s := h.get(hDecodedLength)
 	if s == "" {
 		return 0, s3err.New(s3err.MissingContentLength, "aws-chunked uploads must send x-amz-decoded-content-length.")
 	}
@@ -145,8 +160,8 @@ func decodedLength(h http.Header) (int64, error) {
 // to the handler.
 func headerChecks(r *Request, sc *scratch) ([]check, error) {
 	var checks []check
-	if md := headerValues(r.Header, "Content-Md5"); len(md) > 0 {
-		want, ok := decodeDigest(md[0], 16)
+	if sc.hdr.has(hContentMD5) {
+		want, ok := decodeDigest(sc.hdr.get(hContentMD5), 16)
 		if !ok {
 			return nil, s3err.New(s3err.InvalidDigest, "")
 		}
@@ -155,15 +170,18 @@ func headerChecks(r *Request, sc *scratch) ([]check, error) {
 	if r.Method == http.MethodPost && sc.has("uploadId") {
 		return checks, nil
 	}
-	for k, vals := range r.Header {
-		if len(k) <= len(checksumPrefix) || !strings.EqualFold(k[:len(checksumPrefix)], checksumPrefix) || len(vals) == 0 {
-			continue
+	h := &sc.hdr
+	lo, hi := h.prefixed(checksumPrefix)
+	for p := lo; p < hi; p++ {
+		k := h.name(p)
+		if len(k) == len(checksumPrefix) || (p > lo && compareFold(k, h.name(p-1)) == 0) {
+			continue // the first value of a name counts
 		}
 		alg, ok := lookupChecksum(k)
 		if !ok {
 			continue // x-amz-checksum-algorithm, -type, -mode: not digests
 		}
-		want, ok := decodeDigest(vals[0], alg.size)
+		want, ok := decodeDigest(h.value(p), alg.size)
 		if !ok {
 			return nil, s3err.New(s3err.InvalidArgument, "Value for "+alg.name+" header is invalid.")
 		}
@@ -174,9 +192,11 @@ func headerChecks(r *Request, sc *scratch) ([]check, error) {
 
 // trailerChecks reads the x-amz-trailer names and adds a check for each
 // checksum among them.
-func trailerChecks(h http.Header, checks []check) ([]string, []check, error) {
+func trailerChecks(h *headerIndex, checks []check) ([]string, []check, error) {
 	var names []string
-	for _, v := range headerValues(h, "X-Amz-Trailer") {
+	lo, hi := h.run("x-amz-trailer")
+	for p := lo; p < hi; p++ {
+		v := h.value(p)
 		for v != "" {
 			var name string
 			name, v, _ = strings.Cut(v, ",")

@@ -57,7 +57,7 @@ func (v *Verifier) fromQuery(r *Request, sc *scratch, a *authInfo) error {
 	if dateS[:8] != cred.date {
 		return queryErr("Invalid credential date: it is not the same as X-Amz-Date")
 	}
-	if err := checkSignedHeaders(r.Header, signed, s3err.AuthorizationQueryParamsError); err != nil {
+	if err := checkSignedHeaders(&sc.hdr, signed, s3err.AuthorizationQueryParamsError); err != nil {
 		return err
 	}
 	secret, ok := v.Creds.Secret(cred.accessKey)
@@ -70,7 +70,7 @@ func (v *Verifier) fromQuery(r *Request, sc *scratch, a *authInfo) error {
 	*a = authInfo{
 		accessKey: cred.accessKey, secret: secret, scope: cred.scope,
 		date: cred.date, region: cred.region, amzDate: dateS,
-		signedHeaders: signed, signature: sig, payload: presignedPayload(r, sc),
+		signedHeaders: signed, signature: sig, payload: presignedPayload(sc),
 		presigned: true,
 	}
 	return nil
@@ -92,8 +92,8 @@ func (v *Verifier) checkWindow(t time.Time, expires int64) error {
 // presignedPayload is the hashed payload of a presigned request: the
 // x-amz-content-sha256 header, else the X-Amz-Content-Sha256 parameter,
 // else UNSIGNED-PAYLOAD (what every SDK signs a presigned URL with).
-func presignedPayload(r *Request, sc *scratch) string {
-	if p := headerValue(r.Header, "X-Amz-Content-Sha256"); p != "" {
+func presignedPayload(sc *scratch) string {
+	if p := sc.hdr.get(hContentSHA256); p != "" {
 		return p
 	}
 	if p, ok := sc.get("X-Amz-Content-Sha256"); ok && p != "" {

@@ -51,7 +51,7 @@ func TestAWSExamplePresigned(t *testing.T) {
 		RawQuery: "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws4_request" +
 			"&X-Amz-Date=20130524T000000Z&X-Amz-Expires=86400&X-Amz-SignedHeaders=host" +
 			"&X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404",
-		Header: http.Header{}, ContentLength: 0,
+		Header: headerOf(http.Header{}), ContentLength: 0,
 	}
 	v := fixedVerifier(time.Date(2013, 5, 24, 12, 0, 0, 0, time.UTC))
 	mustVerify(t, v, r)

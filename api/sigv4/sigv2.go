@@ -8,11 +8,7 @@
 package sigv4
 
 import (
-	"crypto/hmac"
-	"crypto/sha1"
-	"encoding/base64"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -49,7 +45,7 @@ func (v *Verifier) fromV2Header(r *Request, sc *scratch, auth string, a *authInf
 	if !ok || ak == "" || sig == "" {
 		return s3err.New(s3err.InvalidArgument, "AWS authorization header is invalid.  Expected AwsAccessKeyId:signature")
 	}
-	t, err := v2RequestTime(r.Header)
+	t, err := v2RequestTime(&sc.hdr)
 	if err != nil {
 		return err
 	}
@@ -60,10 +56,11 @@ func (v *Verifier) fromV2Header(r *Request, sc *scratch, auth string, a *authInf
 	if d := v.now().Sub(t); d > v.maxSkew() || -d > v.maxSkew() {
 		return s3err.New(s3err.RequestTimeTooSkewed, "")
 	}
-	if !v2Matches(r, sc, secret, sig, v2HeaderDates(r.Header)) {
+	var dates [3]v2Date
+	if !v2Matches(r, sc, secret, sig, v2HeaderDates(dates[:0], &sc.hdr)) {
 		return s3err.New(s3err.SignatureDoesNotMatch, "")
 	}
-	return v2Result(r, ak, secret, a)
+	return v2Result(&sc.hdr, ak, secret, a)
 }
 
 // fromV2Query authenticates a SigV2 presigned URL and fills a.
@@ -98,17 +95,18 @@ func (v *Verifier) fromV2Query(r *Request, sc *scratch, a *authInfo) error {
 	if !v2Matches(r, sc, secret, sig, []v2Date{{slot: expS, amz: true}}) {
 		return s3err.New(s3err.SignatureDoesNotMatch, "")
 	}
-	return v2Result(r, ak, secret, a)
+	return v2Result(&sc.hdr, ak, secret, a)
 }
 
 // v2Result fills a for an authenticated SigV2 request. Its payload is not
 // signed: a hex x-amz-content-sha256 is still verified, an unsigned
 // aws-chunked body still decoded; signed chunks need SigV4's keys.
-func v2Result(r *Request, ak, secret string, a *authInfo) error {
-	payload := headerValue(r.Header, "X-Amz-Content-Sha256")
-	switch mode, _, err := parseMode(payload); {
-	case payload == "":
+func v2Result(h *headerIndex, ak, secret string, a *authInfo) error {
+	payload := h.get(hContentSHA256)
+	if payload == "" {
 		payload = unsignedPayload
+	}
+	switch mode, _, err := parseMode(payload); {
 	case err != nil:
 		return err
 	case mode == modeSignedChunks || mode == modeSignedChunksTrailer:
@@ -120,10 +118,10 @@ func v2Result(r *Request, ak, secret string, a *authInfo) error {
 
 // v2RequestTime reads x-amz-date, else Date, in any of the HTTP date
 // forms (and ISO 8601 basic for x-amz-date).
-func v2RequestTime(h http.Header) (time.Time, error) {
-	s := headerValue(h, "X-Amz-Date")
+func v2RequestTime(h *headerIndex) (time.Time, error) {
+	s := h.get(hAmzDate)
 	if s == "" {
-		s = headerValue(h, "Date")
+		s = h.get(hDate)
 	}
 	if t, ok := parseAmzDate(s); ok {
 		return t, nil
@@ -147,181 +145,4 @@ func parseHTTPDate(s string) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
-}
-
-// v2Date is one way a client may have filled the date of its string to
-// sign: the slot after Content-Type, and whether x-amz-date is also among
-// the canonical x-amz-* headers.
-type v2Date struct {
-	slot string
-	amz  bool
-}
-
-// v2HeaderDates are the date forms a header-signed request may carry.
-// Without x-amz-date the slot is the Date header. With it, AWS's text
-// leaves the slot empty, AWS's own example puts x-amz-date there (and not
-// among the headers), and botocore keeps the Date header there. Every
-// form binds the request time into the signature, so all are accepted.
-func v2HeaderDates(h http.Header) []v2Date {
-	date := headerValue(h, "Date")
-	amz := headerValue(h, "X-Amz-Date")
-	if amz == "" {
-		return []v2Date{{slot: date, amz: true}}
-	}
-	return []v2Date{{slot: "", amz: true}, {slot: amz, amz: false}, {slot: date, amz: true}}
-}
-
-// v2Form is one way of building a string to sign where clients differ.
-type v2Form struct {
-	date v2Date
-	// keepEq keeps the '=' of a sub-resource sent with an empty value
-	// ("uploads="), as botocore signs it; minio-go signs the bare name.
-	keepEq bool
-	// path is the request path as signed (after any virtual-host bucket).
-	path string
-}
-
-// v2Forms lists the forms worth trying for r: the date forms, and the
-// others only where r makes them differ. Each names the same request, so
-// accepting any of them accepts nothing more.
-func v2Forms(r *Request, sc *scratch, dates []v2Date) []v2Form {
-	eqs := []bool{true}
-	if emptySentWithEq(r.RawQuery, sc) {
-		eqs = append(eqs, false)
-	}
-	var forms []v2Form
-	for _, d := range dates {
-		for _, e := range eqs {
-			for _, p := range v2Paths(r) {
-				forms = append(forms, v2Form{date: d, keepEq: e, path: p})
-			}
-		}
-	}
-	return forms
-}
-
-// v2Paths are the ways clients sign r's path: as sent; decoded and
-// encoded again (unreserved bytes and '/' kept), as minio-go does; a
-// path-style bucket ("/bucket") with its slash ("/bucket/"), as botocore
-// does; and followed by the first query parameter as sent, which older
-// botocore signs as part of the operation's path ("/bucket?list-type=2").
-func v2Paths(r *Request) []string {
-	paths := []string{r.RawPath}
-	if c := string(appendCanonicalURI(nil, r.RawPath)); c != r.RawPath {
-		paths = append(paths, c)
-	}
-	if r.VirtualBucket == "" && len(r.RawPath) > 1 && strings.IndexByte(r.RawPath[1:], '/') < 0 {
-		paths = append(paths, r.RawPath+"/")
-	}
-	if first, _, _ := strings.Cut(r.RawQuery, "&"); first != "" {
-		paths = append(paths, r.RawPath+"?"+first)
-	}
-	return paths
-}
-
-// v2Matches reports whether sig is the signature of r's string to sign
-// in any of its forms, each compared in constant time.
-func v2Matches(r *Request, sc *scratch, secret, sig string, dates []v2Date) bool {
-	want, err := base64.StdEncoding.DecodeString(sig)
-	if err != nil || len(want) != sha1.Size {
-		return false
-	}
-	ok := false
-	for _, f := range v2Forms(r, sc, dates) {
-		sts := appendV2StringToSign(sc.buf[:0], r, sc, f)
-		sc.buf = sts
-		m := hmac.New(sha1.New, []byte(secret))
-		m.Write(sts)
-		ok = hmac.Equal(m.Sum(nil), want) || ok
-	}
-	return ok
-}
-
-// appendV2StringToSign appends r's SigV2 string to sign in form f.
-func appendV2StringToSign(b []byte, r *Request, sc *scratch, f v2Form) []byte {
-	b = append(b, r.Method...)
-	b = append(b, '\n')
-	b = append(b, strings.TrimSpace(headerValue(r.Header, "Content-Md5"))...)
-	b = append(b, '\n')
-	b = append(b, strings.TrimSpace(headerValue(r.Header, "Content-Type"))...)
-	b = append(b, '\n')
-	b = append(b, strings.TrimSpace(f.date.slot)...)
-	b = append(b, '\n')
-	b = appendV2AmzHeaders(b, r.Header, f.date.amz)
-	if r.VirtualBucket != "" {
-		b = append(b, '/')
-		b = append(b, r.VirtualBucket...)
-	}
-	b = append(b, f.path...)
-	return appendV2SubResources(b, r.RawQuery, sc, f.keepEq)
-}
-
-// appendV2AmzHeaders appends "name:v1,v2\n" for each x-amz-* header in
-// name order, names lower-cased and values trimmed; x-amz-date only when
-// withDate.
-func appendV2AmzHeaders(b []byte, h http.Header, withDate bool) []byte {
-	var names []string
-	for k := range h {
-		if len(k) > 6 && strings.EqualFold(k[:6], "x-amz-") && (withDate || !strings.EqualFold(k, "X-Amz-Date")) {
-			names = append(names, k)
-		}
-	}
-	slices.SortFunc(names, func(x, y string) int { return strings.Compare(strings.ToLower(x), strings.ToLower(y)) })
-	for _, k := range names {
-		b = append(b, strings.ToLower(k)...)
-		b = append(b, ':')
-		for i, v := range h[k] {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, strings.TrimSpace(v)...)
-		}
-		b = append(b, '\n')
-	}
-	return b
-}
-
-// appendV2SubResources appends "?k1=v1&k2" for the sub-resources of the
-// query, sorted by name, values decoded.
-func appendV2SubResources(b []byte, rawQuery string, sc *scratch, keepEq bool) []byte {
-	var subs []queryPair
-	for _, p := range sc.pairs {
-		if v2SubResources[p.key] {
-			subs = append(subs, p)
-		}
-	}
-	slices.SortStableFunc(subs, func(x, y queryPair) int { return strings.Compare(x.key, y.key) })
-	for i, p := range subs {
-		b = append(b, "?&"[min(i, 1)])
-		b = append(b, p.key...)
-		if p.value != "" || (keepEq && sentWithEq(rawQuery, p.key)) {
-			b = append(b, '=')
-			b = append(b, p.value...)
-		}
-	}
-	return b
-}
-
-// emptySentWithEq reports whether a sub-resource was sent as "name=",
-// which clients sign in two ways.
-func emptySentWithEq(rawQuery string, sc *scratch) bool {
-	for _, p := range sc.pairs {
-		if p.value == "" && v2SubResources[p.key] && sentWithEq(rawQuery, p.key) {
-			return true
-		}
-	}
-	return false
-}
-
-// sentWithEq reports whether the raw query holds key followed by '='.
-// Sub-resource names need no escaping, so the raw form is the name.
-func sentWithEq(rawQuery, key string) bool {
-	for rawQuery != "" {
-		var seg string
-		seg, rawQuery, _ = strings.Cut(rawQuery, "&")
-		if k, _, eq := strings.Cut(seg, "="); k == key {
-			return eq
-		}
-	}
-	return false
 }

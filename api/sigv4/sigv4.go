@@ -8,7 +8,6 @@ package sigv4
 
 import (
 	"io"
-	"net/http"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -36,7 +35,7 @@ type Request struct {
 	RawPath  string // the path exactly as sent, still percent-encoded
 	RawQuery string // the query exactly as sent, without '?'
 	Host     string
-	Header   http.Header
+	Header   Header // the fields as received, read only during Verify
 	Body     io.Reader
 	// ContentLength is the Content-Length header, -1 if absent.
 	ContentLength int64
@@ -83,28 +82,41 @@ const defaultMaxSkew = 15 * time.Minute
 // Verify authenticates r and wraps its body in the checks its signature
 // mode asks for. Errors are *s3err.Error.
 func (v *Verifier) Verify(r *Request) (*Result, error) {
+	res := new(Result)
+	if err := v.VerifyInto(r, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// VerifyInto is Verify filling a Result the caller holds, so that a
+// request's authentication allocates nothing of its own (res escapes
+// nowhere new). res is changed only on success.
+func (v *Verifier) VerifyInto(r *Request, res *Result) error {
 	if v == nil || v.Creds == nil {
-		return nil, s3err.New(s3err.InternalError, "sigv4: verifier has no credentials")
+		return s3err.New(s3err.InternalError, "sigv4: verifier has no credentials")
 	}
 	sc := getScratch()
 	defer putScratch(sc)
 	sc.parseQuery(r.RawQuery)
+	sc.hdr.index(r.Header)
 
 	var a authInfo
 	if err := v.authenticate(r, sc, &a); err != nil {
-		return nil, err
+		return err
 	}
 	body, n, err := v.payload(r, &a, sc)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return &Result{AccessKey: a.accessKey, Body: body, ContentLength: n}, nil
+	*res = Result{AccessKey: a.accessKey, Body: body, ContentLength: n}
+	return nil
 }
 
 // authenticate picks the signature mechanism of r, checks the signature and
 // fills a.
 func (v *Verifier) authenticate(r *Request, sc *scratch, a *authInfo) error {
-	auth := headerValue(r.Header, "Authorization")
+	auth := sc.hdr.get(hAuthorization)
 	presigned := sc.has("X-Amz-Algorithm") || sc.has("X-Amz-Credential") || sc.has("X-Amz-Signature")
 	var err error
 	switch {
@@ -113,7 +125,7 @@ func (v *Verifier) authenticate(r *Request, sc *scratch, a *authInfo) error {
 	case strings.HasPrefix(auth, v2Prefix):
 		return v.fromV2Header(r, sc, auth, a)
 	case auth != "":
-		err = v.fromHeader(r, auth, a)
+		err = v.fromHeader(r, sc, auth, a)
 	case presigned:
 		err = v.fromQuery(r, sc, a)
 	case isV2Query(sc):
