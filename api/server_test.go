@@ -36,7 +36,10 @@ func TestShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Start the shutdown only once the server is reading the PUT (a
-	// request whose first bytes are still in flight may be cut short).
+	// request whose first bytes are still in flight may be cut short,
+	// and a connection not accepted yet is reset when the listener
+	// closes) and holds the idle connection.
+	awaitReading(t, srv, conn)
 	awaitUnused(t, srv, 1)
 	shut := make(chan error, 1)
 	start := time.Now()
@@ -149,22 +152,45 @@ func (e *env) dialPut(t *testing.T, path, query string, size int64, extra string
 // byte.
 func awaitUnused(t *testing.T, srv *Server, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		tl := srv.ln.Load()
-		tl.mu.Lock()
+	awaitConn(t, srv, fmt.Sprintf("%d unused connections", n), func(tl *trackingListener) bool {
 		unused := 0
 		for c := range tl.conns {
 			if !c.used.Load() {
 				unused++
 			}
 		}
+		return unused == n
+	})
+}
+
+// awaitReading polls until srv accepted the client connection conn and
+// read from it.
+func awaitReading(t *testing.T, srv *Server, conn net.Conn) {
+	t.Helper()
+	awaitConn(t, srv, "the connection from "+conn.LocalAddr().String()+" read", func(tl *trackingListener) bool {
+		for c := range tl.conns {
+			if c.RemoteAddr().String() == conn.LocalAddr().String() && c.used.Load() {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// awaitConn polls until ok holds of srv's listener (under its lock).
+func awaitConn(t *testing.T, srv *Server, what string, ok func(*trackingListener) bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		tl := srv.ln.Load()
+		tl.mu.Lock()
+		done := ok(tl)
 		tl.mu.Unlock()
-		if unused == n {
+		if done {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d unused connections, want %d", unused, n)
+			t.Fatalf("not after 10 s: %s", what)
 		}
 		time.Sleep(5 * time.Millisecond) // polling interval
 	}
