@@ -248,11 +248,11 @@ type ChunkID struct {
 
 // TierStats reports a tier's usage.
 type TierStats struct {
-	UsedBytes     int64
-	CapacityBytes int64
-	Chunks        int64
-	Evictions     int64 // chunks evicted since start
-	Declined      int64 // Puts declined by admission (ErrNotAdmitted) since start
+	UsedBytes     int64 `json:"usedBytes"`
+	CapacityBytes int64 `json:"capacityBytes"`
+	Chunks        int64 `json:"chunks"`
+	Evictions     int64 `json:"evictions"` // chunks evicted since start
+	Declined      int64 `json:"declined"`  // Puts declined by admission (ErrNotAdmitted) since start
 }
 
 // Tier is one cache level (RAM, disk). Chunks are immutable: Put of an ID

@@ -171,7 +171,7 @@ func TestCLIOnANode(t *testing.T) {
 		}
 	}
 	code, out, _ = run(t, env, "status", endpoint, "--json")
-	if code != exitOK || !regexp.MustCompile(`"CapacityBytes":\d+[,}]`).MatchString(out) {
+	if code != exitOK || !regexp.MustCompile(`"capacityBytes":\d+[,}]`).MatchString(out) {
 		t.Errorf("status --json: exit %d\n%s", code, out)
 	}
 

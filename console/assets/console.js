@@ -343,9 +343,9 @@
 
   function renderTiers(tiers) {
     setRows('tiers', tiers.map((t) => el('tr', { 'data-tier': t.name },
-      el('td', {}, t.name), num(t.UsedBytes, bytes), num(t.CapacityBytes, bytes),
-      el('td', {}, el('meter', { min: 0, max: t.CapacityBytes || 1, value: t.UsedBytes, high: 0.9 * (t.CapacityBytes || 1) })),
-      num(t.Chunks), num(t.Evictions), num(t.Declined))));
+      el('td', {}, t.name), num(t.usedBytes, bytes), num(t.capacityBytes, bytes),
+      el('td', {}, el('meter', { min: 0, max: t.capacityBytes || 1, value: t.usedBytes, high: 0.9 * (t.capacityBytes || 1) })),
+      num(t.chunks), num(t.evictions), num(t.declined))));
   }
 
   // renderBuckets shows what status reports per bucket, as granary status
