@@ -269,25 +269,23 @@ func (c servedCounts) minus(e servedCounts) servedCounts {
 		originBytes: c.originBytes - e.originBytes}
 }
 
-// served scrapes every node and sums their counters.
-// cpu returns the CPU time the three nodes have used, summed.
+// cpu returns the CPU time the nodes have used, summed.
 func (s *nodeSet) cpu() (time.Duration, error) {
-	var sum time.Duration
-	for i, g := range s.nodes {
+	ticks, err := s.sum(func(g *granaryProc) (int64, error) {
 		d, err := g.cpuTime()
-		if err != nil {
-			return 0, fmt.Errorf("node %s: %w", s.ids[i], err)
-		}
-		sum += d
-	}
-	return sum, nil
+		return int64(d), err
+	})
+	return time.Duration(ticks), err
 }
 
 // faults returns the minor page faults the nodes have taken, summed.
-func (s *nodeSet) faults() (int64, error) {
+func (s *nodeSet) faults() (int64, error) { return s.sum((*granaryProc).faults) }
+
+// sum adds up a count of every node.
+func (s *nodeSet) sum(count func(*granaryProc) (int64, error)) (int64, error) {
 	var sum int64
 	for i, g := range s.nodes {
-		n, err := g.faults()
+		n, err := count(g)
 		if err != nil {
 			return 0, fmt.Errorf("node %s: %w", s.ids[i], err)
 		}
@@ -296,6 +294,7 @@ func (s *nodeSet) faults() (int64, error) {
 	return sum, nil
 }
 
+// served scrapes every node and sums their counters.
 func (s *nodeSet) served(ctx context.Context) (servedCounts, error) {
 	ms := make([]metricSet, len(s.nodes))
 	for i, g := range s.nodes {

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -79,10 +78,7 @@ func runMountCluster(ctx context.Context, o options, logw io.Writer) (*mcReport,
 		return nil, err
 	}
 	defer mio.Stop()
-	dir, err := os.MkdirTemp("", "granary-mount-cluster-")
-	if err == nil {
-		dir, err = filepath.EvalSymlinks(dir) // as /proc/self/mountinfo shows it
-	}
+	dir, err := mountTempDir("granary-mount-cluster-")
 	if err != nil {
 		return nil, err
 	}

@@ -42,10 +42,7 @@ func runMount(ctx context.Context, o options, logw io.Writer) (*mountReport, err
 		return nil, err
 	}
 	defer mio.Stop()
-	dir, err := os.MkdirTemp("", "granary-mount-")
-	if err == nil {
-		dir, err = filepath.EvalSymlinks(dir) // as /proc/self/mountinfo shows it
-	}
+	dir, err := mountTempDir("granary-mount-")
 	if err != nil {
 		return nil, err
 	}
@@ -92,6 +89,16 @@ func runMount(ctx context.Context, o options, logw io.Writer) (*mountReport, err
 	}
 	r.rep.loadEnd = loadAverage()
 	return r.rep, nil
+}
+
+// mountTempDir makes a temporary directory for mountpoints, named by
+// prefix, and returns its path as /proc/self/mountinfo shows it.
+func mountTempDir(prefix string) (string, error) {
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(dir)
 }
 
 // againRows mounts the bucket twice more, the node already warm, and

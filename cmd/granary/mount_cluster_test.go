@@ -18,7 +18,7 @@ import (
 func readSums(t *testing.T, dir string, sums map[string][32]byte) {
 	t.Helper()
 	for key, want := range sums {
-		b, err := readWithin(t, filepath.Join(dir, key), 60*time.Second)
+		b, err := readWithin(t, filepath.Join(dir, key), 30*time.Second)
 		if err != nil || sha256.Sum256(b) != want {
 			t.Errorf("%s: %d bytes, %v; sha256 differs from the object's: %v", key, len(b), err, sha256.Sum256(b) != want)
 		}
