@@ -41,24 +41,26 @@ type clusterPlan struct {
 	workers               int   // parallel readers of small objects and of the origin workload
 	rangeConc             int   // chunk ranges of large objects in flight
 	scaleCount, scaleSize int   // scaling: objects read through every node
+	fanoutSize            int64 // fan-out: the checkpoint three nodes restore at once
 	disk                  int64 // --disk of every node
 }
 
 func fullClusterPlan() clusterPlan {
 	return clusterPlan{smallCount: 2_000, smallSize: 64 << 10, largeCount: 4, largeSize: 256 << 20,
 		savedCount: 1_000, savedSize: 256 << 10, workers: 16, rangeConc: 4, disk: 4 << 30,
-		scaleCount: 3_000, scaleSize: 100 << 10}
+		scaleCount: 3_000, scaleSize: 100 << 10, fanoutSize: 1 << 30}
 }
 
 func quickClusterPlan() clusterPlan {
 	return clusterPlan{smallCount: 300, smallSize: 64 << 10, largeCount: 2, largeSize: 64 << 20,
 		savedCount: 200, savedSize: 256 << 10, workers: 16, rangeConc: 4, disk: 2 << 30,
-		scaleCount: 300, scaleSize: 100 << 10}
+		scaleCount: 300, scaleSize: 100 << 10, fanoutSize: 128 << 20}
 }
 
 // clusterObjects are the scenario's objects, with their expected bytes.
 type clusterObjects struct {
 	small, large, saved, scale []object
+	fanout                     object // a zero object without a fan-out part
 }
 
 // newClusterObjects builds p's objects. Small and saved objects are
@@ -83,6 +85,9 @@ func newClusterObjects(p clusterPlan) clusterObjects {
 	for i := range p.scaleCount {
 		o.scale = append(o.scale, object{key: fmt.Sprintf("scale/%06d", i), data: window(p.smallCount+p.savedCount+i, p.scaleSize)})
 	}
+	if p.fanoutSize > 0 {
+		o.fanout = object{key: "fanout/" + sizeName(p.fanoutSize) + ".ckpt", data: randomBytes(p.fanoutSize, 300)}
+	}
 	for i := range p.largeCount {
 		o.large = append(o.large, object{key: fmt.Sprintf("large/%s-%d", sizeName(p.largeSize), i), data: randomBytes(p.largeSize, uint64(200+i))})
 	}
@@ -90,7 +95,11 @@ func newClusterObjects(p clusterPlan) clusterObjects {
 }
 
 func (o clusterObjects) all() []object {
-	return append(append(append(append([]object{}, o.small...), o.large...), o.saved...), o.scale...)
+	all := append(append(append(append([]object{}, o.small...), o.large...), o.saved...), o.scale...)
+	if o.fanout.key != "" {
+		all = append(all, o.fanout)
+	}
+	return all
 }
 
 // clusterRun is one cluster scenario in progress.
@@ -147,7 +156,7 @@ func runClusterPlan(ctx context.Context, o options, p clusterPlan, logw io.Write
 	}
 	defer r.proxy.Close()
 	err = measureLogged(&r.rep.loadStart, &r.rep.loadEnd, func() error { return r.measure(ctx) },
-		func() bool { return len(r.rep.hops)+len(r.rep.scale) > 0 }, r.rep.markdown, logf)
+		func() bool { return len(r.rep.hops)+len(r.rep.scale)+len(r.rep.fanout) > 0 }, r.rep.markdown, logf)
 	if err != nil {
 		return nil, err
 	}
@@ -165,6 +174,11 @@ func (r *clusterRun) measure(ctx context.Context) error {
 	if r.plan.savedCount > 0 {
 		if err := r.saved(ctx); err != nil {
 			return fmt.Errorf("origin requests: %w", err)
+		}
+	}
+	if r.plan.fanoutSize > 0 {
+		if err := r.fanout(ctx); err != nil {
+			return fmt.Errorf("fan-out: %w", err)
 		}
 	}
 	if r.plan.scaleCount == 0 {

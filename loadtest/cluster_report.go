@@ -21,6 +21,7 @@ type clusterReport struct {
 	hops    []hopRow
 	saved   []savedRow
 	scale   []scaleRow
+	fanout  []fanRow
 	// hopRAM and savedRAM are --ram of the nodes of each part.
 	hopRAM, savedRAM int64
 	// scaleRAM and scaleAloneRAM are --ram of the scaling part's cluster
@@ -60,6 +61,9 @@ func (r *clusterReport) markdown() string {
 	}
 	if len(r.saved) > 0 {
 		r.savedTable(&b)
+	}
+	if len(r.fanout) > 0 {
+		r.fanTable(&b)
 	}
 	if len(r.scale) > 0 {
 		r.scaleTable(&b)
