@@ -259,7 +259,8 @@ func (w *owners) getRange(ctx context.Context, key, etag string, off int64, dest
 }
 
 // part reads dest, within chunk idx, from the chunk's owner; from the
-// node if the owner does not answer.
+// node if the owner does not answer or is busy (a 5xx). Only an owner
+// that did not answer at all is skipped for a while.
 func (w *owners) part(ctx context.Context, v *ringView, key, etag string, idx, off int64, dest []byte) error {
 	mc, id := w.target(v, key, idx)
 	err := w.c.getRangeVia(ctx, mc, key, etag, off, dest)
@@ -269,8 +270,17 @@ func (w *owners) part(ctx context.Context, v *ringView, key, etag string, idx, o
 		}
 		return err
 	}
-	w.failed(id, err)
+	if silent(err) {
+		w.failed(id, err)
+	}
 	return w.c.getRangeVia(ctx, w.c.mc, key, etag, off, dest)
+}
+
+// silent reports whether a read failed without an S3 answer (refused,
+// timed out): the member is not there, as against busy.
+func silent(err error) bool {
+	var answered minio.ErrorResponse
+	return !errors.As(err, &answered)
 }
 
 // schemeOf is the scheme of an endpoint URL (validated by newClient).

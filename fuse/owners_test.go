@@ -6,6 +6,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/minio/minio-go/v7"
 )
 
 func TestReachable(t *testing.T) {
@@ -39,5 +41,20 @@ func TestOwnerBackoffDoublesAndResets(t *testing.T) {
 	w.failed("n2", errors.New("refused"))
 	if w.backoff["n2"] != ownerBackoff {
 		t.Fatalf("after an answer the skip is %v, want %v again", w.backoff["n2"], ownerBackoff)
+	}
+}
+
+// TestOwnerSkippedOnlyWhenSilent: an owner that answered, even with a
+// 5xx, is asked again; one that did not answer is skipped.
+func TestOwnerSkippedOnlyWhenSilent(t *testing.T) {
+	busy := s3Error("get", "k", minio.ErrorResponse{StatusCode: 503, Code: "SlowDown"})
+	refused := s3Error("get", "k", errors.New("dial tcp: connection refused"))
+	for _, c := range []struct {
+		err  error
+		skip bool
+	}{{busy, false}, {refused, true}} {
+		if !errors.Is(c.err, errUnavailable) || silent(c.err) != c.skip {
+			t.Errorf("%v: unavailable %v, silent %v; want skipped %v", c.err, errors.Is(c.err, errUnavailable), silent(c.err), c.skip)
+		}
 	}
 }
