@@ -25,9 +25,9 @@ func (c *fakeClock) Now() time.Time {
 	return c.t
 }
 
-func (c *fakeClock) Sleep(_ context.Context, d time.Duration) error {
+func (c *fakeClock) Sleep(_ context.Context, d time.Duration) (time.Duration, error) {
 	c.advance(d)
-	return nil
+	return d, nil
 }
 
 func (c *fakeClock) advance(d time.Duration) {

@@ -13,8 +13,10 @@ import (
 // Clock is the time the benchmark runs on; tests give it a fake one.
 type Clock interface {
 	Now() time.Time
-	// Sleep waits d (the simulated compute), or until ctx ends.
-	Sleep(ctx context.Context, d time.Duration) error
+	// Sleep waits d (the simulated compute), or until ctx ends, and
+	// returns how long it took: at least d, more when the machine is
+	// busy.
+	Sleep(ctx context.Context, d time.Duration) (time.Duration, error)
 }
 
 // RealClock is the wall clock.
@@ -22,23 +24,25 @@ type RealClock struct{}
 
 func (RealClock) Now() time.Time { return time.Now() }
 
-func (RealClock) Sleep(ctx context.Context, d time.Duration) error {
+func (RealClock) Sleep(ctx context.Context, d time.Duration) (time.Duration, error) {
+	start := time.Now()
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
-		return nil
+		return time.Since(start), nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return time.Since(start), ctx.Err()
 	}
 }
 
 // Meter accumulates one accelerator's time. Invariant: Compute <=
-// Active. Compute counts the nominal compute time asked for, so a sleep
-// that overruns (a busy machine) counts against AU, never for it.
+// Active. Compute is the time the simulated compute took as its clock
+// reports it: a sleep a busy machine overruns is still the accelerator
+// busy, not waiting for data.
 type Meter struct {
 	Active  time.Duration // from each epoch's start to its last batch computed
-	Compute time.Duration // the simulated compute, nominal
+	Compute time.Duration // the simulated compute
 	Batches int
 }
 
@@ -56,10 +60,11 @@ func (m *Meter) step(ctx context.Context, clk Clock, d time.Duration, next func(
 	if err := next(); err != nil {
 		return err
 	}
-	if err := clk.Sleep(ctx, d); err != nil {
+	took, err := clk.Sleep(ctx, d)
+	if err != nil {
 		return err
 	}
-	m.Compute += d
+	m.Compute += took
 	m.Batches++
 	return nil
 }

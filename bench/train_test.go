@@ -157,3 +157,25 @@ func TestRepeatSpread(t *testing.T) {
 		t.Fatalf("summary:\n%s", b.String())
 	}
 }
+
+// overrunClock's sleeps take half again as long as asked, as on a busy
+// machine.
+type overrunClock struct{ *fakeClock }
+
+func (c overrunClock) Sleep(_ context.Context, d time.Duration) (time.Duration, error) {
+	c.advance(d + d/2)
+	return d + d/2, nil
+}
+
+func TestAnOverrunSleepIsStillCompute(t *testing.T) {
+	clk := overrunClock{newFakeClock()}
+	st, m := smallSet(t, clk.fakeClock, 0, 8)
+	r, err := Train(context.Background(), st, TrainOptions{Manifest: m, Prefix: "ds", BatchSize: 4, Readers: 1,
+		Compute: 40 * time.Millisecond, Epochs: 1, Clock: clk}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pct(r.AU); got != "100.0%" || r.EpochSeconds[0] != 0.12 {
+		t.Fatalf("AU %s, epoch %vs; want 100.0%% over 0.12s", got, r.EpochSeconds[0])
+	}
+}
