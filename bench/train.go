@@ -169,16 +169,20 @@ func batchesOf(order []Sample, a, n, size, steps int) [][]Sample {
 func (t *trainer) epoch(ctx context.Context, a int, batches [][]Sample) error {
 	ctx, cancel := context.WithCancel(ctx)
 	clk := t.o.Clock
-	t0 := clk.Now()                           // before any reader starts: every read falls in Active
-	ready := make([]chan error, len(batches)) // each gets one value: the batch's outcome
+	// t0 is taken before any reader starts: every read falls in Active.
+	t0 := clk.Now()
+	// ready[i] gets one value: batch i's outcome.
+	ready := make([]chan error, len(batches))
 	for i := range ready {
 		ready[i] = make(chan error, 1)
 	}
 	slots := make(chan struct{}, t.o.Readers*t.o.Prefetch)
 	work := make(chan int)
 	var wg sync.WaitGroup
-	defer func() { cancel(); wg.Wait() }() // cancel first: the sampler may wait on a slot
-	wg.Go(func() {                         // the loader's index sampler
+	// Cancel first: the sampler may be waiting for a slot.
+	defer func() { cancel(); wg.Wait() }()
+	// The loader's index sampler hands out batch numbers as slots free.
+	wg.Go(func() {
 		defer close(work)
 		for i := range batches {
 			select {
