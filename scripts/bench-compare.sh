@@ -8,8 +8,9 @@
 # object: nginx fetches whole objects, which breaks signed range GETs;
 # skipped if nginx is not installed). Prints a Markdown
 # table (AU at a fixed accelerator count over --repeat runs, and the most
-# accelerators kept at the workload's AU threshold); the JSON results
-# stay in $BENCH_DIR.
+# accelerators kept at the workload's AU threshold), then one of `granary
+# bench ckpt` (a $CKPT checkpoint over 8 ranks) direct and through the
+# node; the JSON results stay in $BENCH_DIR.
 #
 #   scripts/bench-compare.sh [path/to/granary]     (make build first)
 #   WORKLOAD=resnet50 ACCEL=h100 N=2 REPEAT=3 MAX=16 scripts/bench-compare.sh
@@ -17,7 +18,7 @@ set -euo pipefail
 GRANARY=${1:-bin/granary}
 MINIO=${MINIO_BIN:-$(go env GOPATH)/bin/minio}
 DIR=${BENCH_DIR:-$(mktemp -d /tmp/granary-bench-XXXXXX)}
-WORKLOAD=${WORKLOAD:-resnet50} ACCEL=${ACCEL:-h100} N=${N:-1} REPEAT=${REPEAT:-3} MAX=${MAX:-16}
+WORKLOAD=${WORKLOAD:-resnet50} ACCEL=${ACCEL:-h100} N=${N:-1} REPEAT=${REPEAT:-3} MAX=${MAX:-16} CKPT=${CKPT:-512MiB}
 ORIGIN_PORT=${ORIGIN_PORT:-19600} NODE_PORT=${NODE_PORT:-19610} NGINX_PORT=${NGINX_PORT:-19620}
 export MINIO_ROOT_USER=minioadmin MINIO_ROOT_PASSWORD=minioadmin
 export GRANARY_ORIGIN_ACCESS_KEY=$MINIO_ROOT_USER GRANARY_ORIGIN_SECRET_KEY=$MINIO_ROOT_PASSWORD
@@ -143,3 +144,11 @@ if [ -n "$NGINX" ]; then
 	row "nginx proxy_cache, cold (first epoch)" "$DIR/nginx-cold.json"
 	row "nginx proxy_cache, warm" "$DIR/nginx-warm.json" "$DIR/nginx-max.json"
 fi
+origin ckpt --endpoint "http://$LINK" --ranks 8 --size "$CKPT" --json s3://bench/direct/ >"$DIR/ckpt-direct.json"
+node ckpt --endpoint "http://127.0.0.1:$NODE_PORT" --ranks 8 --size "$CKPT" --json s3://bench/node/ >"$DIR/ckpt-node.json"
+echo
+echo "| checkpoint, $CKPT over 8 ranks | save | restore, right after |"
+echo "| --- | ---: | ---: |"
+for t in direct:"origin behind the link" node:"Granary node"; do
+	jq -r --arg name "${t#*:}" '"| \($name) | \(.save_gb_per_s * 1000 | round / 1000) GB/s | \(.restore_gb_per_s * 1000 | round / 1000) GB/s |"' "$DIR/ckpt-${t%%:*}.json"
+done
