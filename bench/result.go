@@ -71,8 +71,12 @@ func verdict(au, threshold float64) string {
 
 // WriteSummary prints r for people, in at most a screen.
 func (r TrainResult) WriteSummary(w io.Writer) {
-	fmt.Fprintf(w, "%s on %d x %s (batch %d, %.1f ms compute per batch, %d readers x %d prefetch, %d epochs)\n",
-		r.Workload, r.Accelerators, r.AccelType, r.BatchSize, r.ComputeMs, r.Readers, r.Prefetch, r.Epochs)
+	epochs := "epochs"
+	if r.Epochs == 1 {
+		epochs = "epoch"
+	}
+	fmt.Fprintf(w, "%s on %d x %s (batch %d, %.1f ms compute per batch, %d readers x %d prefetch, %d %s)\n",
+		r.Workload, r.Accelerators, r.AccelType, r.BatchSize, r.ComputeMs, r.Readers, r.Prefetch, r.Epochs, epochs)
 	fmt.Fprintf(w, "  AU %s: %s\n", pct(r.AU), verdict(r.AU, r.Threshold))
 	per := make([]string, len(r.AUPerAccelerator))
 	for i, a := range r.AUPerAccelerator {

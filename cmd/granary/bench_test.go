@@ -79,3 +79,13 @@ func TestBenchAgainstMinIO(t *testing.T) {
 		t.Fatalf("train of nothing: exit %d\n%s", code, errb)
 	}
 }
+
+func TestBenchProgressFitsTheTerminal(t *testing.T) {
+	long := strings.Repeat("x", 100)
+	if got := []rune(fitColumns(long, 79)); len(got) != 79 || got[78] != '…' {
+		t.Fatalf("cut to %d runes: %q", len(got), string(got))
+	}
+	if got := fitColumns("short", 79); got != "short" {
+		t.Fatalf("a short line changed: %q", got)
+	}
+}
