@@ -116,6 +116,12 @@ func (c *clientFlags) Client(getenv Getenv) (*minio.Client, error) {
 // s3Client builds a minio-go client of r from the environment's
 // GRANARY_ACCESS_KEY / GRANARY_SECRET_KEY.
 func (r remote) s3Client(getenv Getenv) (*minio.Client, error) {
+	return r.s3ClientOver(getenv, r.transport())
+}
+
+// s3ClientOver is s3Client over tr (from r.transport(), tuned by the
+// caller: `bench` keeps more idle connections).
+func (r remote) s3ClientOver(getenv Getenv, tr *http.Transport) (*minio.Client, error) {
 	host, secure, err := parseEndpoint(r.url)
 	if err != nil {
 		return nil, err
@@ -128,7 +134,7 @@ func (r remote) s3Client(getenv Getenv) (*minio.Client, error) {
 		Creds:     credentials.NewStaticV4(c.access, c.secret, ""),
 		Secure:    secure,
 		Region:    c.region,
-		Transport: r.transport(),
+		Transport: tr,
 	})
 }
 

@@ -77,7 +77,7 @@ flags, in increasing order of precedence.`,
 	root.SetVersionTemplate(versionLine() + "\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.AddCommand(newServeCmd(getenv), newFlushCmd(getenv), newWarmCmd(getenv), newStatusCmd(getenv), newPinCmd(getenv), newMountCmd(getenv), newUserCmd(getenv), newInjectCmd(), newVersionCmd(getenv))
+	root.AddCommand(newServeCmd(getenv), newFlushCmd(getenv), newWarmCmd(getenv), newStatusCmd(getenv), newPinCmd(getenv), newBenchCmd(getenv), newMountCmd(getenv), newUserCmd(getenv), newInjectCmd(), newVersionCmd(getenv))
 	return root
 }
 
