@@ -20,6 +20,7 @@ type Counters struct {
 	Objects atomic.Int64 // objects written (gen, ckpt) or read (ckpt)
 	Samples atomic.Int64 // samples read (train)
 	Bytes   atomic.Int64 // bytes written or read
+	Compute atomic.Int64 // nanoseconds of simulated compute, over every accelerator (train)
 }
 
 // filler is 4 MiB of pseudo-random bytes every generated object is cut

@@ -206,6 +206,7 @@ func (t *trainer) epoch(ctx context.Context, a int, batches [][]Sample) error {
 	}
 	m := &t.meters[a]
 	for i := range batches {
+		before := m.Compute
 		err := m.step(ctx, clk, t.o.Compute, func() error {
 			select {
 			case err := <-ready[i]:
@@ -218,6 +219,7 @@ func (t *trainer) epoch(ctx context.Context, a int, batches [][]Sample) error {
 		if err != nil {
 			return err
 		}
+		t.c.Compute.Add(int64(m.Compute - before))
 	}
 	m.Active += clk.Now().Sub(t0)
 	return nil

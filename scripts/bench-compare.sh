@@ -3,7 +3,9 @@
 # run, on this machine: straight from a MinIO origin behind an emulated
 # WAN link (scripts/slowlink: 25 MB/s per connection, 100 MB/s in all,
 # 20 ms each way), through a Granary node in front of that link on its
-# first (cold) pass and warm, and through nginx proxy_cache in front of
+# first (cold) pass and warm, through a cluster of three Granary nodes in
+# front of that link with the reads spread over its nodes (cold and warm),
+# and through nginx proxy_cache in front of
 # the same link (cold and warm; only for workloads of one sample per
 # object: nginx fetches whole objects, which breaks signed range GETs;
 # skipped if nginx is not installed). Prints a Markdown
@@ -19,7 +21,7 @@ GRANARY=${1:-bin/granary}
 MINIO=${MINIO_BIN:-$(go env GOPATH)/bin/minio}
 DIR=${BENCH_DIR:-$(mktemp -d /tmp/granary-bench-XXXXXX)}
 WORKLOAD=${WORKLOAD:-resnet50} ACCEL=${ACCEL:-h100} N=${N:-1} REPEAT=${REPEAT:-3} MAX=${MAX:-16} CKPT=${CKPT:-512MiB}
-ORIGIN_PORT=${ORIGIN_PORT:-19600} NODE_PORT=${NODE_PORT:-19610} NGINX_PORT=${NGINX_PORT:-19620}
+ORIGIN_PORT=${ORIGIN_PORT:-19600} NODE_PORT=${NODE_PORT:-19610} NGINX_PORT=${NGINX_PORT:-19620} CLUSTER_PORT=${CLUSTER_PORT:-19630}
 export MINIO_ROOT_USER=minioadmin MINIO_ROOT_PASSWORD=minioadmin
 export GRANARY_ORIGIN_ACCESS_KEY=$MINIO_ROOT_USER GRANARY_ORIGIN_SECRET_KEY=$MINIO_ROOT_PASSWORD
 NODE_KEY=granary NODE_SECRET=granary-secret-key
@@ -61,6 +63,22 @@ GRANARY_ACCESS_KEY=$NODE_KEY GRANARY_SECRET_KEY=$NODE_SECRET "$GRANARY" serve --
 	--data-dir "$DIR/node" --origin "s3://$LINK?secure=false" --ram 2GiB --disk 8GiB >"$DIR/node.log" 2>&1 &
 pids+=($!)
 wait_ready "http://127.0.0.1:$NODE_PORT/healthz" "$DIR/node.log"
+# The cluster: three nodes with static peers, each with the lone node's RAM.
+peers="" cluster=()
+for i in 1 2 3; do
+	peers+="${peers:+,}c$i=127.0.0.1:$((CLUSTER_PORT + i - 1))"
+	cluster+=("http://127.0.0.1:$((CLUSTER_PORT + i - 1))")
+done
+for i in 1 2 3; do
+	GRANARY_ACCESS_KEY=$NODE_KEY GRANARY_SECRET_KEY=$NODE_SECRET GRANARY_CLUSTER_SECRET=bench-compare-cluster-secret \
+		"$GRANARY" serve --node-id "c$i" --peers "$peers" --listen "127.0.0.1:$((CLUSTER_PORT + i - 1))" \
+		--data-dir "$DIR/c$i" --origin "s3://$LINK?secure=false" --ram 2GiB --disk 8GiB >"$DIR/c$i.log" 2>&1 &
+	pids+=($!)
+done
+for i in 1 2 3; do
+	wait_ready "http://127.0.0.1:$((CLUSTER_PORT + i - 1))/healthz" "$DIR/c$i.log"
+done
+spread=(--endpoint "${cluster[0]}" --also-endpoint "${cluster[1]},${cluster[2]}")
 
 NGINX=$(command -v nginx || true)
 [ "$WORKLOAD" = resnet50 ] && NGINX=""
@@ -116,6 +134,9 @@ node train --endpoint "http://127.0.0.1:$NODE_PORT" --accelerator-type "$ACCEL" 
 node train --endpoint "http://127.0.0.1:$NODE_PORT" --accelerator-type "$ACCEL" --accelerators "$N" --repeat "$REPEAT" --json "$TARGET" >"$DIR/warm.json"
 origin train --endpoint "http://$LINK" --accelerator-type "$ACCEL" --find-max --max-accelerators "$MAX" --json "$TARGET" >"$DIR/direct-max.json"
 node train --endpoint "http://127.0.0.1:$NODE_PORT" --accelerator-type "$ACCEL" --find-max --max-accelerators "$MAX" --json "$TARGET" >"$DIR/warm-max.json"
+node train "${spread[@]}" --accelerator-type "$ACCEL" --accelerators "$N" --epochs 1 --json "$TARGET" >"$DIR/cluster-cold.json"
+node train "${spread[@]}" --accelerator-type "$ACCEL" --accelerators "$N" --repeat "$REPEAT" --json "$TARGET" >"$DIR/cluster-warm.json"
+node train "${spread[@]}" --accelerator-type "$ACCEL" --find-max --max-accelerators "$MAX" --json "$TARGET" >"$DIR/cluster-max.json"
 if [ -n "$NGINX" ]; then # signed GETs pass through nginx to MinIO, which checks them on a miss
 	origin train --endpoint "http://127.0.0.1:$NGINX_PORT" --accelerator-type "$ACCEL" --accelerators "$N" --epochs 1 --json "$TARGET" >"$DIR/nginx-cold.json"
 	origin train --endpoint "http://127.0.0.1:$NGINX_PORT" --accelerator-type "$ACCEL" --accelerators "$N" --repeat "$REPEAT" --json "$TARGET" >"$DIR/nginx-warm.json"
@@ -140,6 +161,8 @@ echo "| --- | --- | ---: | ---: | ---: | ---: |"
 row "origin behind the link" "$DIR/direct.json" "$DIR/direct-max.json"
 row "Granary node, cold (first epoch)" "$DIR/cold.json"
 row "Granary node, warm" "$DIR/warm.json" "$DIR/warm-max.json"
+row "Granary cluster of 3, reads over every node, cold" "$DIR/cluster-cold.json"
+row "Granary cluster of 3, reads over every node, warm" "$DIR/cluster-warm.json" "$DIR/cluster-max.json"
 if [ -n "$NGINX" ]; then
 	row "nginx proxy_cache, cold (first epoch)" "$DIR/nginx-cold.json"
 	row "nginx proxy_cache, warm" "$DIR/nginx-warm.json" "$DIR/nginx-max.json"

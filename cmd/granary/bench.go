@@ -72,6 +72,26 @@ func (b *benchFlags) store(getenv Getenv, target string, conns int) (*bench.S3St
 	return &bench.S3Store{Client: c, Bucket: bucket}, prefix, nil
 }
 
+// spread is store over the endpoint and, if any, the others of also: each
+// read goes to the next in turn (bench.Endpoints).
+func (b *benchFlags) spread(getenv Getenv, target string, conns int, also []string) (bench.Store, error) {
+	st, _, err := b.store(getenv, target, conns)
+	if err != nil || len(also) == 0 {
+		return st, err
+	}
+	all := &bench.Endpoints{Stores: []bench.Store{st}}
+	for _, ep := range also {
+		other := *b
+		other.cf.endpoint = ep
+		s, _, err := other.store(getenv, target, conns)
+		if err != nil {
+			return nil, err
+		}
+		all.Stores = append(all.Stores, s)
+	}
+	return all, nil
+}
+
 // report prints v as JSON, or its summary.
 func (b *benchFlags) report(w io.Writer, v interface{ WriteSummary(io.Writer) }) error {
 	if !b.asJSON {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/granary-dev/granary/bench"
 	"github.com/granary-dev/granary/internal/miniotest"
@@ -44,8 +45,11 @@ func TestBenchAgainstMinIO(t *testing.T) {
 	}
 
 	// 60 samples in batches of 5 over 2 accelerators: 6 steps each, twice.
+	// Reads spread over a second endpoint of the same service (here the
+	// same MinIO by another name).
+	other := strings.Replace(srv.URL(), "127.0.0.1", "localhost", 1)
 	code, out, errb = run(t, env, append([]string{"bench", "train", "--accelerators", "2", "--batch-size", "5",
-		"--compute", "1ms", "--epochs", "2", "--repeat", "2"}, append(ep, target)...)...)
+		"--compute", "1ms", "--epochs", "2", "--repeat", "2", "--also-endpoint", other}, append(ep, target)...)...)
 	var rep bench.Repeated
 	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Runs) != 2 || rep.AU.Values != 2 {
 		t.Fatalf("train: exit %d\n%s%s", code, out, errb)
@@ -55,6 +59,13 @@ func TestBenchAgainstMinIO(t *testing.T) {
 			len(r.AUPerAccelerator) != 2 || len(r.EpochSeconds) != 2 || r.AU <= 0 || r.AU > 1 || r.Threshold != 0.9 {
 			t.Fatalf("train run %+v", r)
 		}
+	}
+
+	// Reads do go to the other endpoint: one that is not there fails them.
+	code, out, errb = run(t, env, append([]string{"bench", "train", "--batch-size", "5", "--compute", "1ms",
+		"--epochs", "1", "--also-endpoint", "http://127.0.0.1:1"}, append(ep, target)...)...)
+	if code == 0 {
+		t.Fatalf("train with an endpoint that is not there succeeded\n%s%s", out, errb)
 	}
 
 	// find-max with a threshold nothing misses stops at the most tried.
@@ -87,5 +98,21 @@ func TestBenchProgressFitsTheTerminal(t *testing.T) {
 	}
 	if got := fitColumns("short", 79); got != "short" {
 		t.Fatalf("a short line changed: %q", got)
+	}
+}
+
+// TestBenchProgressAU: the progress line's AU is the run's compute over
+// its time on every accelerator.
+func TestBenchProgressAU(t *testing.T) {
+	var c bench.Counters
+	c.Compute.Store(int64(5 * time.Second)) // an earlier run's
+	start := time.Unix(1_700_000_000, 0)
+	m := &runMark{start: start, accel: 2, compute0: c.Compute.Load()}
+	c.Compute.Add(int64(18 * time.Second))
+	if got := m.au(&c, start.Add(10*time.Second)); got != "AU 90.0%" {
+		t.Errorf("18 s of compute on 2 accelerators in 10 s: %q", got)
+	}
+	if got := m.au(&c, start.Add(time.Second/2)); got != "AU -" {
+		t.Errorf("half a second in: %q", got)
 	}
 }

@@ -27,6 +27,7 @@ type benchTrainFlags struct {
 	repeat   int
 	findMax  bool
 	maxAccel int
+	also     []string // more endpoints of the service to spread reads over
 }
 
 func newBenchTrainCmd(getenv Getenv) *cobra.Command {
@@ -66,6 +67,8 @@ or above the threshold.`,
 	fs.Float64Var(&tf.auPct, "au-threshold", 0, "AU `percent` an accelerator count must reach (default: the workload's, e.g. 90 for unet3d)")
 	fs.IntVar(&tf.repeat, "repeat", 1, "runs of each configuration; the summary gives their spread")
 	fs.BoolVar(&tf.findMax, "find-max", false, "search for the most accelerators kept at or above the AU threshold")
+	fs.StringSliceVar(&tf.also, "also-endpoint", nil, "another `URL` of the same service (a cluster's other nodes; repeat or comma-separate): "+
+		"reads go to --endpoint and these in turn, as a job whose ranks run on every node reads")
 	fs.IntVar(&tf.maxAccel, "max-accelerators", 0, "most accelerators --find-max tries (default: as many as the data set gives a batch each)")
 	return cmd
 }
@@ -99,15 +102,18 @@ func benchTrain(cmd *cobra.Command, getenv Getenv, bf *benchFlags, tf benchTrain
 		most = hi
 	}
 	readers := max(tf.o.Readers, 8)
-	if st, _, err = bf.store(getenv, target, most*readers); err != nil {
+	reads, err := bf.spread(getenv, target, most*readers, tf.also)
+	if err != nil {
 		return err
 	}
 	var c bench.Counters
 	var label atomic.Value
 	label.Store("")
+	var run atomic.Pointer[runMark]
+	run.Store(&runMark{start: time.Now(), accel: 1})
 	stop := startBenchProgress(cmd.ErrOrStderr(), func(el time.Duration) string {
-		return fmt.Sprintf("train %s%s: %d samples, %s, %s", tf.o.Manifest.Workload, label.Load(), c.Samples.Load(),
-			humanRate(float64(c.Bytes.Load())/max(el.Seconds(), 0.001)), el.Round(time.Second))
+		return fmt.Sprintf("train %s%s: %s, %d samples, %s, %s", tf.o.Manifest.Workload, label.Load(), run.Load().au(&c, time.Now()),
+			c.Samples.Load(), humanRate(float64(c.Bytes.Load())/max(el.Seconds(), 0.001)), el.Round(time.Second))
 	})
 	defer stop()
 	runK := func(ctx context.Context, n int) (bench.Repeated, error) {
@@ -116,7 +122,8 @@ func benchTrain(cmd *cobra.Command, getenv Getenv, bf *benchFlags, tf benchTrain
 			o := tf.o
 			o.Accelerators, o.Seed = n, tf.o.Seed+uint64(k)*1000
 			label.Store(fmt.Sprintf(" %d x %s, run %d/%d", n, o.AccelType, k+1, tf.repeat))
-			r, err := bench.Train(ctx, st, o, &c)
+			run.Store(&runMark{start: time.Now(), accel: n, compute0: c.Compute.Load()})
+			r, err := bench.Train(ctx, reads, o, &c)
 			if err != nil {
 				return bench.Repeated{}, err
 			}
@@ -208,4 +215,21 @@ func fitColumns(s string, n int) string {
 		return s
 	}
 	return strings.TrimSpace(string(r[:n-1])) + "…"
+}
+
+// runMark is where the run in progress started, for the progress line's
+// AU so far: the compute since, over the time since on every accelerator.
+type runMark struct {
+	start    time.Time
+	accel    int
+	compute0 int64
+}
+
+func (m *runMark) au(c *bench.Counters, now time.Time) string {
+	el := now.Sub(m.start)
+	if el < time.Second {
+		return "AU -"
+	}
+	au := float64(c.Compute.Load()-m.compute0) / (float64(el) * float64(m.accel))
+	return fmt.Sprintf("AU %.1f%%", 100*min(au, 1))
 }
