@@ -1,7 +1,7 @@
 // Warm-ups across a cluster: a warm-up running on one member is cancelled
 // through another member's admin API (member=ID), by a key that
-// administers its bucket; a key that does not is refused and the job
-// runs on.
+// administers its bucket, and from that member's console; a key that
+// does not is refused and the job runs on.
 package main
 
 import (
@@ -60,7 +60,7 @@ func TestCancelWarmOnAnotherMember(t *testing.T) {
 		t.Fatalf("starting the warm-up on n2: %+v, %v", st, err)
 	}
 	id := st.ID
-	onN2 := func() ops.WarmStatus {
+	onN2 := func(id string) ops.WarmStatus {
 		t.Helper()
 		st, err := warmCall(rig.env, rig.addrs[1], "GET", url.Values{"id": {id}})
 		if err != nil {
@@ -76,7 +76,7 @@ func TestCancelWarmOnAnotherMember(t *testing.T) {
 	if _, err := cancelVia1(reader, "n2"); err == nil || !strings.Contains(err.Error(), "AccessDenied") {
 		t.Fatalf("the reader cancelling: %v, want AccessDenied", err)
 	}
-	if st := onN2(); st.State != ops.WarmRunning {
+	if st := onN2(id); st.State != ops.WarmRunning {
 		t.Fatalf("after a refused cancel the job is %s", st.State)
 	}
 	// Neither a member nor a job that does not exist is cancelled.
@@ -91,7 +91,25 @@ func TestCancelWarmOnAnotherMember(t *testing.T) {
 	if st, err := cancelVia1(rig.env, "n2"); err != nil || st.ID != id {
 		t.Fatalf("cancelling through n1: %+v, %v", st, err)
 	}
-	waitFor(t, time.Minute, "the job cancelled on n2", func() bool { return onN2().State == ops.WarmCancelled })
+	waitFor(t, time.Minute, "the job cancelled on n2", func() bool { return onN2(id).State == ops.WarmCancelled })
+
+	// n1's console cancels another job of n2 with the job's button.
+	if st, err = warmCall(rig.env, rig.addrs[1], "POST", url.Values{"bucket": {"slow"}, "prefix": {"set/"}}); err != nil {
+		t.Fatal(err)
+	}
+	id2 := st.ID
+	r := newConsoleRig(t, "http://"+rig.addrs[0], rig.env)
+	tab := r.tab()
+	r.signIn(tab, rig.env["GRANARY_ACCESS_KEY"], rig.env["GRANARY_SECRET_KEY"], "")
+	row := fmt.Sprintf(`#warmups tbody tr[data-job=%q][data-member="n2"]`, id2)
+	r.do(tab, "n2's running job shows a Cancel button", waitJS(`document.querySelector('`+row+` button[data-cancel]') !== null`))
+	r.shot(tab, "warm-up-on-another-member")
+	// Clicked in one turn of the page's script: a refresh replaces the rows.
+	if !eval[bool](r, tab, `(() => { const b = document.querySelector('`+row+` button[data-cancel]'); b && b.click(); return !!b; })()`) {
+		t.Fatal("the Cancel button went away")
+	}
+	waitFor(t, time.Minute, "the second job cancelled on n2", func() bool { return onN2(id2).State == ops.WarmCancelled })
+	r.do(tab, "the page shows it cancelled", waitJS(`document.querySelector('`+row+`').dataset.state === 'cancelled'`))
 }
 
 // warmCall makes a warm-up call (the admin route) on the node at addr
