@@ -4,6 +4,7 @@
 //	GET    /_granary/warm            every job's status
 //	GET    /_granary/warm?id=ID      one job's status
 //	DELETE /_granary/warm?id=ID      cancel a job
+//	DELETE /_granary/warm?id=ID&member=M   cancel member M's job (admin_warm_member.go)
 //	GET    /_granary/status[?bucket=B[&prefix=P]]
 //
 // Each answers 200 with JSON: a ops.WarmStatus, or a list of them.
@@ -56,6 +57,13 @@ func (a *Admin) warm(c *fiber.Ctx, r *request) error {
 			return err
 		}
 	case opWarmCancel:
+		m, other, err := a.warmMember(c)
+		if err != nil {
+			return err
+		}
+		if other {
+			return a.cancelMemberWarm(c, r, m, id)
+		}
 		if err := a.mayAdminWarm(r, id); err != nil {
 			return err
 		}

@@ -26,7 +26,7 @@ type PeerOptions struct {
 	// refuses them.
 	Copies store.Copies
 	// Admin, if set, answers members' status calls as its status route
-	// does; nil refuses them.
+	// does, and cancels its warm-ups for them; nil refuses both.
 	Admin *Admin
 	// RequireClientCert refuses (peer.CodeCertRequired) every
 	// peer call whose connection did not present a client certificate
@@ -61,6 +61,7 @@ func (p *Peer) mount(c *core) {
 	}
 	if o.Admin != nil {
 		ho.Status = o.Admin.peerStatus
+		ho.CancelWarm = o.Admin.peerCancelWarm
 	}
 	if o.Copies != nil {
 		ho.Copies = o.Copies

@@ -258,9 +258,15 @@ func (c *Client) call(ctx context.Context, method string, to cluster.Member, rou
 // getJSON is a GET whose answer is JSON decoded into out, bounded by the
 // client's timeout as a whole.
 func (c *Client) getJSON(ctx context.Context, to cluster.Member, route string, q url.Values, limit int64, out any) error {
+	return c.doJSON(ctx, http.MethodGet, to, route, q, limit, out)
+}
+
+// doJSON is a call without a body whose answer (at most limit bytes) is
+// JSON decoded into out, bounded by the client's timeout as a whole.
+func (c *Client) doJSON(ctx context.Context, method string, to cluster.Member, route string, q url.Values, limit int64, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	a, err := c.do(ctx, http.MethodGet, to, route, q, nil, nil)
+	a, err := c.do(ctx, method, to, route, q, nil, nil)
 	if err != nil {
 		return err
 	}

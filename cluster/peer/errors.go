@@ -24,6 +24,7 @@ const (
 	CodeNotCached       Code = "NotCached"           // a cached-only call for what the member does not hold
 	CodeNoSuchKey       Code = "NoSuchKey"
 	CodeNoSuchBucket    Code = "NoSuchBucket"
+	CodeNoSuchWarm      Code = "NoSuchWarmUp"   // no warm-up job of that id on the member
 	CodeIncompleteBody  Code = "IncompleteBody" // the body ended before its length
 	CodeNotSupported    Code = "NotSupported"   // the member does not do that (no cluster, no write-back copies)
 	CodeUnavailable     Code = "Unavailable"    // the member cannot reach what it needs (its origin)
@@ -38,6 +39,7 @@ var codeStatus = map[Code]int{
 	CodeNotCached:       http.StatusNotFound,
 	CodeNoSuchKey:       http.StatusNotFound,
 	CodeNoSuchBucket:    http.StatusNotFound,
+	CodeNoSuchWarm:      http.StatusNotFound,
 	CodeIncompleteBody:  http.StatusBadRequest,
 	CodeNotSupported:    http.StatusNotImplemented,
 	CodeUnavailable:     http.StatusServiceUnavailable,
@@ -79,6 +81,7 @@ var codeErrors = []struct {
 	{CodeNotCached, store.ErrNotFound},
 	{CodeNoSuchKey, store.ErrNoSuchKey},
 	{CodeNoSuchBucket, store.ErrNoSuchBucket},
+	{CodeNoSuchWarm, ErrNoSuchWarm},
 	{CodeUnavailable, store.ErrUnavailable},
 }
 

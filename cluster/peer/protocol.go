@@ -17,6 +17,7 @@
 //	GET    first?bucket&key&chunk                                its info (X-Granary-Object) and first chunk (body)
 //	GET    coverage                                              the prefixes its catalog lists (JSON)
 //	GET    list?bucket&prefix&delimiter&after&max                a page from its catalog (JSON)
+//	DELETE warm?id                                               cancel its warm-up job id (the job's status, JSON)
 //
 // A refusal is a non-2xx status with a JSON body {"code", "message"}
 // (see Code); the client turns it into an *Error.

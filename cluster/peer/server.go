@@ -68,6 +68,10 @@ type HandlerOptions struct {
 	// Status answers a status call as the admin route does; nil refuses
 	// it.
 	Status func(c *fiber.Ctx) error
+	// CancelWarm cancels this node's warm-up job id and returns the
+	// job's status (JSON) after the cancel, or an error matching
+	// ErrNoSuchWarm if there is no such job; nil refuses the call.
+	CancelWarm func(id string) (any, error)
 	// VerifiedCert, if set, is asked of every call before its
 	// signature is: whether the call's connection presented a client
 	// certificate the listener's TLS verified (mutual TLS between
@@ -204,6 +208,8 @@ func (h *Handler) serve(k *call) error {
 		return h.replica(k)
 	case path == RouteStatus && method == fiber.MethodGet && h.o.Status != nil:
 		return h.o.Status(c)
+	case path == RouteWarm && method == fiber.MethodDelete:
+		return h.cancelWarm(k)
 	case path == RouteHead && method == fiber.MethodGet:
 		return h.head(k)
 	case path == RouteFirst && method == fiber.MethodGet:

@@ -209,10 +209,11 @@
     return Object.assign(v, { history: hist.points, historyScope: 'this node', originHistory: true, warm: allWarm(warm, v.members), writeBack });
   }
 
-  // allWarm is this node's warm-ups (cancelled here) and, in a cluster,
-  // every other member's from its status, oldest first.
+  // allWarm is this node's warm-ups and, in a cluster, every other
+  // member's from its status (cancelled through this node, by member),
+  // oldest first.
   function allWarm(warm, members) {
-    const jobs = warm.map((j) => Object.assign({ local: true }, j));
+    const jobs = warm.slice();
     for (const m of (members || []).slice(1)) {
       for (const j of (m.status && m.status.warmups) || []) jobs.push(Object.assign({ member: m.id }, j));
     }
@@ -364,14 +365,14 @@
   }
 
   // renderWarm shows the warm-ups of every member (a cluster's status
-  // has each member's), with a cancel button for the running ones here.
+  // has each member's), with a cancel button for every running one.
   function renderWarm(jobs) {
     const rows = jobs.slice().reverse().map((j) => {
       const total = j.spec.metadataOnly ? 0 : j.queuedBytes;
       const bar = j.state === 'running' && (j.listing || total === 0)
         ? el('progress', {}) // indeterminate while the listing runs
         : el('progress', { max: total || 1, value: total ? j.fetchedBytes : 1 });
-      const cancel = j.state === 'running' && j.local ? el('button', { type: 'button', class: 'small', 'data-cancel': j.id }, 'Cancel') : '';
+      const cancel = j.state === 'running' ? el('button', { type: 'button', class: 'small', 'data-cancel': j.id, 'data-cancel-member': j.member || '' }, 'Cancel') : '';
       return el('tr', { 'data-job': j.id, 'data-state': j.state, 'data-member': j.member || '' },
         el('td', {}, j.id + (j.member ? ' on ' + j.member : '')), el('td', {}, 's3://' + j.spec.bucket + '/' + j.spec.prefix + (j.spec.metadataOnly ? ' (metadata)' : '')),
         el('td', { class: 'state' }, j.state + (j.error ? ': ' + j.error : ''), cancel), el('td', {}, bar),
@@ -415,7 +416,9 @@
     if (!b) return;
     b.disabled = true;
     try {
-      await getJSON(session, 'DELETE', '/_granary/warm', { id: b.dataset.cancel });
+      const params = { id: b.dataset.cancel };
+      if (b.dataset.cancelMember) params.member = b.dataset.cancelMember;
+      await getJSON(session, 'DELETE', '/_granary/warm', params);
     } catch (e) {
       $('warm-error').textContent = G.errText(e);
     }
