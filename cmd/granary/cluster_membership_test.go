@@ -41,7 +41,7 @@ func TestClusterWriteBackSurvivesNodeLoss(t *testing.T) {
 	const shards = 8
 	data := make([][]byte, shards)
 	for i := range shards {
-		data[i] = randomBytes(uint64(200+i), 1<<20+i*100<<10)
+		data[i] = randomBytes(uint64(200+i), 3<<20+i*100<<10)
 		if _, err := c1.PutObject(ctx, "ckpt", objectName(i), bytes.NewReader(data[i]), int64(len(data[i])), minio.PutObjectOptions{}); err != nil {
 			t.Fatalf("put %d: %v", i, err)
 		}
