@@ -1,23 +1,7 @@
 // Each member's share of the ring, for operators (the console's cluster
-// table): the fraction of partitions it is the primary owner of.
+// table): the fraction of partitions it is the primary owner of
+// (ring.Ring.Shares).
 package cluster
-
-// Shares returns each member's share of the ring's partitions as their
-// primary owner, from 0 to 1; the shares add up to 1 (nil with no
-// members).
-func (r *Ring) Shares() map[string]float64 {
-	if r == nil || len(r.table) == 0 {
-		return nil
-	}
-	out := make(map[string]float64, len(r.members))
-	for _, row := range r.table {
-		out[row[0]]++
-	}
-	for id, n := range out {
-		out[id] = n / float64(len(r.table))
-	}
-	return out
-}
 
 // Shares returns each live member's share of the current ring; a member
 // that is not live has none.

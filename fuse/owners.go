@@ -1,7 +1,7 @@
 // Reading each chunk from the member that owns it. In a cluster the mount
 // learns the ring from its node (GET /_granary/ring: the live members and
 // the chunk size) and sends each chunk's ranged GET to the chunk's owner,
-// as the nodes' own ring places it (cluster.NewRing over the members'
+// as the nodes place it (internal/ring over the members'
 // IDs): one hop per read, whichever node the mount was pointed at. A
 // member that does not answer is skipped for ownerBackoff and its chunks
 // are read through the node, as is everything while the ring is unknown
@@ -27,7 +27,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/minio/minio-go/v7/pkg/signer"
 
-	"github.com/granary-dev/granary/cluster"
+	"github.com/granary-dev/granary/internal/ring"
 )
 
 const (
@@ -54,7 +54,7 @@ type ringAnswer struct {
 
 // ringView is one answer of the node, ready to place chunks; immutable.
 type ringView struct {
-	ring  *cluster.Ring
+	ring  *ring.Ring
 	self  string
 	addrs map[string]string // member ID -> address
 	chunk int64
@@ -131,7 +131,7 @@ func (w *owners) ask(ctx context.Context) (*ringView, error) {
 		ids = append(ids, m.ID)
 		v.addrs[m.ID] = m.Addr
 	}
-	if v.ring, err = cluster.NewRing(ids); err != nil {
+	if v.ring, err = ring.New(ids); err != nil {
 		return nil, err
 	}
 	return v, nil
@@ -164,7 +164,7 @@ func (w *owners) target(v *ringView, key string, idx int64) (*minio.Client, stri
 	if v == nil {
 		return w.c.mc, ""
 	}
-	id := v.ring.Owners(cluster.ChunkKey(w.c.bucket, key, idx), 1)[0]
+	id := v.ring.Owners(ring.ChunkKey(w.c.bucket, key, idx), 1)[0]
 	if id == v.self {
 		return w.c.mc, ""
 	}

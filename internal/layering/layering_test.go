@@ -69,3 +69,23 @@ func TestViolations(t *testing.T) {
 		t.Fatalf("violations:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestFuseIsAClient: the mount is a client of the S3 API and imports none
+// of api, gateway, cluster or store, so it works against any node
+// (DESIGN.md); placing chunks takes only the leaf internal/ring.
+func TestFuseIsAClient(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", module+"/fuse").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	if !strings.Contains(string(out), module+"/internal/ring\n") {
+		t.Fatalf("go list -deps of fuse does not list internal/ring, which it uses:\n%s", out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		for _, server := range []string{"api", "gateway", "cluster", "store"} {
+			if p := module + "/" + server; dep == p || strings.HasPrefix(dep, p+"/") {
+				t.Errorf("fuse depends on %s", dep)
+			}
+		}
+	}
+}

@@ -1,4 +1,4 @@
-package cluster
+package ring
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ func TestRingShares(t *testing.T) {
 		t.Fatalf("empty ring: %v", got)
 	}
 	ids := []string{"a", "b", "c"}
-	r, err := NewRing(ids)
+	r, err := New(ids)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 // Tests of the ring: key and replica balance, movement on membership
 // changes, the Owners contract and the library's panics kept out.
-package cluster
+package ring
 
 import (
 	"fmt"
@@ -31,9 +31,9 @@ func ringIDs(n int) []string {
 
 func mustRing(t testing.TB, members []string) *Ring {
 	t.Helper()
-	r, err := NewRing(members)
+	r, err := New(members)
 	if err != nil {
-		t.Fatalf("NewRing(%d members): %v", len(members), err)
+		t.Fatalf("New(%d members): %v", len(members), err)
 	}
 	return r
 }
@@ -213,9 +213,9 @@ func TestRingEmpty(t *testing.T) {
 	var nilRing *Ring
 	rings := map[string]*Ring{"zero": &zero, "nil pointer": nilRing}
 	for name, members := range map[string][]string{"nil list": nil, "empty list": {}} {
-		r, err := NewRing(members)
+		r, err := New(members)
 		if err != nil {
-			t.Fatalf("NewRing(%s): %v", name, err)
+			t.Fatalf("New(%s): %v", name, err)
 		}
 		rings[name] = r
 	}
@@ -269,8 +269,8 @@ func TestRingDeterministicAcrossOrders(t *testing.T) {
 }
 
 func TestRingRejectsEmptyID(t *testing.T) {
-	if _, err := NewRing([]string{"a", "", "b"}); err == nil {
-		t.Fatal("NewRing with an empty ID: no error")
+	if _, err := New([]string{"a", "", "b"}); err == nil {
+		t.Fatal("New with an empty ID: no error")
 	}
 }
 
@@ -290,7 +290,7 @@ func TestRingBuildsUpTo64Members(t *testing.T) {
 	}
 }
 
-// The library panics when the load leaves no room; NewRing's guard turns
+// The library panics when the load leaves no room; New's guard turns
 // that into an error.
 func TestRingLibraryPanicRecovered(t *testing.T) {
 	for name, tc := range map[string]struct {
