@@ -28,9 +28,11 @@ deps:
 test: deps lint unit e2e
 
 # The console's browser tests keep a screenshot of each page they check
-# under artifacts/console/ (CI's test artifacts; ignored by git).
+# under artifacts/console/ (CI's test artifacts; ignored by git). The
+# allocation tests run again without -race, under which they skip.
 unit:
 	GRANARY_CONSOLE_ARTIFACTS=$(CURDIR)/artifacts/console $(GO) test -race -timeout 20m ./...
+	$(GO) test -count=1 -run 'Allocs' ./api/sigv4
 
 e2e: build
 	scripts/e2e.sh bin/granary
