@@ -15,7 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/granary-dev/granary/cluster/peer"
+	"github.com/granary-dev/granary/internal/membody"
 )
 
 // trackingListener records its open connections and refuses a client
@@ -130,20 +130,50 @@ type trackedConn struct {
 	linger atomic.Bool // a request body was left unread: close gently
 	silent atomic.Bool // nothing more is to be sent: writes are dropped
 	closed sync.Once
+	// hold, held and bufs belong to the goroutine serving the connection:
+	// after Hold, Writes (a response's head) are kept in held and leave
+	// with the body in WriteBuffers' writev (membody.Conn).
+	hold bool
+	held []byte
+	bufs [8][]byte
 }
 
-// Write sends p, unless the connection was silenced.
+// Write sends p, unless the connection was silenced; after Hold, it
+// keeps p for the next WriteBuffers.
 func (c *trackedConn) Write(p []byte) (int, error) {
 	if c.silent.Load() {
+		return len(p), nil
+	}
+	if c.hold {
+		c.held = append(c.held, p...)
 		return len(p), nil
 	}
 	return c.Conn.Write(p)
 }
 
-// WriteBuffers sends v, with one writev where the connection has it (a
-// member's framed chunk answer: see peer.BuffersWriter), unless the
-// connection was silenced.
+// Hold keeps the next Writes for the next WriteBuffers or Release.
+func (c *trackedConn) Hold() { c.hold = true }
+
+// Release sends what Hold kept, if anything, and ends the hold.
+func (c *trackedConn) Release() error {
+	if !c.hold {
+		return nil
+	}
+	head := c.held
+	c.hold, c.held = false, c.held[:0]
+	if len(head) == 0 || c.silent.Load() {
+		return nil
+	}
+	_, err := c.Conn.Write(head)
+	return err
+}
+
+// WriteBuffers sends what Hold kept and then v, with one writev where
+// the connection has it (a warm body, a member's framed chunk answer),
+// unless the connection was silenced. It returns the bytes of v written.
 func (c *trackedConn) WriteBuffers(v *net.Buffers) (int64, error) {
+	head := c.held
+	c.hold, c.held = false, c.held[:0]
 	if c.silent.Load() {
 		var n int64
 		for _, b := range *v {
@@ -152,10 +182,17 @@ func (c *trackedConn) WriteBuffers(v *net.Buffers) (int64, error) {
 		*v = nil
 		return n, nil
 	}
-	return v.WriteTo(c.Conn)
+	if len(head) == 0 {
+		return v.WriteTo(c.Conn)
+	}
+	all := append(append(net.Buffers(c.bufs[:0]), head), *v...)
+	n, err := all.WriteTo(c.Conn)
+	clear(c.bufs[:]) // no body outlives its answer here
+	*v = nil
+	return max(n-int64(len(head)), 0), err
 }
 
-var _ peer.BuffersWriter = (*trackedConn)(nil)
+var _ membody.Conn = (*trackedConn)(nil)
 
 // silenceIfUnused silences conn, if it is one of ours that never carried
 // a byte of a request, and reports whether it did: a client's spare

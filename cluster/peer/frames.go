@@ -18,13 +18,6 @@ import (
 // connection in one writev.
 const frameBatch = 16
 
-// BuffersWriter is a connection that writes several buffers at once
-// (writev, as *net.TCPConn does through net.Buffers); a server's wrapper
-// of its connections offers it so that frames leave without copies.
-type BuffersWriter interface {
-	WriteBuffers(v *net.Buffers) (int64, error)
-}
-
 // frameWriter is a chunk answer's body: left payload bytes from whole
 // (held whole, immutable: a tier's bytes) or else from src, in frames.
 // fasthttp writes it with WriteTo, and closes it.
@@ -47,6 +40,12 @@ func newFrameWriter(key answerKey, n int64, src io.Reader, conn net.Conn) *frame
 	f := &frameWriter{key: key, src: src, conn: conn, left: n}
 	f.whole, _ = wholeBytes(src, n)
 	return f
+}
+
+// direct reports whether the frames go past fasthttp's buffered writer
+// straight to the connection: a chunk held whole and large.
+func (f *frameWriter) direct() bool {
+	return f.whole != nil && len(f.whole) >= membody.Direct && f.conn != nil
 }
 
 // wholeBytes returns the n bytes src would yield if a tier holds them
@@ -89,16 +88,16 @@ func (f *frameWriter) frame(max int) error {
 }
 
 // WriteTo writes the frames to w. A chunk held whole goes past w (the
-// connection's buffered writer, flushed first) straight to the
-// connection, frameBatch frames per writev; a streamed one, a frame at a
-// time (its buffer is reused).
+// connection's buffered writer, whose headers leave with the first
+// frames) straight to the connection, frameBatch frames per writev; a
+// streamed one, a frame at a time (its buffer is reused).
 func (f *frameWriter) WriteTo(w io.Writer) (int64, error) {
 	batch := 1
-	if bw, ok := w.(*bufio.Writer); ok && f.whole != nil && len(f.whole) >= membody.Direct && f.conn != nil {
-		if err := bw.Flush(); err != nil {
-			return 0, err
-		}
-		w, batch = f.conn, frameBatch
+	var head *bufio.Writer // the headers, sent with the first frames
+	if bw, ok := w.(*bufio.Writer); ok && f.direct() {
+		head, w, batch = bw, f.conn, frameBatch
+	} else if err := membody.Release(f.conn); err != nil { // the head goes first
+		return 0, err
 	}
 	var total int64
 	for len(f.pending) > 0 || f.left > 0 {
@@ -107,7 +106,14 @@ func (f *frameWriter) WriteTo(w io.Writer) (int64, error) {
 				return total, err
 			}
 		}
-		n, err := writeBuffers(w, &f.pending)
+		var n int64
+		var err error
+		if head != nil {
+			n, err = membody.After(head, f.conn, &f.pending)
+			head = nil
+		} else {
+			n, err = writeBuffers(w, &f.pending)
+		}
 		total += n
 		if err != nil {
 			return total, err
@@ -118,7 +124,7 @@ func (f *frameWriter) WriteTo(w io.Writer) (int64, error) {
 
 // writeBuffers writes v to w, with one writev where w has it.
 func writeBuffers(w io.Writer, v *net.Buffers) (int64, error) {
-	if bw, ok := w.(BuffersWriter); ok {
+	if bw, ok := w.(membody.BuffersWriter); ok {
 		return bw.WriteBuffers(v)
 	}
 	return v.WriteTo(w)
@@ -143,11 +149,16 @@ func (f *frameWriter) Read(p []byte) (int, error) {
 }
 
 // Close closes the chunk's source if it is a closer (a file).
+// Close ends the connection's hold of the headers (see membody.Stream)
+// and closes the source.
 func (f *frameWriter) Close() error {
+	err := membody.Release(f.conn)
 	if c, ok := f.src.(io.Closer); ok {
-		return c.Close()
+		if cerr := c.Close(); err == nil {
+			err = cerr
+		}
 	}
-	return nil
+	return err
 }
 
 // frameReader is a chunk answer's body as the asker reads it: left

@@ -300,7 +300,12 @@ func (h *Handler) sendChunk(k *call, r ChunkRequest) error {
 	resp.Header.SetContentType("application/octet-stream")
 	k.mode = k.chunkMode()
 	if k.mode == modeFrames {
-		resp.SetBodyStream(newFrameWriter(k.answer, n, body, conn), int(framedLen(n)))
+		f := newFrameWriter(k.answer, n, body, conn)
+		if f.direct() {
+			membody.Stream(resp, f, int(framedLen(n)), conn)
+		} else {
+			resp.SetBodyStream(f, int(framedLen(n)))
+		}
 		return nil
 	}
 	if b, ok := wholeBytes(body, n); ok {

@@ -2,6 +2,8 @@
 // so that it is written to the connection as it is, after the headers,
 // rather than copied into the connection's response buffer first: a
 // warm sample from RAM, or a chunk a member serves a peer from RAM.
+// Where the connection can (Conn), the headers and the body leave in one
+// writev.
 package membody
 
 import (
@@ -17,6 +19,25 @@ import (
 // directly; a smaller one is cheaper to copy than to send apart.
 const Direct = 32 << 10
 
+// BuffersWriter is a connection that writes several buffers at once
+// (writev, as *net.TCPConn does through net.Buffers); a server's wrapper
+// of its connections offers it so that bodies leave without copies.
+type BuffersWriter interface {
+	// WriteBuffers writes v and returns how many of v's bytes it wrote.
+	WriteBuffers(v *net.Buffers) (int64, error)
+}
+
+// Conn is a connection that can send a response's head with its body.
+// fasthttp flushes a head before any body over 8 KiB; after Hold, Writes
+// (that head) are kept until the next WriteBuffers, which sends them
+// ahead of its own buffers in the same writev, or Release, which sends
+// them alone. Either ends the hold.
+type Conn interface {
+	BuffersWriter
+	Hold()
+	Release() error
+}
+
 // Set makes b resp's body, b never modified afterwards (the tiers' bytes
 // are immutable); conn is the request's connection (fasthttp's
 // RequestCtx.Conn()).
@@ -25,32 +46,83 @@ func Set(resp *fasthttp.Response, b []byte, conn net.Conn) {
 		resp.SetBodyRaw(b)
 		return
 	}
-	resp.SetBodyStream(New(b, conn), len(b))
+	Stream(resp, New(b, conn), len(b), conn)
+}
+
+// Stream makes body (size bytes) resp's body and has conn hold the
+// response's head for it. body must end the hold: its WriteTo sends
+// through After, its Close calls Release (fasthttp closes every body
+// stream, written or not: a HEAD, a body replaced, a connection lost).
+func Stream(resp *fasthttp.Response, body io.ReadCloser, size int, conn net.Conn) {
+	resp.SetBodyStream(body, size) // closes the body it replaces first
+	if c, ok := conn.(Conn); ok {
+		c.Hold()
+	}
+}
+
+// Release sends what conn holds, if it is a Conn, and ends the hold.
+func Release(conn net.Conn) error {
+	if c, ok := conn.(Conn); ok {
+		return c.Release()
+	}
+	return nil
 }
 
 // Body is an in-memory body that fasthttp writes after the headers: the
-// headers are flushed and the body written to the connection as it is.
-// (A copy of every warm sample into the buffer cost a sixth of a node's
-// CPU.) fasthttp's Response.Body() reads it into a buffer, which undoes
-// that: read a response's length from its Content-Length instead.
+// headers and the body go to the connection as they are. (A copy of
+// every warm sample into the buffer cost a sixth of a node's CPU; a
+// write of the headers apart, another wake-up of the client.)
+// fasthttp's Response.Body() reads it into a buffer, which undoes that:
+// read a response's length from its Content-Length instead.
 type Body struct {
 	*bytes.Reader
+	b    []byte
 	conn net.Conn
 }
 
 // New is a body of b for the connection conn (nil: an ordinary reader).
 func New(b []byte, conn net.Conn) *Body {
-	return &Body{Reader: bytes.NewReader(b), conn: conn}
+	return &Body{Reader: bytes.NewReader(b), b: b, conn: conn}
 }
 
 // WriteTo writes the rest of the body to w, or past w straight to the
-// connection when w is the connection's buffered writer.
+// connection, with the head it holds, when w is the connection's
+// buffered writer.
 func (m *Body) WriteTo(w io.Writer) (int64, error) {
-	if bw, ok := w.(*bufio.Writer); ok && m.conn != nil {
-		if err := bw.Flush(); err != nil {
+	bw, ok := w.(*bufio.Writer)
+	if !ok || m.conn == nil {
+		if err := Release(m.conn); err != nil { // the head goes first
 			return 0, err
 		}
-		w = m.conn
+		return m.Reader.WriteTo(w)
 	}
-	return m.Reader.WriteTo(w)
+	v := net.Buffers{m.b[len(m.b)-m.Len():]}
+	n, err := After(bw, m.conn, &v)
+	m.Reader.Seek(n, io.SeekCurrent) //nolint:errcheck // n is at most what was left
+	return n, err
+}
+
+// Close ends the connection's hold (see Stream).
+func (m *Body) Close() error { return Release(m.conn) }
+
+// After sends what bw buffers and what conn holds (a response's head),
+// then v, to conn, the connection bw writes to: in one writev where conn
+// is a Conn, else a flush and then v. It returns how many of v's bytes
+// were written.
+func After(bw *bufio.Writer, conn net.Conn, v *net.Buffers) (int64, error) {
+	c, ok := conn.(Conn)
+	if ok {
+		c.Hold()
+	}
+	if err := bw.Flush(); err != nil { // kept by a Conn: only a writer's earlier error
+		Release(conn) //nolint:errcheck // the flush's error is the one to report
+		return 0, err
+	}
+	if ok {
+		return c.WriteBuffers(v)
+	}
+	if c, ok := conn.(BuffersWriter); ok {
+		return c.WriteBuffers(v)
+	}
+	return v.WriteTo(conn)
 }
