@@ -215,7 +215,7 @@ func (e *Engine) storeChunk(id store.ChunkID, data []byte, keep, toDisk bool) {
 		e.putTier(e.opts.RAM, "ram", id, data, keep)
 	}
 	if e.filler != nil && toDisk {
-		e.filler.enqueue(id, data, keep)
+		e.filler.enqueue(id, data, keep, false)
 	}
 }
 

@@ -16,9 +16,10 @@ import (
 )
 
 type fillJob struct {
-	id   store.ChunkID
-	data []byte
-	keep bool // past the tier's admission policy
+	id    store.ChunkID
+	data  []byte
+	keep  bool // past the tier's admission policy
+	paced bool // background work: yields to clients (yield.go)
 }
 
 // fillWorkers is how many chunks the disk filler writes at once: the disk
@@ -67,8 +68,9 @@ func newDiskFiller(e *Engine, tier store.Tier, max int64) *diskFiller {
 }
 
 // enqueue queues a chunk for the disk, or drops it when the queue is full
-// or closed.
-func (f *diskFiller) enqueue(id store.ChunkID, data []byte, keep bool) {
+// or closed. A paced chunk (a fill's, not a client's miss) is written as
+// background work.
+func (f *diskFiller) enqueue(id store.ChunkID, data []byte, keep, paced bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if f.closed {
@@ -81,7 +83,7 @@ func (f *diskFiller) enqueue(id store.ChunkID, data []byte, keep bool) {
 		return
 	}
 	select {
-	case f.jobs <- fillJob{id: id, data: data, keep: keep}:
+	case f.jobs <- fillJob{id: id, data: data, keep: keep, paced: paced}:
 	default:
 		f.queued.Add(-n)
 		f.dropped.Inc()
@@ -92,7 +94,12 @@ func (f *diskFiller) enqueue(id store.ChunkID, data []byte, keep bool) {
 func (f *diskFiller) run() {
 	defer f.workers.Done()
 	for job := range f.jobs {
-		f.e.putTier(f.tier, "disk", job.id, job.data, job.keep)
+		put := func() { f.e.putTier(f.tier, "disk", job.id, job.data, job.keep) }
+		if job.paced {
+			f.e.background(f.e.fillCtx, put)
+		} else {
+			put()
+		}
 		f.queued.Add(-int64(len(job.data)))
 	}
 }

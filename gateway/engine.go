@@ -105,6 +105,7 @@ type Engine struct {
 	started   time.Time
 	writing   atomic.Int64 // request bodies being written (fills yield)
 	reading   atomic.Int64 // object readers streaming (fills yield)
+	y         yielder      // background work yields to clients (yield.go)
 	fillCtx   context.Context
 	stopFills context.CancelFunc
 	closing   sync.Once

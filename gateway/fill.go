@@ -86,9 +86,14 @@ func (e *Engine) fillFrom(ctx context.Context, info store.ObjectInfo) {
 		}
 		n := e.chunkLen(info.Size, idx)
 		w := newWalker(forFill, e.chunkID(info, idx), n, wantWrite)
-		got, _ := e.walk(&w) // its plan ends at the flight rung
-		ref := got.ref
-		if err := ref.stored(ctx, n); err != nil {
+		var ref chunkRef
+		var err error
+		e.background(ctx, func() {
+			got, _ := e.walk(&w) // its plan ends at the flight rung
+			ref = got.ref
+			err = ref.stored(ctx, n)
+		})
+		if err != nil {
 			return
 		}
 		if e.filler == nil || (ref.fl != nil && !ref.fl.staged) {
@@ -96,7 +101,7 @@ func (e *Engine) fillFrom(ctx context.Context, info store.ObjectInfo) {
 		}
 		if b, err := ref.bytesAt(ctx, 0); err == nil && int64(len(b)) == n {
 			e.filler.waitRoom(ctx, n)
-			e.filler.enqueue(w.id, b, true) // held already: a lookup
+			e.filler.enqueue(w.id, b, true, true) // held already: a lookup
 		}
 	}
 }

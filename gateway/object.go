@@ -30,6 +30,7 @@ func (e *Engine) HeadFresh(ctx context.Context, bucket, key string) (store.Objec
 
 // Get opens an object (or the range of it opts ask for).
 func (e *Engine) Get(ctx context.Context, bucket, key string, opts GetOptions) (*Object, error) {
+	e.clientGet()
 	first := wantNoChunk
 	if wantsFirstChunk(opts.Range, e.opts.ChunkSize) {
 		first = wantNow

@@ -21,6 +21,7 @@ type report struct {
 	targets []target // in the order measured
 	small   []smallResult
 	large   []largeResult
+	fills   []fillResult // warm reads while a checkpoint lands (reads_fill.go)
 	// granaryRAM is the --ram given to the cache under test (roleSubject)
 	// when the load test started it; 0 when not. granaryPeakRSS is its
 	// VmHWM.
@@ -44,6 +45,7 @@ func (r *report) markdown() string {
 	r.nginxTables(&b)
 	r.nginxTargets(&b)
 	r.cpuTable(&b)
+	r.fillTable(&b)
 	if subj, ok := r.byRole(roleSubject); ok && r.granaryRAM > 0 {
 		fmt.Fprintf(&b, "## Memory\n\n%s peak RSS (VmHWM) %s with --ram %s: %.2fx the budget.\n",
 			subj.label(), mib(r.granaryPeakRSS), mib(r.granaryRAM), float64(r.granaryPeakRSS)/float64(r.granaryRAM))

@@ -1,0 +1,142 @@
+// Warm reads while a checkpoint lands, the reads scenario's last table:
+// each cache's warm reads of the largest small objects at the highest
+// concurrency on a quiet cache, then again at once after a checkpoint
+// saved through the same cache returned. Whatever the cache does with
+// the saved bytes afterwards (Granary fills its tiers from its copy)
+// competes with the readers; training reads never stop while a
+// checkpoint is written.
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+)
+
+// fillResult is one cache's quiet and during-a-fill passes.
+type fillResult struct {
+	target        string
+	saved         int64
+	save          time.Duration
+	quiet, during smallResult
+}
+
+// saveSize is the checkpoint saved before the during-a-fill pass.
+func saveSize(quick bool) int64 {
+	if quick {
+		return 64 << 20
+	}
+	return 1 << 30
+}
+
+// saverCreds are the credentials a checkpoint is saved with through t: its
+// own, or (nginx passes writes through unsigned by itself) the origin's.
+type saverCreds struct{ access, secret string }
+
+// measureFills runs the quiet and during-a-fill passes for every cache in
+// targets that takes writes (nginx and a signed granary target).
+func measureFills(ctx context.Context, d *dataset, targets []target, origin saverCreds, rep *report, logf func(string, ...any)) error {
+	set := d.sets[len(d.sets)-1] // the largest objects at the highest concurrency
+	payload := randomBytes(saveSize(rep.quick), 99)
+	for _, t := range targets {
+		creds := saverCreds{t.access, t.secret}
+		switch t.targetKind {
+		case kindNginx:
+			creds = origin
+		case kindGranary:
+		default:
+			continue
+		}
+		r, err := measureFill(ctx, d, set, t, creds, payload, fillPassTime(rep.quick))
+		if err != nil {
+			return fmt.Errorf("%s during a fill: %w", t.name, err)
+		}
+		logf("%s: warm %s c%d quiet %.0f ops/s, right after a %s save (%v) %.0f ops/s (%.2fx)", t.name, set.name, set.conc,
+			r.quiet.opsPerSec(), mib(r.saved), r.save.Round(time.Millisecond), r.during.opsPerSec(), r.during.opsPerSec()/r.quiet.opsPerSec())
+		rep.fills = append(rep.fills, r)
+	}
+	return nil
+}
+
+// measureFill reads set through t quietly, saves payload through t, and
+// reads set again the moment the save returns.
+func measureFill(ctx context.Context, d *dataset, set objectSet, t target, creds saverCreds, payload []byte, least time.Duration) (fillResult, error) {
+	r := fillResult{target: t.name, saved: int64(len(payload))}
+	cl := newClient(t, d.bucket, set.conc)
+	defer cl.close()
+	if _, err := runSmall(ctx, cl, set, "connecting"); err != nil { // untimed: the client's connections and buffers
+		return r, err
+	}
+	var err error
+	if r.quiet, err = runMetered(ctx, cl, set, t, "quiet", least); err != nil {
+		return r, err
+	}
+	saver, err := minio.New(strings.TrimPrefix(t.endpoint, "http://"), &minio.Options{
+		Creds: credentials.NewStaticV4(creds.access, creds.secret, ""), Region: "us-east-1"})
+	if err != nil {
+		return r, err
+	}
+	start := time.Now()
+	if _, err := saver.PutObject(ctx, d.bucket, "checkpoints/"+t.name, bytes.NewReader(payload), int64(len(payload)),
+		minio.PutObjectOptions{PartSize: 16 << 20, NumThreads: 4, ContentType: "application/octet-stream"}); err != nil {
+		return r, err
+	}
+	r.save = time.Since(start)
+	r.during, err = runMetered(ctx, cl, set, t, "during a fill", least)
+	return r, err
+}
+
+// fillPassTime is how long a quiet or during-a-fill pass reads at least:
+// the set again and again, so that a pass spans a good part of the fill.
+func fillPassTime(quick bool) time.Duration {
+	if quick {
+		return 2 * time.Second
+	}
+	return 5 * time.Second
+}
+
+// runMetered reads set through cl, whole passes until least has gone by,
+// and returns their GETs, time and CPU use as one pass (p50 and p99 are
+// the last pass's).
+func runMetered(ctx context.Context, cl *client, set objectSet, t target, label string, least time.Duration) (smallResult, error) {
+	meter, err := startCPU(t)
+	if err != nil {
+		return smallResult{}, err
+	}
+	var sum smallResult
+	for sum.elapsed < least {
+		r, err := runSmall(ctx, cl, set, label)
+		if err != nil {
+			return r, err
+		}
+		r.n, r.elapsed = r.n+sum.n, r.elapsed+sum.elapsed
+		sum = r
+	}
+	sum.cpu, err = meter.used()
+	return sum, err
+}
+
+// fillTable renders the quiet and during-a-fill passes.
+func (r *report) fillTable(b *strings.Builder) {
+	if len(r.fills) == 0 {
+		return
+	}
+	b.WriteString("## Warm reads while a checkpoint lands\n\n" +
+		"Each cache's warm reads (the set again and again, for a few seconds) on a quiet cache, then again the moment a checkpoint save through the same cache returned " +
+		"(minio-go, 16 MiB parts, 4 at once). nginx passes the save to MinIO; Granary also fills its tiers from its own copy " +
+		"afterwards, as background work that yields to clients.\n\n")
+	b.WriteString("| target | objects | conc | save | quiet ops/s | during the fill | during / quiet | CPU per GET quiet / during |\n" +
+		"|---|---|---:|---|---:|---:|---:|---|\n")
+	for _, f := range r.fills {
+		q, d := f.quiet.cpu.perGet(f.quiet.n), f.during.cpu.perGet(f.during.n)
+		fmt.Fprintf(b, "| %s | %s | %d | %s in %.1f s | %.0f | %.0f | %.2fx | %s / %s |\n", f.target, f.quiet.set, f.quiet.conc,
+			mib(f.saved), f.save.Seconds(), f.quiet.opsPerSec(), f.during.opsPerSec(), f.during.opsPerSec()/f.quiet.opsPerSec(),
+			us(q.server), us(d.server))
+	}
+	b.WriteString("\n")
+}
