@@ -103,6 +103,7 @@ func readLocal(ctx context.Context, o options, d *dataset, rep *report, logf fun
 		if g != nil {
 			logf("granary log tail:\n%s", g.tail())
 		}
+		logf("nginx log tail:\n%s", ngx.tail())
 		return nil, err
 	}
 	if err := measureFills(ctx, d, rep.targets, saverCreds{mio.AccessKey, mio.SecretKey}, rep, logf); err != nil {
