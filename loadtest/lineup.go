@@ -78,9 +78,17 @@ func (t target) headingName() string {
 // a cache gets a cold pass and then a warm one.
 func passes(t target) []string {
 	if t.cache {
-		return []string{t.name + " cold", t.name + " warm"}
+		return []string{coldPass(t), t.name + " warm"}
 	}
 	return []string{t.name}
+}
+
+// coldPass is the label of a cache's first pass ("" for no cache).
+func coldPass(t target) string {
+	if !t.cache {
+		return ""
+	}
+	return t.name + " cold"
 }
 
 // byRole returns the report's target in role ro, if it was given one.

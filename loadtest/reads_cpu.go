@@ -118,7 +118,9 @@ func (r *report) cpuTable(b *strings.Builder) {
 		"What each small-object pass cost the machine's two cores, per GET, from the processes' CPU time (/proc/PID/stat, " +
 		"10 ms ticks; the client from getrusage): the target's own processes (a granary node; nginx's workers; MinIO), " +
 		"the origin behind a cache (MinIO), and the client, which checks every body (and, for the trivial target, " +
-		"also serves it). Client, servers and origin share the cores, so a pass's throughput follows its total.\n\n")
+		"also serves it). A cache's cold pass also carries what the cache did after it until its processes were idle " +
+		"(writing what it brought to its disk tier), so the warm pass does not. " +
+		"Client, servers and origin share the cores, so a pass's throughput follows its total.\n\n")
 	b.WriteString("| objects | conc | target | target's processes | origin | client | total |\n|---|---:|---|---:|---:|---:|---:|\n")
 	for _, s := range r.small {
 		c := s.cpu.perGet(s.n)

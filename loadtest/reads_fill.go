@@ -11,7 +11,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/minio/minio-go/v7"
@@ -72,6 +75,10 @@ func measureFill(ctx context.Context, d *dataset, set objectSet, t target, creds
 	if _, err := runSmall(ctx, cl, set, "connecting"); err != nil { // untimed: the client's connections and buffers
 		return r, err
 	}
+	syscall.Sync() // an earlier save's pages reach the disk now, not during the quiet pass
+	if err := settle(ctx, t.procs); err != nil { // quiet: done with the earlier passes' fills
+		return r, err
+	}
 	var err error
 	if r.quiet, err = runMetered(ctx, cl, set, t, "quiet", least); err != nil {
 		return r, err
@@ -89,6 +96,59 @@ func measureFill(ctx context.Context, d *dataset, set objectSet, t target, creds
 	r.save = time.Since(start)
 	r.during, err = runMetered(ctx, cl, set, t, "during a fill", least)
 	return r, err
+}
+
+// settle waits until ps (a cache's processes) and the machine as a whole
+// are idle (under a twentieth and a fifth of a core over settleWindow),
+// or settleLimit passed: a cache still writing what the earlier passes
+// brought (a gigabyte to its disk tier), or the kernel writing back an
+// earlier save's pages, is not quiet.
+func settle(ctx context.Context, ps procSet) error {
+	const (
+		settleWindow = 500 * time.Millisecond
+		settleLimit  = 2 * time.Minute
+	)
+	deadline := time.Now().Add(settleLimit)
+	for time.Now().Before(deadline) {
+		c0, err := cpuOf(ps)
+		if err != nil {
+			return err
+		}
+		m0 := machineBusy()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(settleWindow):
+		}
+		c1, err := cpuOf(ps)
+		if err != nil {
+			return err
+		}
+		if c1-c0 < settleWindow/20 && machineBusy()-m0 < settleWindow/5 {
+			return nil
+		}
+	}
+	return nil // measured anyway; the quiet figure then says so
+}
+
+// machineBusy is the CPU time all cores spent busy since boot (from
+// /proc/stat: everything but idle and iowait); zero if unreadable.
+func machineBusy() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line) // cpu user nice system idle iowait irq softirq steal ...
+	var busy int64
+	for i, v := range f[1:] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || i == 3 || i == 4 || i > 7 {
+			continue
+		}
+		busy += n
+	}
+	return time.Duration(busy) * clockTick
 }
 
 // fillPassTime is how long a quiet or during-a-fill pass reads at least:
@@ -127,7 +187,7 @@ func (r *report) fillTable(b *strings.Builder) {
 		return
 	}
 	b.WriteString("## Warm reads while a checkpoint lands\n\n" +
-		"Each cache's warm reads (the set again and again, for a few seconds) on a quiet cache, then again the moment a checkpoint save through the same cache returned " +
+		"Each cache's warm reads (the set again and again, for a few seconds) on a quiet cache (its processes idle first), then again the moment a checkpoint save through the same cache returned " +
 		"(minio-go, 16 MiB parts, 4 at once). nginx passes the save to MinIO; Granary also fills its tiers from its own copy " +
 		"afterwards, as background work that yields to clients.\n\n")
 	b.WriteString("| target | objects | conc | save | quiet ops/s | during the fill | during / quiet | CPU per GET quiet / during |\n" +
