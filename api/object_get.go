@@ -152,7 +152,8 @@ func (s objects) attachBody(c *fiber.Ctx, r *request, obj *gateway.Object, small
 		return
 	}
 	r.streaming = true
-	resp.SetBodyStream(newObjectStream(s.core, r, obj, cancel, c.Context().Conn()), int(obj.Length))
+	conn := c.Context().Conn()
+	membody.Stream(resp, newObjectStream(s.core, r, obj, cancel, conn), int(obj.Length), conn)
 }
 
 func (s objects) headObject(c *fiber.Ctx, r *request) error {

@@ -5,6 +5,7 @@
 package api
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/granary-dev/granary/gateway"
+	"github.com/granary-dev/granary/internal/membody"
 )
 
 // errClientGone marks a stream the client stopped taking.
@@ -48,8 +50,15 @@ func (o *objectStream) Read(p []byte) (int, error) {
 
 // WriteTo writes the body to w straight from the engine's memory,
 // renewing the write deadline as it goes (a slow client is fine, a stalled
-// one times out).
+// one times out). Past w's buffer, when w is the connection's writer: the
+// first bytes leave with the head the connection holds (membody.Stream),
+// in one writev, and the rest straight to the connection.
 func (o *objectStream) WriteTo(w io.Writer) (int64, error) {
+	if bw, ok := w.(*bufio.Writer); ok && o.conn != nil {
+		w = &headFirst{bw: bw, conn: o.conn}
+	} else if err := membody.Release(o.conn); err != nil { // the head goes first
+		return 0, err
+	}
 	dw := &deadlineWriter{w: w, o: o}
 	n, err := o.obj.WriteTo(dw)
 	o.sent += n
@@ -64,6 +73,25 @@ func (o *objectStream) WriteTo(w io.Writer) (int64, error) {
 		o.noteReadErr(io.EOF) // an early end is an error too
 	}
 	return n, err
+}
+
+// headFirst writes its first bytes with the head bw buffers or the
+// connection holds, in one writev (membody.After), and the rest straight
+// to the connection.
+type headFirst struct {
+	bw   *bufio.Writer
+	conn net.Conn
+	sent bool
+}
+
+func (h *headFirst) Write(p []byte) (int, error) {
+	if h.sent {
+		return h.conn.Write(p)
+	}
+	h.sent = true
+	v := net.Buffers{p}
+	n, err := membody.After(h.bw, h.conn, &v)
+	return int(n), err
 }
 
 // deadlineWriter renews the connection's write deadline before each write
@@ -104,13 +132,17 @@ func (o *objectStream) renewDeadline() {
 	_ = o.conn.SetWriteDeadline(now.Add(o.s.ioTimeout))
 }
 
-// Close releases the body and reports the request. It is idempotent.
+// Close releases the body, ends the connection's hold of the head (see
+// membody.Stream) and reports the request. It is idempotent.
 func (o *objectStream) Close() error {
 	if o.closed {
 		return nil
 	}
 	o.closed = true
 	err := o.obj.Close()
+	if rerr := membody.Release(o.conn); err == nil {
+		err = rerr
+	}
 	o.cancel()
 	if o.err == nil && o.sent < o.obj.Length {
 		o.err = errClientGone // fasthttp stopped asking: the write failed

@@ -229,6 +229,12 @@ func (r *objectReader) span() ([]byte, error) {
 		}
 	}
 	within := r.off - idx*cs
+	if last := min(r.end, (idx+1)*cs) - 1 - idx*cs; last > within && last-within < maxSpan {
+		// A short rest of the range leaves in one write once it is all
+		// here, not a frame at a time as it arrives (a failure shows in
+		// the read below).
+		f.ref.bytesAt(r.ctx, int(last)) //nolint:errcheck
+	}
 	b, err := f.ref.bytesAt(r.ctx, int(within))
 	if err != nil && !f.retried && transient(err) && r.ctx.Err() == nil {
 		// The fetch failed in a way that may pass (a dropped connection, a
