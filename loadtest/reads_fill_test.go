@@ -1,0 +1,52 @@
+// The reads report's table of warm reads while a checkpoint lands: the
+// ratio of the during-a-fill pass to the quiet one and the CPU per GET,
+// from made-up results; and the nginx configuration's open-file cache,
+// which must leave a worker room for its connections.
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestFillTable(t *testing.T) {
+	pass := func(ops float64, cpu time.Duration) smallResult {
+		r := smallResult{set: "100KiB", conc: 64, n: 10000, elapsed: time.Duration(float64(time.Second) * 10000 / ops)}
+		r.cpu.server = cpu * 10000
+		return r
+	}
+	rep := &report{fills: []fillResult{
+		{target: "nginx", saved: 1 << 30, save: 4200 * time.Millisecond, quiet: pass(13000, 44*time.Microsecond), during: pass(12870, 46*time.Microsecond)},
+		{target: "granary", saved: 1 << 30, save: 6700 * time.Millisecond, quiet: pass(10000, 70*time.Microsecond), during: pass(9100, 78*time.Microsecond)},
+	}}
+	var b strings.Builder
+	rep.fillTable(&b)
+	for _, want := range []string{
+		"| nginx | 100KiB | 64 | 1024 MiB in 4.2 s | 13000 | 12870 | 0.99x | 44 µs / 46 µs |",
+		"| granary | 100KiB | 64 | 1024 MiB in 6.7 s | 10000 | 9100 | 0.91x | 70 µs / 78 µs |",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+	var none strings.Builder
+	(&report{}).fillTable(&none)
+	if none.Len() != 0 {
+		t.Errorf("a report without fills has a fill table:\n%s", none.String())
+	}
+}
+
+func TestOpenFilesLeaveRoomForConnections(t *testing.T) {
+	limit := noFileLimit()
+	for _, objects := range []int{10, 300, 40_002, 1_000_000} {
+		n := openFiles(objects)
+		if n > 2*objects && n > 256 {
+			t.Errorf("%d objects: open_file_cache %d, more than twice the objects", objects, n)
+		}
+		if limit > 2*workerConnections+1024+256 && n+2*workerConnections > limit {
+			t.Errorf("%d objects: open_file_cache %d leaves a worker no room for %d connections under its limit %d",
+				objects, n, 2*workerConnections, limit)
+		}
+	}
+}
