@@ -75,8 +75,10 @@ func measureFill(ctx context.Context, d *dataset, set objectSet, t target, creds
 	if _, err := runSmall(ctx, cl, set, "connecting"); err != nil { // untimed: the client's connections and buffers
 		return r, err
 	}
-	syscall.Sync() // an earlier save's pages reach the disk now, not during the quiet pass
-	if err := settle(ctx, t.procs); err != nil { // quiet: done with the earlier passes' fills
+	// Quiet: an earlier save's pages reach the disk now, not during the
+	// quiet pass, and the cache is done with the earlier passes' fills.
+	syscall.Sync()
+	if err := settle(ctx, t.procs); err != nil {
 		return r, err
 	}
 	var err error
