@@ -260,6 +260,13 @@ func (j *journal) swap(tmp string, from int64, snapRecords int) error {
 			tail.Close()
 		}
 	}
+	// The size is the file's end, not the handle's offset: with no tail
+	// appended the offset is still 0 (O_APPEND moves it only on a
+	// write), and the next compaction would copy its tail from there.
+	var size int64
+	if err == nil {
+		size, err = f.Seek(0, io.SeekEnd)
+	}
 	if err == nil {
 		err = os.Rename(tmp, j.path)
 	}
@@ -270,7 +277,6 @@ func (j *journal) swap(tmp string, from int64, snapRecords int) error {
 		os.Remove(tmp)
 		return err
 	}
-	size, _ := f.Seek(0, 1)
 	j.f.Close()
 	j.f, j.size = f, size
 	j.records = snapRecords + j.records

@@ -252,3 +252,37 @@ func BenchmarkJournalOpen1M(b *testing.B) {
 	}
 	b.ReportMetric(float64(st.Size())/(1<<20), "journal-MiB")
 }
+
+// A compaction with nothing appended while it ran keeps the journal's
+// size right: it was once the new file's offset (0: O_APPEND moves it
+// only on a write), so the next compaction copied its tail from inside
+// the snapshot, a torn record on replay.
+func TestJournalSwapWithoutATail(t *testing.T) {
+	j, err := openJournal(filepath.Join(t.TempDir(), "nodes"), zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.describe(7, nodeDesc{key: "keep"})
+	j.add(7)
+	j.flush()
+	tmp, err := j.snapshot(map[uint64]idEntry{7: {desc: nodeDesc{key: "keep"}, kernel: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.swap(tmp, j.size, 2); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(j.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() != j.size {
+		t.Fatalf("journal of %d bytes, its size says %d", st.Size(), j.size)
+	}
+	j.forget(7, 1)
+	j.add(7)
+	j.flush()
+	if live := replayFile(t, j.path); len(live) != 1 || live[7] == nil || live[7].kernel != 1 {
+		t.Errorf("after the swap: %d live ids", len(live))
+	}
+}
