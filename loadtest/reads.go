@@ -177,7 +177,7 @@ func measure(ctx context.Context, d *dataset, targets []target, rep *report, log
 					// What the cold pass left to do (a cache's disk writes
 					// of what it brought) is charged to it, not to the
 					// warm pass that follows.
-					if err := settle(ctx, t.procs); err != nil {
+					if err := settle(ctx, t.procs, false); err != nil {
 						return err
 					}
 				}
