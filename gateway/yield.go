@@ -34,7 +34,13 @@ type yielder struct {
 }
 
 // clientGet notes a client's GET (every one, answered from RAM or not).
-func (e *Engine) clientGet() { e.y.lastGet.Store(time.Now().UnixNano()) }
+// It writes the shared word at most once a millisecond: every GET on
+// every core reads it, few write it.
+func (e *Engine) clientGet() {
+	if now := time.Now().UnixNano(); now-e.y.lastGet.Load() > int64(time.Millisecond) {
+		e.y.lastGet.Store(now)
+	}
+}
 
 // clientsBusy reports whether a client is reading or writing through
 // this node, or asked within clientQuiet.
