@@ -55,7 +55,7 @@ func runCheckpoint(ctx context.Context, o options, logw io.Writer) (*ckptReport,
 			return nil, err
 		}
 	}
-	mio, err := miniotest.Start()
+	mio, err := startMinio()
 	if err != nil {
 		return nil, err
 	}

@@ -143,7 +143,7 @@ func runClusterPlan(ctx context.Context, o options, p clusterPlan, logw io.Write
 	}
 	slow := epochsLink(o)
 	logf := func(format string, args ...any) { fmt.Fprintf(logw, "loadtest: cluster: "+format+"\n", args...) }
-	mio, err := miniotest.Start()
+	mio, err := startMinio()
 	if err != nil {
 		return nil, err
 	}

@@ -57,7 +57,7 @@ func startNodes(ctx context.Context, n int, bin, origin, access, secret string, 
 			args = append(args, "--node-id", id, "--peers", strings.Join(peers, ","))
 			env = append(env, "GRANARY_CLUSTER_SECRET="+clusterSecret)
 		}
-		g, err := launchGranary(bin, "granary-loadtest-cluster-", addrs[i], append(args, extra...), env)
+		g, err := launchGranary(bin, "granary-loadtest-cluster-", addrs[i], append(args, extra...), env, pins.node(i))
 		if err != nil {
 			s.stop()
 			return nil, fmt.Errorf("node %s: %w", id, err)

@@ -112,7 +112,7 @@ func runEpochs(ctx context.Context, o options, logw io.Writer) (*epochsReport, e
 	}
 	slow := epochsLink(o)
 	logf := func(format string, args ...any) { fmt.Fprintf(logw, "loadtest: epochs: "+format+"\n", args...) }
-	mio, err := miniotest.Start()
+	mio, err := startMinio()
 	if err != nil {
 		return nil, err
 	}

@@ -65,7 +65,7 @@ func startHDFSD(bin string, args ...string) (*hdfsdProc, error) {
 		return nil, err
 	}
 	p.cmd.Stderr = logFile
-	if err := p.cmd.Start(); err != nil {
+	if err := startCmdOn(pins.origin, p.cmd); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}

@@ -73,7 +73,7 @@ func runMountCluster(ctx context.Context, o options, logw io.Writer) (*mcReport,
 		p = quickMountPlan()
 	}
 	logf := func(format string, args ...any) { fmt.Fprintf(logw, "loadtest: mount-cluster: "+format+"\n", args...) }
-	mio, err := miniotest.Start()
+	mio, err := startMinio()
 	if err != nil {
 		return nil, err
 	}

@@ -12,8 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
-
-	"github.com/granary-dev/granary/internal/miniotest"
 )
 
 // mountRun is one mount scenario in progress.
@@ -37,7 +35,7 @@ func runMount(ctx context.Context, o options, logw io.Writer) (*mountReport, err
 		p = quickMountPlan()
 	}
 	logf := func(format string, args ...any) { fmt.Fprintf(logw, "loadtest: mount: "+format+"\n", args...) }
-	mio, err := miniotest.Start()
+	mio, err := startMinio()
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync/atomic"
 	"syscall"
 	"text/template"
@@ -94,7 +95,7 @@ func startNginx(o nginxOptions) (*nginxProc, error) {
 	n.cmd.Stdout, n.cmd.Stderr = n.log, n.log
 	// Its own process group: a stop that times out kills the workers too.
 	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := n.cmd.Start(); err != nil {
+	if err := startCmdOn(pins.node(0), n.cmd); err != nil {
 		n.cleanup()
 		return nil, err
 	}
@@ -137,9 +138,18 @@ func confData(o nginxOptions, n *nginxProc) map[string]any {
 	return map[string]any{
 		"OpenFiles": openFiles(o.objects), "NoFile": noFileLimit(), "Conns": workerConnections,
 		"Root": os.Geteuid() == 0, "Dir": n.dir, "Cache": n.cache, "Addr": n.addr, "Upstream": o.upstream,
-		"ZoneMiB": zoneMiB, "MaxSize": max(256<<20, o.bytes+o.bytes/4),
+		"ZoneMiB": zoneMiB, "MaxSize": max(256<<20, o.bytes+o.bytes/4), "Workers": nginxWorkers(),
 		"Cert": o.certFile, "Key": o.keyFile,
 	}
+}
+
+// nginxWorkers is nginx's worker_processes: a worker per core it may run
+// on (pinned, its cores; else "auto", every core).
+func nginxWorkers() string {
+	if s := pins.node(0); len(s) > 0 {
+		return strconv.Itoa(len(s))
+	}
+	return "auto"
 }
 
 // workerConnections is nginx's worker_connections.
@@ -177,7 +187,7 @@ func openFiles(objects int) int {
 // stalled for the peer's delayed ACK (about 40 ms each; 500 GETs/s of
 // 100 KiB instead of 30,000 here).
 var nginxConf = template.Must(template.New("nginx.conf").Parse(`{{if .Root}}user root;
-{{end}}worker_processes auto;
+{{end}}worker_processes {{.Workers}};
 worker_rlimit_nofile {{.NoFile}};
 pid {{.Dir}}/nginx.pid;
 error_log {{.Dir}}/error.log warn;

@@ -22,7 +22,7 @@ func seedSlowOrigin(ctx context.Context, d *dataset, mio *miniotest.Server, slow
 
 // seededMinio starts MinIO and seeds it with d; the caller stops it.
 func seededMinio(ctx context.Context, d *dataset, logf func(string, ...any)) (*miniotest.Server, error) {
-	mio, err := miniotest.Start()
+	mio, err := startMinio()
 	if err != nil {
 		return nil, err
 	}

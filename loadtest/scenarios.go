@@ -7,8 +7,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // reporter is a scenario's result: a markdown report.
@@ -28,7 +30,10 @@ type scenario struct {
 	// out is the report's file under loadtest/results when the scenario
 	// runs alone (latest.md for several); "" is the name plus ".md".
 	out string
-	run func(ctx context.Context, o options, logw io.Writer) (reporter, error)
+	// caches is how many caches run at once (a cluster's nodes), each
+	// on cores of its own when the run pins (cores.go); 0 means 1.
+	caches int
+	run    func(ctx context.Context, o options, logw io.Writer) (reporter, error)
 }
 
 // as adapts a scenario's run function, which returns its own report
@@ -55,11 +60,11 @@ var registry = []scenario{
 		targets: "MinIO behind the slow proxy, nginx; granary with -granary"},
 	{name: "hdfs-epochs", desc: "the same from the test HDFS cluster behind slow proxies, direct with the HDFS client and through granary", run: as(runHDFSEpochs),
 		targets: "hdfsd behind slow proxies; granary with -granary"},
-	{name: "cluster", desc: "three granary nodes as a cluster through a slow origin: the peer hop's cost, and origin requests against three independent nodes", run: as(runCluster),
+	{name: "cluster", desc: "three granary nodes as a cluster through a slow origin: the peer hop's cost, and origin requests against three independent nodes", run: as(runCluster), caches: 3,
 		targets: "MinIO behind the slow proxy, three granary nodes (-granary)"},
-	{name: "cluster-scale", desc: "the cluster scenario's scaling part alone: a set that fits three nodes and not one, read through every node at once, against one node alone", run: as(runClusterScale),
+	{name: "cluster-scale", desc: "the cluster scenario's scaling part alone: a set that fits three nodes and not one, read through every node at once, against one node alone", run: as(runClusterScale), caches: 3,
 		targets: "MinIO behind the slow proxy, three granary nodes and one alone (-granary)"},
-	{name: "mount-cluster", desc: "warm files through granary mount in front of one node and of three, the mount reading from the owners or through one node", run: as(runMountCluster),
+	{name: "mount-cluster", desc: "warm files through granary mount in front of one node and of three, the mount reading from the owners or through one node", run: as(runMountCluster), caches: 3,
 		targets: "MinIO, one granary node, three as a cluster, granary mount (-granary; root, /dev/fuse)"},
 	{name: "tls", desc: "a node serving HTTPS against one serving HTTP: warm GETs of 4KiB and 100KiB objects at 64 clients, one 1GiB stream", run: as(runTLS),
 		targets: "MinIO; granary nodes, nginx and the trivial server, each over HTTP and HTTPS (-granary)"},
@@ -149,11 +154,58 @@ func runScenarios(ctx context.Context, o options, logw io.Writer) (string, error
 		if md.Len() > 0 {
 			md.WriteString("\n")
 		}
+		if err := layOut(o, s); err != nil {
+			return "", fmt.Errorf("%s: %w", s.name, err)
+		}
+		fmt.Fprintf(logw, "%s: %s\n", s.name, pins)
 		rep, err := s.run(ctx, o, logw)
 		if err != nil {
 			return "", fmt.Errorf("%s: %w", s.name, err)
 		}
-		md.WriteString(rep.markdown())
+		md.WriteString(withCores(rep.markdown(), pins))
 	}
 	return md.String(), nil
+}
+
+// pins is the core layout of the scenario running (cores.go); the zero
+// layout, unless -pin allows and the machine has the cores.
+var pins coreLayout
+
+// layOut sets pins for s and moves this process onto its client cores,
+// with as many Ps as it has cores there (the runtime counts them at
+// start); a scenario that pins nothing after one that did gets them all
+// back.
+func layOut(o options, s scenario) error {
+	cpus, err := machineCPUs()
+	if err != nil {
+		return err
+	}
+	was := pins.pinned()
+	pins = coreLayout{}
+	if o.pin {
+		pins = planCores(cpus, max(s.caches, 1))
+	}
+	switch {
+	case pins.pinned():
+		runtime.GOMAXPROCS(len(pins.client))
+		return pinSelf(pins.client)
+	case was:
+		err := pinSelf(cpus)
+		runtime.SetDefaultGOMAXPROCS()
+		return err
+	}
+	return nil
+}
+
+// machineCPUs is the CPUs this process could run on when it started,
+// before any layout moved it.
+var machineCPUs = sync.OnceValues(onlineCPUs)
+
+// withCores puts the layout's line under a report's title.
+func withCores(md string, l coreLayout) string {
+	title, rest, ok := strings.Cut(md, "\n")
+	if !ok {
+		return md + "\n\n" + l.String() + "\n"
+	}
+	return title + "\n\n" + l.String() + "\n" + rest
 }

@@ -104,7 +104,8 @@ func TestRunScenariosDispatchesInOrder(t *testing.T) {
 		}}
 	}
 	md, err := runScenarios(context.Background(), options{scenarios: []scenario{stub("a", nil), stub("b", nil)}}, io.Discard)
-	if err != nil || md != "report a\n\nreport b\n" {
+	// Each report says its core layout (none here: options.pin is off).
+	if want := withCores("report a\n", coreLayout{}) + "\n" + withCores("report b\n", coreLayout{}); err != nil || md != want {
 		t.Fatalf("got %q, %v", md, err)
 	}
 	boom := errors.New("boom")

@@ -20,6 +20,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/granary-dev/granary/internal/miniotest"
 )
 
 // target is one server under measurement: where it is and how it is
@@ -149,7 +151,7 @@ func startGranaryWith(roots *x509.CertPool, bin, minioEndpoint, minioAccess, min
 		return nil, err
 	}
 	args, env := originFlags(minioEndpoint, minioAccess, minioSecret, ram, disk)
-	g, err := launchGranary(bin, "granary-loadtest-", fmt.Sprintf("127.0.0.1:%d", port), append(args, extra...), env)
+	g, err := launchGranary(bin, "granary-loadtest-", fmt.Sprintf("127.0.0.1:%d", port), append(args, extra...), env, pins.node(0))
 	if err != nil {
 		return nil, err
 	}
@@ -174,11 +176,21 @@ func originFlags(origin, access, secret string, ram, disk int64) (args, env []st
 	return args, env
 }
 
+// startMinio starts a MinIO on the layout's origin cores.
+func startMinio() (*miniotest.Server, error) {
+	var mio *miniotest.Server
+	err := startOn(pins.origin, func() (err error) {
+		mio, err = miniotest.Start()
+		return err
+	})
+	return mio, err
+}
+
 // launchGranary starts `bin serve` on addr with a fresh data directory (a
 // temporary directory named after dirPrefix, which stop removes), the
-// load test's credentials, args and extra environment, without waiting
-// for it.
-func launchGranary(bin, dirPrefix, addr string, args, env []string) (*granaryProc, error) {
+// load test's credentials, args and extra environment, on cores (nil:
+// any), without waiting for it.
+func launchGranary(bin, dirPrefix, addr string, args, env []string, cores coreSet) (*granaryProc, error) {
 	dir, err := os.MkdirTemp("", dirPrefix)
 	if err != nil {
 		return nil, err
@@ -191,7 +203,7 @@ func launchGranary(bin, dirPrefix, addr string, args, env []string) (*granaryPro
 		return nil, err
 	}
 	g.cmd.Stdout, g.cmd.Stderr = g.log, g.log
-	if err := g.cmd.Start(); err != nil {
+	if err := startCmdOn(cores, g.cmd); err != nil {
 		g.log.Close()
 		os.RemoveAll(dir)
 		return nil, err
