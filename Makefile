@@ -6,7 +6,7 @@ MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 MINIO_BIN := $(GOPATH)/bin/minio
 export MINIO_BIN
 
-.PHONY: run build deps test unit e2e bench bench-deps lint fuzz cluster
+.PHONY: run build deps test unit e2e bench bench-deps device-kit lint fuzz cluster
 
 # build stamps the binary with VERSION (granary --version): the git
 # description of the checkout (tag, commits since, hash, -dirty), or
@@ -58,6 +58,10 @@ fuzz:
 # proxy_cache reference target) and wrk.
 bench-deps:
 	@scripts/bench-deps.sh
+
+# The load test for a host without Go (see scripts/device-kit.sh).
+device-kit: deps bench-deps
+	@scripts/device-kit.sh
 
 bench: deps bench-deps build
 	$(GO) run ./loadtest -granary bin/granary
