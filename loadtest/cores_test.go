@@ -64,6 +64,24 @@ func TestPlanCores(t *testing.T) {
 	}
 }
 
+func TestLayoutFollowsTheOptions(t *testing.T) {
+	cluster, _ := lookupScenario("cluster-scale")
+	reads, _ := lookupScenario("reads")
+	cpus := seq(0, 16)
+	if l := layoutFor(options{pin: true}, cluster, cpus); len(l.nodes) != 3 || l.client.String() != "10-15" {
+		t.Errorf("cluster-scale on 16 cores: %v", l)
+	}
+	if l := layoutFor(options{pin: true}, reads, cpus); len(l.nodes) != 1 || l.node(0).String() != "0-3" {
+		t.Errorf("reads on 16 cores: %v", l)
+	}
+	if l := layoutFor(options{pin: false}, reads, cpus); l.pinned() {
+		t.Errorf("-pin=false pinned: %v", l)
+	}
+	if l := layoutFor(options{pin: true, endpoint: endpointOptions{url: "http://host:9000"}}, reads, cpus); l.pinned() {
+		t.Errorf("an -endpoint run pinned: %v", l)
+	}
+}
+
 func TestLayoutInTheReport(t *testing.T) {
 	l := planCores(seq(0, 16), 1)
 	md := withCores("# Reads\n\nbody\n", l)

@@ -61,7 +61,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "", outUsage())
 	flag.DurationVar(&o.timeout, "timeout", 45*time.Minute, "bound on the whole run")
 	flag.StringVar(&scenarios, "scenario", "reads", scenarioUsage())
-	flag.BoolVar(&o.pin, "pin", true, fmt.Sprintf("with %d or more cores, run the cache (or each cluster node), the origin and the client on cores of their own (-pin=false: share them all)", minPinCores))
+	flag.BoolVar(&o.pin, "pin", true, fmt.Sprintf("with %d or more cores, run the cache (or each cluster node), the origin and the client on cores of their own (-pin=false: share them all; never with -endpoint)", minPinCores))
 	endpointFlags(&o.endpoint)
 	flag.Var(&stream, "slow-stream", "checkpoint, epochs, hdfs-epochs and cluster: bandwidth of one connection to the origin, each direction (0: unlimited)")
 	flag.Var(&total, "slow-total", "checkpoint, epochs, hdfs-epochs and cluster: bandwidth over all connections to the origin, each direction (0: unlimited)")

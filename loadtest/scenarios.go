@@ -181,10 +181,7 @@ func layOut(o options, s scenario) error {
 		return err
 	}
 	was := pins.pinned()
-	pins = coreLayout{}
-	if o.pin {
-		pins = planCores(cpus, max(s.caches, 1))
-	}
+	pins = layoutFor(o, s, cpus)
 	switch {
 	case pins.pinned():
 		runtime.GOMAXPROCS(len(pins.client))
@@ -195,6 +192,15 @@ func layOut(o options, s scenario) error {
 		return err
 	}
 	return nil
+}
+
+// layoutFor is s's layout of cpus under o: none without -pin, or for an
+// -endpoint (measured from here whole: nothing else runs here).
+func layoutFor(o options, s scenario, cpus []int) coreLayout {
+	if !o.pin || o.endpoint.url != "" {
+		return coreLayout{}
+	}
+	return planCores(cpus, max(s.caches, 1))
 }
 
 // machineCPUs is the CPUs this process could run on when it started,
