@@ -3,7 +3,9 @@
 # on a host without Go: unpacks it, then runs the scenarios given (by
 # default reads, checkpoint and cluster-scale; -quick for a smoke run),
 # each part on cores of its own where the host has 8 or more. Reports and
-# the log go to $OUT (default ./kit-out).
+# the log go to $OUT (default ./kit-out). Not every scenario can run from
+# the kit: hdfs-epochs builds its HDFS daemon with Go, and the mount
+# scenarios need root and /dev/fuse.
 set -uo pipefail
 kit=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$PWD/kit-out}
