@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"sync"
 	"syscall"
 	"unsafe"
 
@@ -201,12 +203,56 @@ func serveSession(raw fuse.RawFileSystem, s *Session, mo *fuse.MountOptions) (*f
 	}
 	// go-fuse answered the replayed INIT into the socket; drop it.
 	_, _ = unix.Read(sp[1], make([]byte, 4096))
+	if !residentReads(srv) && mo.Logger != nil {
+		mo.Logger.Printf("fuse: session: go-fuse's request buffers not found: a request taken as this worker dies may fail (EIO)")
+	}
 	if err := unix.Dup3(s.FD, sp[0], unix.O_CLOEXEC); err != nil {
 		return nil, fmt.Errorf("fuse: session: take over the connection: %w", err)
 	}
 	unix.Close(s.FD)
 	go srv.Serve()
 	return srv, nil
+}
+
+// residentReads makes every buffer go-fuse reads requests into resident
+// (each page written) when go-fuse makes it; false if go-fuse has no
+// such pool any more. The kernel copies a request into the buffer after
+// taking it off its queue. A fresh buffer's pages are not mapped yet, so
+// that copy faults them in, which the kernel gives up once the worker
+// is being killed: it then ends the request with EIO (the caller's open
+// or read fails) where it would otherwise keep it for the next worker
+// (Resend). A copy into mapped pages cannot fail that way. (The buffer
+// that took the replayed INIT was made before this; the INIT mapped
+// the pages that requests of up to 4 KiB land in.)
+func residentReads(srv *fuse.Server) bool {
+	f := reflect.ValueOf(srv).Elem().FieldByName("readPool")
+	if !f.IsValid() || f.Type() != reflect.TypeFor[sync.Pool]() {
+		return false
+	}
+	pool := (*sync.Pool)(unsafe.Pointer(f.UnsafeAddr()))
+	alloc := pool.New
+	if alloc == nil {
+		return false
+	}
+	pool.New = func() any {
+		b := alloc()
+		if buf, ok := b.([]byte); ok {
+			touchPages(buf)
+		}
+		return b
+	}
+	return true
+}
+
+// touchPages writes a byte in each page of b, mapping every one.
+func touchPages(b []byte) {
+	step := os.Getpagesize()
+	for i := 0; i < len(b); i += step {
+		b[i] = 0
+	}
+	if len(b) > 0 {
+		b[len(b)-1] = 0
+	}
 }
 
 // writeFileAtomic writes b to path through a temporary file.

@@ -7,10 +7,14 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
+	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 )
 
@@ -55,6 +59,9 @@ func TestSessionThroughFusermount(t *testing.T) {
 			t.Errorf("read through the session: %d bytes, %v", len(b), err)
 		}
 	})
+	if b, ok := readPool(t, srv.srv).New().([]byte); !ok || residentPages(t, b) != pages(b) {
+		t.Error("a session's go-fuse makes request buffers that are not resident")
+	}
 	if srv.fsys.ids.j == nil {
 		t.Error("a session's worker keeps no node journal")
 	}
@@ -69,4 +76,73 @@ func TestSessionThroughFusermount(t *testing.T) {
 	if ok, _ := IsMounted(dir); ok {
 		t.Errorf("%s still mounted after Close", dir)
 	}
+}
+
+// TestResidentReads: a request buffer as go-fuse would first get it
+// (fresh memory: no page mapped) comes out of the wrapped pool with
+// every page mapped, so that the kernel's copy of a request into it
+// needs no fault, which a worker being killed would fail (EIO to the
+// caller, the request not resent).
+func TestResidentReads(t *testing.T) {
+	srv := &fuse.Server{}
+	pool := readPool(t, srv)
+	size := 34*os.Getpagesize() + 100
+	var maps [][]byte
+	defer func() {
+		for _, m := range maps {
+			unix.Munmap(m)
+		}
+	}()
+	pool.New = func() any {
+		m, err := unix.Mmap(-1, 0, size+os.Getpagesize(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		maps = append(maps, m)
+		return m[80 : 80+size] // as go-fuse aligns: not at a page start
+	}
+	if b := pool.New().([]byte); residentPages(t, b) != 0 {
+		t.Fatalf("fresh memory: %d of %d pages already resident", residentPages(t, b), pages(b))
+	}
+	if !residentReads(srv) {
+		t.Fatal("residentReads found no pool")
+	}
+	b := pool.New().([]byte)
+	if n := residentPages(t, b); n != pages(b) {
+		t.Errorf("a new request buffer: %d of its %d pages resident", n, pages(b))
+	}
+}
+
+// readPool returns go-fuse's pool of request buffers in srv.
+func readPool(t *testing.T, srv *fuse.Server) *sync.Pool {
+	t.Helper()
+	f := reflect.ValueOf(srv).Elem().FieldByName("readPool")
+	if !f.IsValid() || f.Type() != reflect.TypeFor[sync.Pool]() {
+		t.Fatal("go-fuse's Server has no readPool")
+	}
+	return (*sync.Pool)(unsafe.Pointer(f.UnsafeAddr()))
+}
+
+// pages returns how many pages b spans.
+func pages(b []byte) int {
+	ps := uintptr(os.Getpagesize())
+	start := uintptr(unsafe.Pointer(&b[0])) &^ (ps - 1)
+	end := uintptr(unsafe.Pointer(&b[len(b)-1])) + 1
+	return int((end - start + ps - 1) / ps)
+}
+
+// residentPages returns how many of b's pages are mapped (mincore).
+func residentPages(t *testing.T, b []byte) int {
+	t.Helper()
+	ps := uintptr(os.Getpagesize())
+	start := uintptr(unsafe.Pointer(&b[0])) &^ (ps - 1)
+	vec := make([]byte, pages(b))
+	if _, _, e := unix.Syscall(unix.SYS_MINCORE, start, uintptr(len(vec))*ps, uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+		t.Fatalf("mincore: %v", e)
+	}
+	n := 0
+	for _, v := range vec {
+		n += int(v & 1)
+	}
+	return n
 }
