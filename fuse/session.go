@@ -225,15 +225,11 @@ func serveSession(raw fuse.RawFileSystem, s *Session, mo *fuse.MountOptions) (*f
 // that took the replayed INIT was made before this; the INIT mapped
 // the pages that requests of up to 4 KiB land in.)
 func residentReads(srv *fuse.Server) bool {
-	f := reflect.ValueOf(srv).Elem().FieldByName("readPool")
-	if !f.IsValid() || f.Type() != reflect.TypeFor[sync.Pool]() {
+	pool := requestBuffers(srv)
+	if pool == nil || pool.New == nil {
 		return false
 	}
-	pool := (*sync.Pool)(unsafe.Pointer(f.UnsafeAddr()))
 	alloc := pool.New
-	if alloc == nil {
-		return false
-	}
 	pool.New = func() any {
 		b := alloc()
 		if buf, ok := b.([]byte); ok {
@@ -242,6 +238,17 @@ func residentReads(srv *fuse.Server) bool {
 		return b
 	}
 	return true
+}
+
+// requestBuffers returns go-fuse's pool of request buffers in srv (a
+// private field: go-fuse offers no option for its buffers), nil if its
+// Server has no such field any more.
+func requestBuffers(srv *fuse.Server) *sync.Pool {
+	f := reflect.ValueOf(srv).Elem().FieldByName("readPool")
+	if !f.IsValid() || f.Type() != reflect.TypeFor[sync.Pool]() {
+		return nil
+	}
+	return (*sync.Pool)(unsafe.Pointer(f.UnsafeAddr()))
 }
 
 // touchPages writes a byte in each page of b, mapping every one.

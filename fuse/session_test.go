@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -116,11 +115,11 @@ func TestResidentReads(t *testing.T) {
 // readPool returns go-fuse's pool of request buffers in srv.
 func readPool(t *testing.T, srv *fuse.Server) *sync.Pool {
 	t.Helper()
-	f := reflect.ValueOf(srv).Elem().FieldByName("readPool")
-	if !f.IsValid() || f.Type() != reflect.TypeFor[sync.Pool]() {
-		t.Fatal("go-fuse's Server has no readPool")
+	pool := requestBuffers(srv)
+	if pool == nil {
+		t.Fatal("go-fuse's Server has no pool of request buffers")
 	}
-	return (*sync.Pool)(unsafe.Pointer(f.UnsafeAddr()))
+	return pool
 }
 
 // pages returns how many pages b spans.
