@@ -1,7 +1,8 @@
 // CPU time spent by the load test's processes: the nodes (from
 // /proc/PID/stat) and the load test itself (getrusage), so a row can say
 // what each read cost the machine's shared cores, not only how long it
-// took.
+// took; and the nodes' page faults and context switches, counts that do
+// not depend on the machine's speed.
 package main
 
 import (
@@ -55,6 +56,36 @@ func procCPU(pid int) (time.Duration, error) {
 // it touched for the first time since the kernel gave them (or took them
 // back), each zeroed, a cost that does not depend on the machine's load.
 func procFaults(pid int) (int64, error) { return procStat(pid, 10) }
+
+// procSwitches returns the context switches of every thread of process
+// pid, voluntary (a thread put to sleep) and not (preempted), from
+// /proc/PID/task/*/status: a cost the machine's scheduler sets (dear in
+// a VM) and its speed does not. Threads that have exited are not counted.
+func procSwitches(pid int) (int64, error) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0, err
+	}
+	var sum int64
+	for _, task := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, task.Name()))
+		if err != nil {
+			continue // the thread exited meanwhile
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			name, value, ok := strings.Cut(line, ":")
+			if !ok || (name != "voluntary_ctxt_switches" && name != "nonvoluntary_ctxt_switches") {
+				continue
+			}
+			n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("/proc/%d/task/%s/status: %w", pid, task.Name(), err)
+			}
+			sum += n
+		}
+	}
+	return sum, nil
+}
 
 // selfCPU returns the user plus system CPU time the load test (its
 // clients, and its proxies when they carry traffic) has used.

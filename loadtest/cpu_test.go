@@ -1,9 +1,11 @@
-// procCPU reads the same account of a process as getrusage does, and
-// procFaults counts the pages it touches fresh.
+// procCPU reads the same account of a process as getrusage does,
+// procFaults counts the pages it touches fresh and procSwitches the
+// times its threads sleep.
 package main
 
 import (
 	"os"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -55,5 +57,30 @@ func TestProcFaultsCountsFreshPages(t *testing.T) {
 	// Huge pages would fault less often; 1/512 of the pages is their floor.
 	if got := after - before; got < pages/512 {
 		t.Fatalf("%d faults for %d fresh pages", got, pages)
+	}
+}
+
+// TestProcSwitchesCountsSleeps: a thread that goes to sleep shows as
+// context switches of its process.
+func TestProcSwitchesCountsSleeps(t *testing.T) {
+	before, err := procSwitches(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan int64)
+	go func() {
+		runtime.LockOSThread() // one thread that sleeps and wakes 20 times
+		defer runtime.UnlockOSThread()
+		for range 20 {
+			time.Sleep(time.Millisecond)
+		}
+		n, _ := procSwitches(os.Getpid())
+		done <- n
+	}()
+	if after := <-done; after-before < 20 {
+		t.Fatalf("%d context switches across 20 sleeps (%d, then %d)", after-before, before, after)
+	}
+	if _, err := procSwitches(-1); err == nil {
+		t.Fatal("procSwitches of no process: no error")
 	}
 }

@@ -186,8 +186,8 @@ func measure(ctx context.Context, d *dataset, targets []target, rep *report, log
 				}
 				r.cacheHits, r.cacheOthers = cacheDelta(clients[i], h0, o0)
 				c := r.cpu.perGet(r.n)
-				logf("%d x %s c%d %-13s %8.0f ops/s  p50 %v  p99 %v  cpu/GET target %v origin %v client %v%s", r.n, r.set, r.conc, label,
-					r.opsPerSec(), r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), c.server, c.origin, c.client,
+				logf("%d x %s c%d %-13s %8.0f ops/s  p50 %v  p99 %v  cpu/GET target %v (%.2f switches) origin %v client %v%s", r.n, r.set, r.conc, label,
+					r.opsPerSec(), r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), c.server, c.switches, c.origin, c.client,
 					cacheNote(r.cacheHits, r.cacheOthers))
 				rep.small = append(rep.small, r)
 			}

@@ -20,17 +20,24 @@ type procSet func() []int
 func pidOf(pid int) procSet { return func() []int { return []int{pid} } }
 
 // cpuOf sums the CPU time of ps's processes (zero for a nil set).
-func cpuOf(ps procSet) (time.Duration, error) {
+func cpuOf(ps procSet) (time.Duration, error) { return sumOver(ps, procCPU) }
+
+// switchesOf sums the context switches of ps's processes (see
+// procSwitches; zero for a nil set).
+func switchesOf(ps procSet) (int64, error) { return sumOver(ps, procSwitches) }
+
+// sumOver sums count over ps's processes (zero for a nil set).
+func sumOver[T time.Duration | int64](ps procSet, count func(pid int) (T, error)) (T, error) {
+	var sum T
 	if ps == nil {
-		return 0, nil
+		return sum, nil
 	}
-	var sum time.Duration
 	for _, pid := range ps() {
-		d, err := procCPU(pid)
+		n, err := count(pid)
 		if err != nil {
 			return 0, err
 		}
-		sum += d
+		sum += n
 	}
 	return sum, nil
 }
@@ -59,7 +66,10 @@ func childrenOf(pid int) procSet {
 // itself); unmeasured then says why (the target's cpuNote). remote is
 // set for a target elsewhere, whose origin is not measured either.
 type cpuUse struct {
-	server, origin, client   time.Duration
+	server, origin, client time.Duration
+	// switches are the context switches of the target's processes
+	// (when serverMeasured).
+	switches                 float64
 	serverMeasured, originOf bool
 	unmeasured               string
 	remote                   bool
@@ -69,12 +79,16 @@ type cpuUse struct {
 type cpuMeter struct {
 	t                      target
 	server, origin, client time.Duration
+	switches               int64
 }
 
 func startCPU(t target) (cpuMeter, error) {
 	m := cpuMeter{t: t, client: selfCPU()}
 	var err error
 	if m.server, err = cpuOf(t.procs); err != nil {
+		return m, err
+	}
+	if m.switches, err = switchesOf(t.procs); err != nil {
 		return m, err
 	}
 	m.origin, err = cpuOf(t.origin)
@@ -92,11 +106,16 @@ func (m cpuMeter) used() (cpuUse, error) {
 	if err != nil {
 		return cpuUse{}, err
 	}
+	switches, err := switchesOf(m.t.procs)
+	if err != nil {
+		return cpuUse{}, err
+	}
 	unmeasured := m.t.cpuNote
 	if unmeasured == "" {
 		unmeasured = "not measured"
 	}
 	return cpuUse{server: server - m.server, origin: origin - m.origin, client: client - m.client,
+		switches:       float64(switches - m.switches),
 		serverMeasured: m.t.procs != nil, originOf: m.t.origin != nil, unmeasured: unmeasured, remote: m.t.remote}, nil
 }
 
@@ -107,6 +126,7 @@ func (u cpuUse) perGet(n int) cpuUse {
 	}
 	d := time.Duration(n)
 	u.server, u.origin, u.client = u.server/d, u.origin/d, u.client/d
+	u.switches /= float64(n)
 	return u
 }
 
@@ -120,13 +140,16 @@ func (r *report) cpuTable(b *strings.Builder) {
 		"the origin behind a cache (MinIO), and the client, which checks every body (and, for the trivial target, " +
 		"also serves it). A cache's cold pass also carries what the cache did after it until its processes were idle " +
 		"(writing what it brought to its disk tier), so the warm pass does not. " +
+		"The target's switches are its processes' context switches per GET, voluntary and not " +
+		"(/proc/PID/task/*/status): what its threads' sleeping and waking cost depends on the machine, their number does not. " +
 		"Client, servers and origin share the cores, so a pass's throughput follows its total.\n\n")
-	b.WriteString("| objects | conc | target | target's processes | origin | client | total |\n|---|---:|---|---:|---:|---:|---:|\n")
+	b.WriteString("| objects | conc | target | target's processes | target's switches | origin | client | total |\n" +
+		"|---|---:|---|---:|---:|---:|---:|---:|\n")
 	for _, s := range r.small {
 		c := s.cpu.perGet(s.n)
-		server, origin := c.unmeasured, "none"
+		server, switches, origin := c.unmeasured, "-", "none"
 		if c.serverMeasured {
-			server = us(c.server)
+			server, switches = us(c.server), fmt.Sprintf("%.2f", c.switches)
 		}
 		if c.originOf {
 			origin = us(c.origin)
@@ -134,7 +157,7 @@ func (r *report) cpuTable(b *strings.Builder) {
 		if c.remote {
 			origin = "not measured"
 		}
-		fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %s | %s |\n", s.set, s.conc, s.target, server, origin, us(c.client), us(c.total()))
+		fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %s | %s | %s |\n", s.set, s.conc, s.target, server, switches, origin, us(c.client), us(c.total()))
 	}
 	b.WriteString("\n")
 }
