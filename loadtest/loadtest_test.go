@@ -71,7 +71,7 @@ func TestQuickRun(t *testing.T) {
 	md := rep.markdown()
 	for _, want := range []string{"| 4KiB | 16 | minio |", "| 100KiB | 64 | trivial |", "| 4KiB | 64 | nginx warm |",
 		"| 8 ranges | minio |", "| 8 ranges | nginx cold |", "quick mode",
-		"## CPU per GET", "| 4KiB | 16 | trivial | in the client | none |"} {
+		"## CPU per GET", "| 4KiB | 16 | trivial | in the client | - | none |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
