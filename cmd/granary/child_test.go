@@ -34,9 +34,6 @@ func TestMain(m *testing.M) {
 		if err := json.Unmarshal([]byte(raw), &args); err != nil {
 			os.Exit(exitUsage)
 		}
-		if err := adoptTimerSlack(os.LookupEnv); err != nil { // as main does
-			os.Exit(exitUsage)
-		}
 		if os.Getenv(childActivatedEnv) != "" {
 			os.Setenv("LISTEN_FDS", "1")
 			os.Setenv("LISTEN_PID", strconv.Itoa(os.Getpid()))

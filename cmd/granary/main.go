@@ -30,10 +30,6 @@ func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
 func main() {
-	if err := adoptTimerSlack(os.LookupEnv); err != nil {
-		fmt.Fprintf(os.Stderr, "granary: %v\n", err)
-		os.Exit(exitUsage)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := execute(ctx, os.Args[1:], os.Stdout, os.Stderr, os.LookupEnv)
 	stop()
