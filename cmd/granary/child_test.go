@@ -34,6 +34,7 @@ func TestMain(m *testing.M) {
 		if err := json.Unmarshal([]byte(raw), &args); err != nil {
 			os.Exit(exitUsage)
 		}
+		startWithTimerSlack() // as main does
 		if os.Getenv(childActivatedEnv) != "" {
 			os.Setenv("LISTEN_FDS", "1")
 			os.Setenv("LISTEN_PID", strconv.Itoa(os.Getpid()))

@@ -126,6 +126,7 @@ func runServe(ctx context.Context, flags *pflag.FlagSet, getenv Getenv, stderr i
 	}
 	defer n.close(log)
 	limitMemory(cfg, getenv, log)
+	reportTimerSlack(timerSlackAdopted, log)
 	stopPprof, err := startPprof(cfg.PprofListen, log)
 	if err != nil {
 		ln.Close()
@@ -229,6 +230,15 @@ func credentialsBanner(c Credentials, region string) string {
 	}
 	return fmt.Sprintf("  credentials: access key %s, secret from the environment (GRANARY_SECRET_KEY); to use them:\n"+
 		"    export AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=$GRANARY_SECRET_KEY AWS_DEFAULT_REGION=%s\n", c.AccessKey, c.AccessKey, region)
+}
+
+// reportTimerSlack logs threads that kept their timer slack (see
+// timerslack.go): the process lacks CAP_SYS_NICE.
+func reportTimerSlack(r slackResult, log zerolog.Logger) {
+	if r.kept > 0 {
+		log.Info().Int("threads", r.kept).Dur("slack", r.want).
+			Msg("some threads kept their timer slack (setting it needs CAP_SYS_NICE); those made later take it")
+	}
 }
 
 // gcHeadroom is how far past the memory budget the Go heap may grow
