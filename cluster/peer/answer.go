@@ -59,8 +59,6 @@ package peer
 import (
 	"crypto/aes"
 	"crypto/cipher"
-	"crypto/hmac"
-	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/binary"
 	"encoding/hex"
@@ -97,15 +95,25 @@ const (
 	kindLastFrame = 'l'
 )
 
-// answerKey is the key of one call's answer.
-type answerKey struct{ gcm cipher.AEAD }
+// answerKey is the key of one call's answer. It serves that call only,
+// and one goroutine at a time (the one reading or writing the answer):
+// its copies share one scratch for the MACs.
+type answerKey struct {
+	gcm cipher.AEAD
+	// scratch holds a MAC's nonce and tag while the AEAD, an
+	// interface, computes it (on the stack they would escape: an
+	// allocation each).
+	scratch *macScratch
+}
+
+type macScratch struct {
+	nonce [12]byte
+	tag   [TagSize]byte
+}
 
 // newAnswerKey derives the key of the answer to the call signed sig.
-func newAnswerKey(secret []byte, sig string) answerKey {
-	m := hmac.New(sha256.New, secret)
-	m.Write([]byte("granary peer answer\n"))
-	m.Write([]byte(sig))
-	block, err := aes.NewCipher(m.Sum(nil))
+func newAnswerKey(k *secretMAC, sig string) answerKey {
+	block, err := aes.NewCipher(k.sum(nil, []byte("granary peer answer\n"), []byte(sig)))
 	if err != nil {
 		panic(err) // a 32-byte key is always an AES key
 	}
@@ -113,7 +121,7 @@ func newAnswerKey(secret []byte, sig string) answerKey {
 	if err != nil {
 		panic(err) // AES has GCM's block size
 	}
-	return answerKey{gcm: gcm}
+	return answerKey{gcm: gcm, scratch: new(macScratch)}
 }
 
 // answerNonce is the nonce of the kind-th tag of index.
@@ -126,10 +134,10 @@ func answerNonce(kind byte, index uint64) [12]byte {
 
 // mac is the GMAC of data as kind, index.
 func (k answerKey) mac(kind byte, index uint64, data []byte) [TagSize]byte {
-	var t [TagSize]byte
-	nonce := answerNonce(kind, index)
-	k.gcm.Seal(t[:0], nonce[:], nil, data)
-	return t
+	s := k.scratch
+	s.nonce = answerNonce(kind, index)
+	k.gcm.Seal(s.tag[:0], s.nonce[:], nil, data)
+	return s.tag
 }
 
 // frameTag is the tag of frame i (last: the answer's last frame).

@@ -30,7 +30,7 @@ const DefaultTimeout = 3 * time.Second
 // Client makes calls from node self. Safe for concurrent use.
 type Client struct {
 	self    string
-	secret  []byte
+	key     *secretMAC // the cluster secret's
 	timeout time.Duration
 	http    *http.Client
 	scheme  string        // http, or https (see WithTLS)
@@ -54,7 +54,7 @@ func NewClient(self string, secret []byte, timeout time.Duration) *Client {
 		IdleConnTimeout:       90 * time.Second,
 		DisableCompression:    true,
 	}
-	return &Client{self: self, secret: secret, timeout: timeout, http: &http.Client{Transport: tr},
+	return &Client{self: self, key: newSecretMAC(secret), timeout: timeout, http: &http.Client{Transport: tr},
 		scheme: "http", boot: time.Now().UnixNano()}
 }
 
@@ -104,7 +104,7 @@ func (c *Client) do(ctx context.Context, method string, to cluster.Member, route
 	if err != nil {
 		return nil, fmt.Errorf("peer %s: %w", to.ID, err)
 	}
-	a := &answer{Response: resp, peer: to.ID, key: newAnswerKey(c.secret, sig)}
+	a := &answer{Response: resp, peer: to.ID, key: newAnswerKey(c.key, sig)}
 	if resp.StatusCode/100 != 2 {
 		defer resp.Body.Close()
 		return nil, a.refusal()
@@ -222,10 +222,10 @@ func (c *Client) sign(req *http.Request, to string) string {
 	s := signed{method: req.Method, path: req.URL.EscapedPath(), query: req.URL.RawQuery}
 	for k, vs := range req.Header {
 		for _, v := range vs {
-			s.add(k, v)
+			addHeader(&s, k, v)
 		}
 	}
-	sig := s.signature(c.secret)
+	sig := s.signature(c.key)
 	req.Header.Set(HeaderSig, sig)
 	return sig
 }
@@ -238,7 +238,7 @@ func (c *Client) attach(req *http.Request, sig string, body io.Reader) {
 	}
 	req.Trailer = http.Header{TrailerBody: nil}
 	req.ContentLength = -1 // chunked: trailers follow the body
-	req.Body = io.NopCloser(&bodySigner{r: body, h: sha256.New(), secret: c.secret, sig: sig,
+	req.Body = io.NopCloser(&bodySigner{r: body, h: sha256.New(), key: c.key, sig: sig,
 		trailer: func(v string) { req.Trailer.Set(TrailerBody, v) }})
 }
 

@@ -89,6 +89,7 @@ type HandlerOptions struct {
 // Handler answers the calls. Safe for concurrent use.
 type Handler struct {
 	o      HandlerOptions
+	key    *secretMAC // o.Secret's
 	replay *replayGuard
 }
 
@@ -100,7 +101,7 @@ func NewHandler(o HandlerOptions) *Handler {
 	if o.Context == nil {
 		o.Context = context.Background()
 	}
-	return &Handler{o: o, replay: newReplayGuard(time.Now())}
+	return &Handler{o: o, key: newSecretMAC(o.Secret), replay: newReplayGuard(time.Now())}
 }
 
 var prefix, headerPrefix = []byte(Prefix), []byte(HeaderPrefix)
@@ -130,7 +131,7 @@ func (h *Handler) Serve(c *fiber.Ctx, body io.Reader) {
 		refuse(c, err)
 		return
 	}
-	k := &call{c: c, body: body, from: from, sig: sig, secret: h.o.Secret, answer: newAnswerKey(h.o.Secret, sig), mode: modeBody}
+	k := &call{c: c, body: body, from: from, sig: sig, mac: h.key, answer: newAnswerKey(h.key, sig), mode: modeBody}
 	k.bucket, k.key = k.get("bucket"), k.get("key")
 	if err := h.serve(k); err != nil {
 		k.mode = modeBody
@@ -152,7 +153,7 @@ type call struct {
 	body        io.Reader
 	from, sig   string
 	bucket, key string
-	secret      []byte
+	mac         *secretMAC // the cluster secret's
 	// answer seals the answer; mode is how its body travels (the calls
 	// that answer with a chunk set it).
 	answer answerKey
@@ -185,7 +186,7 @@ func (k *call) signedBody(size int64) io.Reader {
 	if k.body == nil {
 		return nil
 	}
-	return newBodyCheck(k.body, size, k.secret, k.sig, func() string {
+	return newBodyCheck(k.body, size, k.mac, k.sig, func() string {
 		return string(k.c.Request().Header.Peek(TrailerBody)) // set once the body ended
 	})
 }
@@ -245,12 +246,12 @@ func (h *Handler) authenticate(req *fasthttp.Request) (from, sig string, err err
 	s := signed{method: string(req.Header.Method()), path: string(req.URI().PathOriginal()), query: string(req.URI().QueryString())}
 	req.Header.VisitAll(func(k, v []byte) {
 		if len(k) >= len(HeaderPrefix) && bytes.EqualFold(k[:len(HeaderPrefix)], headerPrefix) {
-			s.add(string(k), string(v)) // only the few signed ones are copied
+			addHeader(&s, k, v) // only the few signed ones are copied
 		}
 	})
 	sig = string(req.Header.Peek(HeaderSig))
 	now := time.Now()
-	if from, err = verify(h.o.Secret, h.o.Self.ID, s, sig, now); err != nil {
+	if from, err = verify(h.key, h.o.Self.ID, s, sig, now); err != nil {
 		return "", "", err
 	}
 	ms, _ := strconv.ParseInt(s.header(HeaderTime), 10, 64) // checked by verify

@@ -400,16 +400,16 @@ func TestSignatureSkew(t *testing.T) {
 	secret := []byte(testSecret)
 	for _, skew := range []time.Duration{-MaxSkew - time.Minute, MaxSkew + time.Minute} {
 		s := signed{method: "GET", path: RoutePing}
-		s.add(HeaderFrom, "n2")
-		s.add(HeaderTo, "n1")
-		s.add(HeaderTime, stamp(time.Now().Add(skew)))
-		if _, err := verify(secret, "n1", s, s.signature(secret), time.Now()); !errors.Is(err, ErrUnauthenticated) {
+		addHeader(&s, HeaderFrom, "n2")
+		addHeader(&s, HeaderTo, "n1")
+		addHeader(&s, HeaderTime, stamp(time.Now().Add(skew)))
+		if _, err := verify(newSecretMAC(secret), "n1", s, s.signature(newSecretMAC(secret)), time.Now()); !errors.Is(err, ErrUnauthenticated) {
 			t.Errorf("skew %v: %v, want Unauthenticated", skew, err)
 		}
-		if _, err := verify(secret, "n1", s, s.signature(secret), time.Now().Add(skew)); err != nil {
+		if _, err := verify(newSecretMAC(secret), "n1", s, s.signature(newSecretMAC(secret)), time.Now().Add(skew)); err != nil {
 			t.Errorf("skew %v, checked at its own time: %v", skew, err)
 		}
-		if _, err := verify(secret, "n3", s, s.signature(secret), time.Now().Add(skew)); !errors.Is(err, ErrUnauthenticated) {
+		if _, err := verify(newSecretMAC(secret), "n3", s, s.signature(newSecretMAC(secret)), time.Now().Add(skew)); !errors.Is(err, ErrUnauthenticated) {
 			t.Errorf("skew %v, checked by another node: %v, want Unauthenticated", skew, err)
 		}
 	}
@@ -446,7 +446,7 @@ func TestBodyBoundToSignature(t *testing.T) {
 		r.client.sign(req, r.to.ID)
 		sig := req.Header.Get(HeaderSig)
 		sum := sha256.Sum256(genuine)
-		req.Trailer = http.Header{TrailerBody: {bodyMAC([]byte(testSecret), sig, sum[:])}}
+		req.Trailer = http.Header{TrailerBody: {bodyMAC(newSecretMAC([]byte(testSecret)), sig, sum[:])}}
 		req.ContentLength = -1
 		req.Body = io.NopCloser(bytes.NewReader(other))
 		if resp := send(t, req); resp.StatusCode != http.StatusForbidden {

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -39,6 +40,32 @@ const (
 // clock.
 const MaxSkew = 5 * time.Minute
 
+// secretMAC computes HMAC-SHA256 under the cluster secret, reusing its
+// keyed states: a call is signed, checked and its answer keyed with it,
+// and a state costs allocations and two block hashes to key afresh.
+type secretMAC struct {
+	secret []byte
+	states sync.Pool // hash.Hash keyed with secret, each reset
+}
+
+func newSecretMAC(secret []byte) *secretMAC {
+	k := &secretMAC{secret: secret}
+	k.states.New = func() any { return hmac.New(sha256.New, secret) }
+	return k
+}
+
+// sum appends to dst the HMAC of the concatenation of parts.
+func (k *secretMAC) sum(dst []byte, parts ...[]byte) []byte {
+	m := k.states.Get().(hash.Hash)
+	for _, p := range parts {
+		m.Write(p)
+	}
+	dst = m.Sum(dst)
+	m.Reset()
+	k.states.Put(m)
+	return dst
+}
+
 // signed is what a request's signature covers.
 type signed struct {
 	method, path, query string // the path and raw query as sent
@@ -48,26 +75,67 @@ type signed struct {
 }
 
 // signedHeader reports whether header name is signed.
-func signedHeader(name string) bool {
-	return len(name) >= len(HeaderPrefix) && strings.EqualFold(name[:len(HeaderPrefix)], HeaderPrefix) &&
-		!strings.EqualFold(name, HeaderSig) && !strings.EqualFold(name, TrailerBody)
+func signedHeader[T ~string | ~[]byte](name T) bool {
+	return len(name) >= len(HeaderPrefix) && equalFoldASCII(name[:len(HeaderPrefix)], HeaderPrefix) &&
+		!equalFoldASCII(name, HeaderSig) && !equalFoldASCII(name, TrailerBody)
 }
 
-// add records header name: value if it is signed.
-func (s *signed) add(name, value string) {
-	if signedHeader(name) {
-		s.headers = append(s.headers, strings.ToLower(name)+":"+value)
+// equalFoldASCII reports whether a and b are equal, ASCII letters
+// compared without case (header names are ASCII).
+func equalFoldASCII[T ~string | ~[]byte](a T, b string) bool {
+	if len(a) != len(b) {
+		return false
 	}
+	for i := 0; i < len(b); i++ {
+		if lowerASCII(a[i]) != lowerASCII(b[i]) {
+			return false
+		}
+	}
+	return true
 }
 
-func (s signed) signature(secret []byte) string {
-	m := hmac.New(sha256.New, secret)
-	hs := slices.Sorted(slices.Values(s.headers))
-	for _, v := range append([]string{s.method, s.path, s.query}, hs...) {
-		m.Write([]byte(v))
-		m.Write([]byte{'\n'})
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
 	}
-	return hex.EncodeToString(m.Sum(nil))
+	return c
+}
+
+// addHeader records header name: value in s if it is signed, as
+// "lower-case-name:value" (one allocation, whichever type they come in).
+func addHeader[T ~string | ~[]byte](s *signed, name, value T) {
+	if !signedHeader(name) {
+		return
+	}
+	var b strings.Builder
+	b.Grow(len(name) + 1 + len(value))
+	for i := 0; i < len(name); i++ {
+		b.WriteByte(lowerASCII(name[i]))
+	}
+	b.WriteByte(':')
+	for i := 0; i < len(value); i++ {
+		b.WriteByte(value[i])
+	}
+	s.headers = append(s.headers, b.String())
+}
+
+// signature is the hex HMAC of the request line's parts and the signed
+// headers, sorted, each followed by a newline. It sorts s.headers in
+// place (their order means nothing) and hashes one buffer.
+func (s signed) signature(k *secretMAC) string {
+	slices.Sort(s.headers)
+	n := len(s.method) + len(s.path) + len(s.query) + 3
+	for _, h := range s.headers {
+		n += len(h) + 1
+	}
+	b := make([]byte, 0, n)
+	for _, v := range [...]string{s.method, s.path, s.query} {
+		b = append(append(b, v...), '\n')
+	}
+	for _, h := range s.headers {
+		b = append(append(b, h...), '\n')
+	}
+	return hex.EncodeToString(k.sum(nil, b))
 }
 
 // header returns the signed header name's value, "" if absent.
@@ -87,9 +155,9 @@ func stamp(now time.Time) string { return strconv.FormatInt(now.UnixMilli(), 10)
 // verify checks a request's signature sig over s at now, as received by
 // node self; it returns the sending node's ID. It does not consume the
 // nonce (see replayGuard).
-func verify(secret []byte, self string, s signed, sig string, now time.Time) (string, error) {
+func verify(k *secretMAC, self string, s signed, sig string, now time.Time) (string, error) {
 	from, to, st := s.header(HeaderFrom), s.header(HeaderTo), s.header(HeaderTime)
-	if len(secret) == 0 || from == "" || to != self || st == "" || sig == "" {
+	if len(k.secret) == 0 || from == "" || to != self || st == "" || sig == "" {
 		return "", ErrUnauthenticated
 	}
 	ms, err := strconv.ParseInt(st, 10, 64)
@@ -99,7 +167,7 @@ func verify(secret []byte, self string, s signed, sig string, now time.Time) (st
 	if d := now.Sub(time.UnixMilli(ms)); d > MaxSkew || d < -MaxSkew {
 		return "", ErrUnauthenticated
 	}
-	if !hmac.Equal([]byte(s.signature(secret)), []byte(sig)) {
+	if !hmac.Equal([]byte(s.signature(k)), []byte(sig)) {
 		return "", ErrUnauthenticated
 	}
 	return from, nil
@@ -107,12 +175,8 @@ func verify(secret []byte, self string, s signed, sig string, now time.Time) (st
 
 // bodyMAC is the trailer's value for a body whose SHA-256 is sum, sent
 // with the request signature sig.
-func bodyMAC(secret []byte, sig string, sum []byte) string {
-	m := hmac.New(sha256.New, secret)
-	m.Write([]byte(sig))
-	m.Write([]byte{'\n'})
-	m.Write(sum)
-	return hex.EncodeToString(m.Sum(nil))
+func bodyMAC(k *secretMAC, sig string, sum []byte) string {
+	return hex.EncodeToString(k.sum(nil, []byte(sig), []byte{'\n'}, sum))
 }
 
 // bodySigner is a request body that, at its end, sets the trailer that
@@ -120,7 +184,7 @@ func bodyMAC(secret []byte, sig string, sum []byte) string {
 type bodySigner struct {
 	r       io.Reader
 	h       hash.Hash
-	secret  []byte
+	key     *secretMAC
 	sig     string
 	trailer func(value string)
 }
@@ -129,7 +193,7 @@ func (b *bodySigner) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	b.h.Write(p[:n])
 	if err == io.EOF {
-		b.trailer(bodyMAC(b.secret, b.sig, b.h.Sum(nil)))
+		b.trailer(bodyMAC(b.key, b.sig, b.h.Sum(nil)))
 	}
 	return n, err
 }
@@ -144,15 +208,15 @@ type bodyCheck struct {
 	r       io.Reader
 	left    int64
 	h       hash.Hash
-	secret  []byte
+	key     *secretMAC
 	sig     string
 	trailer func() string
 	done    bool
 	err     error
 }
 
-func newBodyCheck(r io.Reader, size int64, secret []byte, sig string, trailer func() string) *bodyCheck {
-	return &bodyCheck{r: r, left: size, h: sha256.New(), secret: secret, sig: sig, trailer: trailer}
+func newBodyCheck(r io.Reader, size int64, key *secretMAC, sig string, trailer func() string) *bodyCheck {
+	return &bodyCheck{r: r, left: size, h: sha256.New(), key: key, sig: sig, trailer: trailer}
 }
 
 func (b *bodyCheck) Read(p []byte) (int, error) {
@@ -202,7 +266,7 @@ func (b *bodyCheck) finish() error {
 			return err
 		}
 	}
-	want := bodyMAC(b.secret, b.sig, b.h.Sum(nil))
+	want := bodyMAC(b.key, b.sig, b.h.Sum(nil))
 	if !hmac.Equal([]byte(b.trailer()), []byte(want)) {
 		return fmt.Errorf("%w: the body is not the one signed", ErrUnauthenticated)
 	}
