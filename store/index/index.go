@@ -63,6 +63,17 @@ type DB struct {
 	// lingered counts the batches that waited for more inserts (tests
 	// read it).
 	lingered atomic.Int64
+	// present filters out lookups of absent chunks (presence.go);
+	// builds counts its builds running. closing is set as Close
+	// begins: builds stop, and lookups ask bbolt, which tells of it.
+	present presence
+	builds  sync.WaitGroup
+	closing atomic.Bool
+	// lookupTxs counts the lookups that opened a transaction, and
+	// beforeCommit runs between an insert's first filter add and its
+	// commit (tests read and set them).
+	lookupTxs    atomic.Int64
+	beforeCommit func()
 }
 
 // Open opens or creates the index file at path.
@@ -90,6 +101,7 @@ func Open(path string) (*DB, error) {
 	d.writes = make(chan writeReq, maxBatch)
 	d.stopped = make(chan struct{})
 	go d.commitLoop()
+	d.rebuildPresence()
 	return d, nil
 }
 
@@ -97,6 +109,7 @@ func Open(path string) (*DB, error) {
 // database after in-flight transactions end. Later calls fail with
 // ErrClosed; closing twice is harmless.
 func (d *DB) Close() error {
+	d.closing.Store(true)
 	d.closeMu.Lock()
 	if d.closed {
 		d.closeMu.Unlock()
@@ -106,6 +119,7 @@ func (d *DB) Close() error {
 	close(d.writes)
 	d.closeMu.Unlock()
 	<-d.stopped
+	d.builds.Wait()
 	return d.wrap(d.db.Close())
 }
 
@@ -126,10 +140,15 @@ func (d *DB) wrap(err error) error {
 	}
 }
 
-// Lookup returns id's location, or store.ErrNotFound.
+// Lookup returns id's location, or store.ErrNotFound (without a
+// transaction when the presence filter rules id out).
 func (d *DB) Lookup(id store.ChunkID) (Location, error) {
 	k := ChunkKey(id)
+	if !d.closing.Load() && d.present.absent(k) {
+		return Location{}, store.ErrNotFound
+	}
 	var loc Location
+	d.lookupTxs.Add(1)
 	err := d.db.View(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketChunks).Get(k)
 		if v == nil {
@@ -158,6 +177,10 @@ func (d *DB) Insert(id store.ChunkID, loc Location, admit func(old *Location) bo
 		return false, fmt.Errorf("%w: chunk key of %d bytes", store.ErrInvalidKey, len(k))
 	}
 	inserted := false
+	d.present.add(k, false) // before the entry is visible
+	if d.beforeCommit != nil {
+		d.beforeCommit()
+	}
 	err := d.insert(func(tx *bolt.Tx) (int64, error) {
 		inserted = false // fn may run twice (see update)
 		chunks := tx.Bucket(bucketChunks)
@@ -188,6 +211,11 @@ func (d *DB) Insert(id store.ChunkID, loc Location, admit func(old *Location) bo
 		inserted = true
 		return added, nil
 	})
+	// Again once committed: a filter being built from a snapshot taken
+	// before the commit gets the key this way (presence.go).
+	if d.present.add(k, inserted) {
+		d.rebuildPresence()
+	}
 	return inserted, err
 }
 
