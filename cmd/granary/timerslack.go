@@ -11,15 +11,25 @@
 // written to every thread the process has (/proc/self/task lists
 // them; each thread's slack is /proc/TID/timerslack_ns), until a
 // walk finds no thread it has not seen. Setting another thread's slack
-// needs CAP_SYS_NICE; without it only the threads made from this one
-// after start get it, and serve says so.
+// needs CAP_SYS_NICE. Without it (a container that drops every
+// capability), the process sets its own thread's slack and executes
+// itself again in its own place (same process ID, arguments,
+// environment and descriptors), once: the new image's threads are all
+// made from that thread. If that fails, it runs on, and serve says how
+// many threads kept their slack.
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"runtime"
 	"strconv"
+	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // timerSlackEnv sets the slack (a Go duration); "0" keeps the slack
@@ -33,6 +43,10 @@ const (
 	defaultTimerSlack = 200 * time.Microsecond
 	maxTimerSlack     = 10 * time.Millisecond
 )
+
+// timerSlackExecuted marks a process executed again for its slack, so
+// that it is never executed a third time, whatever the kernel kept.
+const timerSlackExecuted = "GRANARY_TIMER_SLACK_SET"
 
 // maxSlackWalks bounds the walks of the process's threads: each walk
 // after the first only meets threads made during the one before.
@@ -77,20 +91,49 @@ func startWithTimerSlack() {
 }
 
 // adoptTimerSlack gives every thread of the process the slack getenv
-// asks for. It fails only for a bad setting; a thread that refuses keeps
-// its slack, counted in the result.
+// asks for, executing the process again if it may not set them all
+// (not returning then). It fails only for a bad setting; a thread that
+// keeps its slack is counted in the result.
 func adoptTimerSlack(getenv Getenv) (slackResult, error) {
 	want, err := timerSlack(getenv)
 	if err != nil || want == 0 {
 		return slackResult{}, err
 	}
+	r := setThreadSlacks(want)
+	if _, again := getenv(timerSlackExecuted); again {
+		os.Unsetenv(timerSlackExecuted) // not for the processes this one starts
+		return r, nil
+	}
+	if r.kept > 0 {
+		execWithSlack(want)
+	}
+	return r, nil
+}
+
+// execWithSlack sets this thread's slack and executes the program again
+// from it, so that every thread of the new image inherits the slack. It
+// returns only if that failed, with the thread's slack as it was.
+func execWithSlack(want time.Duration) {
+	runtime.LockOSThread() // the slack is this thread's, and exec keeps it
+	defer runtime.UnlockOSThread()
+	cur, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
+	if err != nil || unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(want), 0, 0, 0) != nil {
+		return
+	}
+	env := append(os.Environ(), timerSlackExecuted+"=1")
+	_ = unix.Exec("/proc/self/exe", os.Args, env) // returns only if it failed
+	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(cur), 0, 0, 0)
+}
+
+// setThreadSlacks gives every thread the slack want where it may.
+func setThreadSlacks(want time.Duration) slackResult {
 	r := slackResult{want: want}
 	value := []byte(strconv.FormatInt(int64(want), 10))
 	seen := map[string]bool{}
 	for walk := 0; walk < maxSlackWalks; walk++ {
 		tasks, err := os.ReadDir("/proc/self/task")
 		if err != nil {
-			return r, nil // no /proc: every thread keeps its slack
+			return r // no /proc: every thread keeps its slack
 		}
 		fresh := false
 		for _, task := range tasks {
@@ -99,9 +142,10 @@ func adoptTimerSlack(getenv Getenv) (slackResult, error) {
 			}
 			seen[task.Name()], fresh = true, true
 			// The file is under /proc/TID, not /proc/self/task/TID.
-			if setSlack("/proc/"+task.Name()+"/timerslack_ns", value) {
+			switch setSlack("/proc/"+task.Name()+"/timerslack_ns", value) {
+			case slackSet:
 				r.set++
-			} else {
+			case slackRefused:
 				r.kept++
 			}
 		}
@@ -109,19 +153,34 @@ func adoptTimerSlack(getenv Getenv) (slackResult, error) {
 			break
 		}
 	}
-	return r, nil
+	return r
 }
 
-// setSlack writes value to a thread's timerslack_ns file; false if the
-// thread refused it or is gone.
-func setSlack(path string, value []byte) bool {
+// What setSlack did for a thread.
+const (
+	slackSet = iota
+	slackRefused
+	slackGone // the thread exited meanwhile
+)
+
+// setSlack gives a thread the slack value unless it has it, writing
+// value to the thread's timerslack_ns file at path.
+func setSlack(path string, value []byte) int {
+	if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) == string(value) {
+		return slackSet
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		return false
+	if err == nil {
+		_, err = f.Write(value)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
 	}
-	_, err = f.Write(value)
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	switch {
+	case err == nil:
+		return slackSet
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, unix.ESRCH):
+		return slackGone
 	}
-	return err == nil
+	return slackRefused
 }

@@ -6,9 +6,12 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -55,6 +58,9 @@ func TestProcessRunsWithTimerSlack(t *testing.T) {
 	if len(slacks) < 3 {
 		t.Errorf("serve has %d threads; a Go process has at least its main thread, sysmon and one more", len(slacks))
 	}
+	if executedAgain(t, c.cmd.Process.Pid) {
+		t.Error("serve, free to set its threads' slack, executed itself again")
+	}
 	c.stop(t)
 	c = startChild(t, map[string]string{timerSlackEnv: "0"}, "--data-dir", t.TempDir())
 	for tid, got := range threadSlacks(t, c.cmd.Process.Pid) {
@@ -63,6 +69,72 @@ func TestProcessRunsWithTimerSlack(t *testing.T) {
 		}
 	}
 	c.stop(t)
+}
+
+// TestUnprivilegedProcessRunsWithTimerSlack: a process that may not set
+// its other threads' slack (no CAP_SYS_NICE: here it runs as nobody)
+// executes itself again with its own thread's, once, so every thread
+// of the image that serves has it.
+func TestUnprivilegedProcessRunsWithTimerSlack(t *testing.T) {
+	bin, data := nobodyCopy(t)
+	asNobody := func(_ string, args ...string) *exec.Cmd {
+		cmd := exec.Command(bin, args...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+		return cmd
+	}
+	want := 3 * time.Millisecond
+	c := spawnChild(t, asNobody, nil, map[string]string{timerSlackEnv: want.String()}, "--data-dir", data)
+	for tid, got := range threadSlacks(t, c.cmd.Process.Pid) {
+		if got != want {
+			t.Errorf("thread %s of an unprivileged serve runs with a slack of %v, want %v", tid, got, want)
+		}
+	}
+	if !executedAgain(t, c.cmd.Process.Pid) {
+		t.Error("an unprivileged serve was not executed again with its slack")
+	}
+	c.stop(t)
+}
+
+// nobody is the user an unprivileged child runs as.
+const nobody = 65534
+
+// nobodyCopy copies the test binary where nobody may run it, and makes
+// a data directory nobody owns.
+func nobodyCopy(t *testing.T) (bin, data string) {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin = filepath.Join(dir, "granary.test")
+	if err := os.WriteFile(bin, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data = filepath.Join(dir, "data")
+	if err := os.Mkdir(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(data, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	return bin, data
+}
+
+// executedAgain reports whether process pid's image was executed with
+// the mark adoptTimerSlack sets (its environment as executed).
+func executedAgain(t *testing.T, pid int) bool {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.Contains(strings.Split(string(b), "\x00"), timerSlackExecuted+"=1")
 }
 
 // threadSlacks reads the timer slack of every thread of process pid.
