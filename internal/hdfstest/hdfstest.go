@@ -62,12 +62,22 @@ var build struct {
 	err  error
 }
 
+// binaryDirs is the pattern of the directories binary builds into;
+// one older than staleAfter belongs to a test binary long gone (go test
+// times out far sooner), and the next build removes it.
+const (
+	binaryDirs = "granary-hdfsd-"
+	staleAfter = 24 * time.Hour
+)
+
 // binary builds hdfsd once per test binary. The binary lives in a
-// temporary directory that outlives the tests (one small file per run).
+// temporary directory that outlives the tests (nothing runs when a test
+// binary ends); the next day's builds remove it.
 func binary() (string, error) {
 	build.once.Do(func() {
 		_, self, _, _ := runtime.Caller(0)
-		dir, err := os.MkdirTemp("", "granary-hdfsd-")
+		removeStale(os.TempDir(), time.Now().Add(-staleAfter))
+		dir, err := os.MkdirTemp("", binaryDirs)
 		if err != nil {
 			build.err = err
 			return
@@ -82,6 +92,17 @@ func binary() (string, error) {
 		}
 	})
 	return build.bin, build.err
+}
+
+// removeStale removes the build directories in dir last changed before
+// cutoff. It is best effort: what it cannot remove stays.
+func removeStale(dir string, cutoff time.Time) {
+	old, _ := filepath.Glob(filepath.Join(dir, binaryDirs+"*"))
+	for _, d := range old {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() && fi.ModTime().Before(cutoff) {
+			os.RemoveAll(d)
+		}
+	}
 }
 
 // Start builds (once) and runs an hdfsd, waits until it listens and stops
