@@ -140,10 +140,9 @@ func (s signed) signature(k *secretMAC) string {
 
 // header returns the signed header name's value, "" if absent.
 func (s signed) header(name string) string {
-	p := strings.ToLower(name) + ":"
 	for _, h := range s.headers {
-		if strings.HasPrefix(h, p) {
-			return h[len(p):]
+		if len(h) > len(name) && h[len(name)] == ':' && equalFoldASCII(h[:len(name)], name) {
+			return h[len(name)+1:]
 		}
 	}
 	return ""
