@@ -1,8 +1,12 @@
-// Tests of the sketch: counts, saturation, halving, and few overcounts
-// when the sketch is sized for the items.
+// Tests of the sketch: counts, saturation, halving, few overcounts
+// when the sketch is sized for the items, and rows that place items
+// independently.
 package sketch
 
-import "testing"
+import (
+	"math/rand/v2"
+	"testing"
+)
 
 func TestCounts(t *testing.T) {
 	s := New(1000)
@@ -36,19 +40,61 @@ func TestHalving(t *testing.T) {
 	}
 }
 
+// TestFewCollisions: items added once each are estimated at one, but
+// for those whose four counters were all taken by earlier items: about
+// 1% of them in rows 1.6 times as wide as the items (10,000 in 16,384),
+// as independent rows give.
 func TestFewCollisions(t *testing.T) {
 	const n = 10000
+	r := rand.New(rand.NewPCG(1, 2))
+	hs := make([]uint64, n)
 	s := New(n)
-	for i := range n {
-		s.Add(uint64(i) * 0x9e3779b97f4a7c15)
+	for i := range hs {
+		hs[i] = r.Uint64()
+		s.Add(hs[i])
 	}
 	over := 0
-	for i := range n {
-		if s.Estimate(uint64(i)*0x9e3779b97f4a7c15) != 1 {
+	for _, h := range hs {
+		if s.Estimate(h) != 1 {
 			over++
 		}
 	}
-	if over > n/100 {
+	if over > n/50 {
 		t.Fatalf("%d of %d items overcounted", over, n)
 	}
+	t.Logf("%d of %d items overcounted", over, n)
+}
+
+// TestRowsIndependent: 1,200 items in a sketch sized for 8,192, each
+// added once per round for 4 rounds in a fresh random order (epochs of a
+// data set), 200 data sets. An item whose counters all collide is
+// overcounted by one; by two or more only if its rows placed it with the
+// same neighbours, which independent rows make as rare as four chance
+// collisions with one item (about 1e-15 here). Admission leans on that:
+// a chunk overcounted by two beats a cached unit read as often.
+func TestRowsIndependent(t *testing.T) {
+	const items, rounds = 1200, 4
+	over := map[int]int{}
+	for set := range 200 {
+		r := rand.New(rand.NewPCG(uint64(set), 3))
+		s := New(8192)
+		hs := make([]uint64, items)
+		for i := range hs {
+			hs[i] = r.Uint64()
+		}
+		for range rounds {
+			for _, i := range r.Perm(items) {
+				s.Add(hs[i])
+			}
+		}
+		for _, h := range hs {
+			over[s.Estimate(h)-rounds]++
+		}
+	}
+	for by, n := range over {
+		if by < 0 || by > 1 {
+			t.Errorf("%d items estimated at %+d from their count", n, by)
+		}
+	}
+	t.Logf("overcounts: %v", over)
 }
