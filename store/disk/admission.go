@@ -14,7 +14,7 @@ import (
 
 // Admission policies (Options.Policy).
 const (
-	// PolicyTinyLFU declines a Put into a full tier (see admits) unless
+	// PolicyTinyLFU declines a Put into a full tier (see admitsLocked) unless
 	// the chunk has been asked for more often lately than the chunks of
 	// the unit that would be evicted first. It keeps a random-order epoch
 	// over more data than the tier holds from flushing it.
@@ -71,7 +71,7 @@ func checkPolicy(p string) (string, error) {
 // it) never beats a unit: the cache keeps a fixed set. Halving keeps it
 // (a unit's sum is halved once, rounding down less than each counter
 // does). A candidate must also beat the unit's mean by a whole access
-// (see admits), so a sketch overcount of one (a collision, see
+// (see admitsLocked), so a sketch overcount of one (a collision, see
 // Options.SketchItems) does not let it in; only larger overcounts do.
 type admission struct {
 	sk     *sketch.Sketch
@@ -138,7 +138,7 @@ func (t *Tier) halveUnits() {
 	}
 }
 
-// admits reports whether a Put of n bytes, of a chunk asked for prior
+// admitsLocked reports whether a Put of n bytes, of a chunk asked for prior
 // times before the miss that caused the Put, may go ahead.
 //
 // Until the first eviction since Open the tier is filling: a Put that
@@ -155,12 +155,10 @@ func (t *Tier) halveUnits() {
 // aside on the way, never compared (see pin.go); with none evictable the
 // Put goes ahead, and fails with store.ErrPinnedFull if it needs room.
 //
-// The check and the write are not atomic: concurrent Puts may both pass
-// one check, which only makes the policy a little more lenient; the budget
-// itself is enforced by the reservation.
-func (t *Tier) admits(prior, n int64) (bool, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+// The caller reserves the room in the same hold of mu (grantLocked).
+// Judging pins may release mu on the way (walkLocked); the decision then
+// rests on the walk made after the last release.
+func (t *Tier) admitsLocked(prior, n int64) (bool, error) {
 	free := t.highWater()
 	if t.full {
 		free = int64(t.opts.LowWater * float64(t.opts.Capacity))

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/granary-dev/granary/store"
@@ -330,5 +332,42 @@ func TestPeekRecordsNothing(t *testing.T) {
 	}
 	if f, e := freq(), tier.adm.sk.Estimate(tier.adm.hash(id)); f != f0+1 || e != e0+1 {
 		t.Fatalf("Get: unit freq %d -> %d, estimate %d -> %d, want one more each", f0, f, e0, e)
+	}
+}
+
+// TestConcurrentFillStopsAtHighWater: many Puts at once into a filling
+// tinylfu tier (each chunk asked for once: none beats a cached unit) stop
+// at HighWater. The check of the room left and the reservation of it are
+// one step, so concurrent Puts cannot all pass one check and together
+// take the tier past HighWater, which would evict cached units and leave
+// the tier at LowWater for good. Each Put yields its P just before that
+// step, as a busy machine preempts it, so that the others catch up.
+func TestConcurrentFillStopsAtHighWater(t *testing.T) {
+	const chunk = 8 << 10
+	tier := openFixed(t, Options{Dir: t.TempDir(), Capacity: 256 * chunk, SegmentSize: 16 * chunk})
+	tier.beforeReserve = runtime.Gosched
+	data := make([]byte, chunk)
+	var wg sync.WaitGroup
+	for g := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 16 {
+				id := store.ChunkID{Bucket: "b", Key: fmt.Sprintf("k%02d-%02d", g, i), ETag: "e", Index: 0}
+				if _, err := tier.Get(id); !errors.Is(err, store.ErrNotFound) {
+					t.Errorf("Get %v: %v", id, err)
+				}
+				if err := tier.Put(id, data); err != nil && !errors.Is(err, store.ErrNotAdmitted) {
+					t.Errorf("Put %v: %v", id, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	s := tier.Stats()
+	high := int64(DefaultHighWater * float64(s.CapacityBytes))
+	if s.Evictions != 0 || s.UsedBytes > high || s.UsedBytes+chunk <= high {
+		t.Fatalf("after 1,024 Puts of 8 KiB at once: %d evictions, %d bytes used (want none, and within a chunk below %d)",
+			s.Evictions, s.UsedBytes, high)
 	}
 }

@@ -116,7 +116,7 @@ func (t *Tier) dropCorrupt(id store.ChunkID, loc index.Location, u *unit, cause 
 // Put stores data under id. The bytes are written (not fsynced) before the
 // index entry is committed; see the package comment. Under PolicyTinyLFU a
 // Put into a full tier may be declined with store.ErrNotAdmitted (see
-// admits); nothing is then written or evicted. A Put that needs room and
+// admitsLocked); nothing is then written or evicted. A Put that needs room and
 // finds only pinned units to evict fails with store.ErrPinnedFull, also
 // having written and evicted nothing. A Put that would take its bucket
 // past its quota (Options.Quotas) fails with store.ErrOverQuota before
@@ -152,22 +152,17 @@ func (t *Tier) put(id store.ChunkID, data []byte, check bool) error {
 	}
 	// A Put follows the Get that missed the chunk, which the estimate
 	// counts: the comparison leaves it out (see admission).
-	if check {
-		ok, err := t.admits(max(est-1, 0), n)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			t.declined.Add(1)
-			return store.ErrNotAdmitted
-		}
+	r := reservation{n: n, pinned: t.pinnedAtPut(id), check: check, prior: max(est-1, 0)}
+	if t.beforeReserve != nil {
+		t.beforeReserve()
 	}
-	crc := crc32.Checksum(data, castagnoli)
-	pinned := t.pinnedAtPut(id)
 	if n < t.opts.SmallMax {
-		err = t.putSmall(id, data, crc, est, pinned)
+		err = t.putSmall(id, data, est, r)
 	} else {
-		err = t.putLarge(id, data, crc, est, pinned)
+		err = t.putLarge(id, data, est, r)
+	}
+	if errors.Is(err, store.ErrNotAdmitted) {
+		t.declined.Add(1)
 	}
 	if err != nil {
 		return err
@@ -191,17 +186,17 @@ func (t *Tier) admitFor(u *unit) func(old *index.Location) bool {
 	}
 }
 
-// putSmall appends data to the active segment (the pinned one if pinned)
-// and indexes it with frequency est.
-func (t *Tier) putSmall(id store.ChunkID, data []byte, crc uint32, est int64, pinned bool) error {
-	n := int64(len(data))
-	u, off, victims, err := t.reserveSegment(n, pinned)
+// putSmall appends data to the active segment (the pinned one if
+// r.pinned) and indexes it with frequency est.
+func (t *Tier) putSmall(id store.ChunkID, data []byte, est int64, r reservation) error {
+	n := r.n
+	u, off, victims, err := t.reserveSegment(r)
 	t.finishEvictions(victims)
 	if err != nil {
 		return err
 	}
 	defer t.release(u)
-	if pinned {
+	if r.pinned {
 		defer t.pinWriteDone(u) // runs before release
 	}
 	if n > 0 {
@@ -209,6 +204,7 @@ func (t *Tier) putSmall(id store.ChunkID, data []byte, crc uint32, est int64, pi
 			return ioErr("write segment", err) // the reservation is dead space
 		}
 	}
+	crc := crc32.Checksum(data, castagnoli)
 	loc := index.Location{Kind: index.InSegment, Unit: u.id, Offset: off, Length: n, CRC: crc}
 	inserted, err := t.idx.Insert(id, loc, t.admitFor(u))
 	if inserted && err == nil {
@@ -222,20 +218,21 @@ func (t *Tier) putSmall(id store.ChunkID, data []byte, crc uint32, est int64, pi
 
 // putLarge writes data to a chunk file of its own (temp name, then
 // rename) and indexes it with frequency est.
-func (t *Tier) putLarge(id store.ChunkID, data []byte, crc uint32, est int64, pinned bool) error {
-	u, victims, err := t.reserveFile(int64(len(data)), pinned)
+func (t *Tier) putLarge(id store.ChunkID, data []byte, est int64, r reservation) error {
+	u, victims, err := t.reserveFile(r)
 	t.finishEvictions(victims)
 	if err != nil {
 		return err
 	}
 	defer t.release(u)
-	if pinned {
+	if r.pinned {
 		defer t.pinWriteDone(u)
 	}
 	if err := t.writeChunkFile(u.id, data); err != nil {
 		t.dropUnit(u)
 		return err
 	}
+	crc := crc32.Checksum(data, castagnoli)
 	loc := index.Location{Kind: index.InFile, Unit: u.id, Length: int64(len(data)), CRC: crc}
 	inserted, err := t.idx.Insert(id, loc, t.admitFor(u))
 	if inserted && err == nil { // an error means the entry was not committed

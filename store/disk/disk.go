@@ -66,7 +66,7 @@ type Options struct {
 	Capacity int64
 	// HighWater and LowWater are fractions of Capacity: when usage passes
 	// HighWater*Capacity, a Put evicts down to LowWater*Capacity (under
-	// PolicyTinyLFU, by at most one SegmentSize; see admits). Defaults
+	// PolicyTinyLFU, by at most one SegmentSize; see admitsLocked). Defaults
 	// 0.95 and 0.85; 0 < LowWater <= HighWater <= 1.
 	HighWater, LowWater float64
 	// SegmentSize is the size at which a segment is sealed and a new one
@@ -160,7 +160,7 @@ type Tier struct {
 	used     int64            // sum of live units' sizes; never > Capacity
 	active   *unit            // segment taking appends, or nil
 	nextUnit uint64           // next unit number; numbers are never reused
-	full     bool             // eviction has run since Open (see admits)
+	full     bool             // eviction has run since Open (see admitsLocked)
 
 	// Pinning (see pin.go).
 	aside      unitList // live units judged pinned, out of the eviction order
@@ -174,6 +174,10 @@ type Tier struct {
 	qmu         sync.Mutex
 	bucketBytes map[string]int64 // bucket -> chunk bytes in live units
 	pending     map[string]int64 // bucket -> bytes of quota-checked Puts in flight
+
+	// beforeReserve, if set (tests), runs in every Put just before its
+	// admission check and reservation.
+	beforeReserve func()
 
 	evictions   atomic.Int64 // chunks dropped by eviction
 	declined    atomic.Int64 // Puts declined by admission

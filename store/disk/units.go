@@ -275,15 +275,45 @@ func (t *Tier) makeRoomLocked(n int64) ([]*unit, error) {
 	return t.evictLocked(t.opts.Capacity-n, false, true)
 }
 
-// reserveSegment reserves n bytes at the end of the active segment, or of
-// the pinned one if pinned (a new one if none or if it is full), evicting
-// first if the budget requires. It returns the segment with a reference
-// taken (and, if pinned, a pinned writer counted: see pinWriteDone), the
-// offset, and the evicted units for finishEvictions.
-func (t *Tier) reserveSegment(n int64, pinned bool) (*unit, int64, []*unit, error) {
+// reservation is the room a Put asks for: n bytes, in the pinned segment
+// if pinned, granted only if the admission policy admits a chunk asked
+// for prior times when check is set (see admitsLocked).
+type reservation struct {
+	n      int64
+	pinned bool
+	check  bool
+	prior  int64
+}
+
+// grantLocked decides r and makes room for it: store.ErrNotAdmitted if
+// the policy declines it, else the units evicted (see makeRoomLocked).
+// The decision and the reservation that follows share one hold of mu, so
+// concurrent Puts each see the room the others took: they cannot all
+// pass one check and together take the tier past HighWater. Caller
+// holds mu.
+func (t *Tier) grantLocked(r reservation) ([]*unit, error) {
+	if r.check {
+		ok, err := t.admitsLocked(r.prior, r.n)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, store.ErrNotAdmitted
+		}
+	}
+	return t.makeRoomLocked(r.n)
+}
+
+// reserveSegment reserves r.n bytes at the end of the active segment, or
+// of the pinned one if r.pinned (a new one if none or if it is full),
+// evicting first if the budget requires. It returns the segment with a
+// reference taken (and, if pinned, a pinned writer counted: see
+// pinWriteDone), the offset, and the evicted units for finishEvictions.
+func (t *Tier) reserveSegment(r reservation) (*unit, int64, []*unit, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	victims, err := t.makeRoomLocked(n)
+	n, pinned := r.n, r.pinned
+	victims, err := t.grantLocked(r)
 	if err != nil {
 		return nil, 0, nil, err
 	}
@@ -325,18 +355,19 @@ func (t *Tier) newSegmentLocked(active **unit) error {
 	return nil
 }
 
-// reserveFile reserves a new chunk-file unit of n bytes, evicting first if
-// the budget requires. The unit is returned with a writer reference (and,
-// if pinned, a pinned writer counted).
-func (t *Tier) reserveFile(n int64, pinned bool) (*unit, []*unit, error) {
+// reserveFile reserves a new chunk-file unit of r.n bytes, evicting
+// first if the budget requires. The unit is returned with a writer
+// reference (and, if pinned, a pinned writer counted).
+func (t *Tier) reserveFile(r reservation) (*unit, []*unit, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	victims, err := t.makeRoomLocked(n)
+	n := r.n
+	victims, err := t.grantLocked(r)
 	if err != nil {
 		return nil, nil, err
 	}
 	u := &unit{id: t.nextUnit, kind: index.InFile, size: n, refs: 2}
-	if pinned {
+	if r.pinned {
 		u.pinWriters = 1
 	}
 	t.nextUnit++
@@ -348,7 +379,7 @@ func (t *Tier) reserveFile(n int64, pinned bool) (*unit, []*unit, error) {
 
 // afterPut applies the watermarks: past HighWater, evict to LowWater (as
 // far as pinned units allow: it stops when only they are left), or
-// under PolicyTinyLFU by one segment's worth at most (see admits: a full
+// under PolicyTinyLFU by one segment's worth at most (see admitsLocked: a full
 // tier fills the band between the watermarks only with chunks that beat
 // the LRU unit, so in a steady workload a batch would leave it empty).
 func (t *Tier) afterPut() {
