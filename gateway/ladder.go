@@ -20,8 +20,7 @@ type rung uint8
 const (
 	// rungFirst is chunk 0's flight that the reader's metadata load
 	// brought (fetchWithFirstChunk). It comes before RAM: the load
-	// counted this read a miss, so a RAM hit would count it twice. The
-	// read still counts as an access in the tiers (recordLoaded).
+	// counted this read a miss, so a RAM hit would count it twice.
 	rungFirst rung = iota
 	// rungRAM is the RAM tier, then the hot tier of copies read from
 	// owners.
@@ -220,7 +219,6 @@ func (e *Engine) try(w *walker, r rung, got *found) bool {
 	switch r {
 	case rungFirst:
 		if w.first != nil && w.id.Index == 0 {
-			e.recordLoaded(w)
 			got.ref = chunkRef{fl: w.first}
 			return true
 		}
@@ -285,7 +283,6 @@ func (e *Engine) tryLoad(w *walker, got *found) bool {
 	if err != nil || info.ETag != w.id.ETag || first == nil {
 		return false
 	}
-	e.recordLoaded(w)
 	got.ref = chunkRef{fl: first}
 	return true
 }

@@ -38,24 +38,6 @@ func (e *Engine) lookupRAM(id store.ChunkID, record, client bool) ([]byte, bool)
 	return b, true
 }
 
-// recordLoaded counts a read of chunk 0 that its object's metadata load
-// brought (rungFirst, rungLoad) as an access by every tier w's plan
-// records and has not asked yet, as a look that missed would have: that
-// read asks no tier, and the admission policies count every read (see
-// plan). The load fetched the chunk because no tier held the object, so
-// each Get misses, cheaply (the disk tier's presence filter answers).
-func (e *Engine) recordLoaded(w *walker) {
-	for _, t := range [...]struct {
-		tier  store.Tier
-		asked asked
-	}{{e.opts.RAM, askedRAM}, {e.opts.Hot, askedRAM}, {e.opts.Disk, askedDisk}} {
-		if t.tier != nil && w.plan.records && w.asked&t.asked == 0 {
-			_, _ = t.tier.Get(w.id) // recorded; the bytes are the flight's
-		}
-	}
-	w.asked |= askedRAM | askedDisk
-}
-
 // countHit counts a chunk a tier answered, if a client asked for it.
 func (e *Engine) countHit(bucket, tier string, n int, client bool) {
 	if client {
