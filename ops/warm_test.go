@@ -152,8 +152,8 @@ func TestPinnedPrefixSurvivesPressure(t *testing.T) {
 	}
 	// 12 MiB of other objects through a 4 MiB cache, each read more often
 	// than the one before it (3 to 14 times), so that the later ones win
-	// their admission against what is cached and the tiers evict: read
-	// equally often, the newcomers would only tie and be declined.
+	// their admission against what is cached and the tiers evict (tinylfu
+	// keeps what is cached unless a newcomer beats it by a whole access).
 	for i := range 48 {
 		k := fmt.Sprintf("churn/%d", i)
 		r.seed(k, randBytes(t, 256<<10))
