@@ -1,17 +1,21 @@
 // The working memory: a reader whose client stops taking bytes holds only
 // what it paid for, a new read finds no room and fails with ErrBusy
-// instead of holding more, and every byte comes back once readers close.
+// instead of holding more, every byte comes back once readers close, and
+// a small object's first chunk is charged its length.
 package gateway
 
 import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/granary-dev/granary/internal/poll"
+	"github.com/granary-dev/granary/store"
 )
 
 func TestStalledReadersHoldTheWorkingMemory(t *testing.T) {
@@ -60,4 +64,50 @@ func TestStalledReadersHoldTheWorkingMemory(t *testing.T) {
 		t.Fatal("wrong bytes after the budget came back")
 	}
 	poll.Until(t, "the working memory to be given back after a full read", func() bool { return r.e.mem.used.Load() == 0 })
+}
+
+// Cold reads of small objects in the air together cost one origin call
+// each: the first chunk is charged its length once the origin has
+// answered, so sixteen of them fit a budget of two chunk sizes. Charged
+// ChunkSize up front, all but two would ask a Stat first and wait a
+// second round trip for their bytes.
+func TestConcurrentSmallMissesCostOneCallEach(t *testing.T) {
+	g := &gatedOrigin{gate: make(chan struct{})}
+	r := newRig(t, rigOptions{workingMax: 2 * DefaultChunkSize, admitWait: time.Minute, fresh: Freshness{Mode: Immutable},
+		wrap: func(o store.Origin) store.Origin { g.Origin = o; return g }})
+	const readers, size = 16, 64 << 10 // each body stops after 32 KiB until the gate opens
+	want := make([][]byte, readers)
+	for i := range want {
+		want[i] = randBytes(t, size)
+		r.seed(fmt.Sprintf("small-%02d", i), want[i])
+	}
+	got, errs := make([][]byte, readers), make([]error, readers)
+	var wg sync.WaitGroup
+	for i := range readers {
+		wg.Go(func() {
+			obj, err := r.e.Get(context.Background(), r.bucket, fmt.Sprintf("small-%02d", i), GetOptions{})
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer obj.Close()
+			got[i], errs[i] = io.ReadAll(obj)
+		})
+	}
+	poll.Until(t, "every read's first chunk in the air", func() bool {
+		r.e.mu.Lock()
+		defer r.e.mu.Unlock()
+		return len(r.e.flights) == readers
+	})
+	close(g.gate)
+	wg.Wait()
+	for i := range readers {
+		if errs[i] != nil || !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("read %d: %d bytes, err %v", i, len(got[i]), errs[i])
+		}
+	}
+	if n := g.stats.Load(); n != 0 {
+		t.Fatalf("%d of %d cold reads asked a Stat before their GET", n, readers)
+	}
+	poll.Until(t, "the working memory to be given back", func() bool { return r.e.mem.used.Load() == 0 })
 }

@@ -30,6 +30,7 @@ type gatedOrigin struct {
 	// failGets and stallGets count upcoming Gets that fail as an
 	// unreachable origin would, or whose body stops for good after 32 KiB.
 	failGets, stallGets atomic.Int32
+	stats               atomic.Int32 // Stats asked
 }
 
 func (g *gatedOrigin) Get(ctx context.Context, b, k string, r store.ReadRange) (io.ReadCloser, store.ObjectInfo, error) {
@@ -51,6 +52,7 @@ func (g *gatedOrigin) Get(ctx context.Context, b, k string, r store.ReadRange) (
 }
 
 func (g *gatedOrigin) Stat(ctx context.Context, b, k string) (store.ObjectInfo, error) {
+	g.stats.Add(1)
 	if g.down.Load() {
 		return store.ObjectInfo{}, store.ErrUnavailable
 	}

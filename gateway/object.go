@@ -232,18 +232,12 @@ func (e *Engine) holdsVersions(bucket, key string) bool {
 // chunk's, started with want or joined.
 //
 // A reader's first chunk (wantNow) is charged to the working memory until
-// its flight retires; with no room for it the info comes alone, from a
-// Stat, and the reader waits for room as for any chunk.
+// its flight retires. The charge is the chunk's length, known once the
+// origin has answered (charging ChunkSize up front would let a handful of
+// small reads fill the budget and send the rest round twice). With no
+// room for it the body is dropped unread and the info comes alone: the
+// reader then waits for room as for any chunk.
 func (e *Engine) fetchWithFirstChunk(ctx context.Context, bucket, key string, want intent) (store.ObjectInfo, *flight, error) {
-	var held int64 // working memory taken for the first chunk, not handed on
-	if want == wantNow {
-		if !e.mem.tryTake(e.opts.ChunkSize) {
-			info, err := e.origin.Stat(ctx, bucket, key)
-			return info, nil, err
-		}
-		held = e.opts.ChunkSize
-		defer func() { e.mem.give(held) }()
-	}
 	// The body outlives this call (a flight reads it), so it gets a context
 	// of its own, ended when the flight closes the body or the body stalls.
 	bodyCtx, watch, cancel := watchStalls(context.WithoutCancel(ctx), e.opts.FetchTimeout)
@@ -272,14 +266,21 @@ func (e *Engine) fetchWithFirstChunk(ctx context.Context, bucket, key string, wa
 		return info, nil, nil
 	}
 	id, n := e.chunkID(info, 0), e.chunkLen(info.Size, 0)
-	f, started := e.startFlight(id, n, want, held > 0)
-	if !started {
+	paid := want == wantNow
+	if paid && !e.mem.tryTake(n) {
 		rc.Close()
-		return info, f, nil
+		return info, nil, nil
 	}
-	if held > 0 {
+	f, started := e.startFlight(id, n, want, paid)
+	switch {
+	case !started:
+		rc.Close()
+		if paid {
+			e.mem.give(n)
+		}
+		return info, f, nil
+	case paid:
 		e.hand(f, n)
-		held -= n
 	}
 	go e.runFlight(id, f, rc, true)
 	return info, f, nil
