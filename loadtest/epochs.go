@@ -211,8 +211,8 @@ func (r *epochsRun) add(row epochRow) {
 	if row.link != "" {
 		link = row.link
 	}
-	r.logf("%-8s %-45s epoch %-7s %6.0f samples/s  p50 %-8v  hit rate %-7s  lookups %.0f  origin GETs %.0f  requests %d (%d not 2xx)",
-		link, row.config, row.epoch, row.samplesPerSec(), row.p50.Round(10*time.Microsecond), hit, row.lookups(), row.originGets, row.requests, row.failed)
+	r.logf("%-8s %-45s epoch %-7s %6.0f samples/s  p50 %-8v  hit rate %-7s  lookups %.0f  origin GETs %.0f HEADs %.0f  requests %d (%d not 2xx)",
+		link, row.config, row.epoch, row.samplesPerSec(), row.p50.Round(10*time.Microsecond), hit, row.lookups(), row.originGets, row.originStats, row.requests, row.failed)
 	r.rep.rows = append(r.rep.rows, row)
 }
 
@@ -300,6 +300,7 @@ func (r *epochsRun) gatewayEpochs(ctx context.Context, c gwConfig, g *granaryPro
 		row.config, row.link, row.cache, row.bound = c.name, c.link, after.cache().minus(before.cache()), bound
 		row.dropped = after.sum("granary_disk_fill_dropped_total") - before.sum("granary_disk_fill_dropped_total")
 		row.originGets = after.originGets() - before.originGets()
+		row.originStats = after.originStats() - before.originStats()
 		r.add(row)
 		before = after
 	}

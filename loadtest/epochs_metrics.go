@@ -78,6 +78,13 @@ func (m metricSet) originGets() float64 {
 	return m.sumLabel("granary_origin_requests_total", `op="get"`)
 }
 
+// originStats is the metadata requests (HEAD) the node sent to its
+// origin so far: a cold read of a small object should send none, its
+// metadata coming with its bytes.
+func (m metricSet) originStats() float64 {
+	return m.sumLabel("granary_origin_requests_total", `op="stat"`)
+}
+
 // cacheCounts are a node's chunk lookups so far, or over an interval.
 // Every lookup is a hit in one tier or a miss (granary_cache_misses_total
 // counts a miss joined to a fetch in flight too).

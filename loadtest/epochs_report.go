@@ -42,6 +42,9 @@ type epochRow struct {
 	// the epoch: with one chunk per sample, 1 - originGets/files is the
 	// hit rate as the origin sees it.
 	originGets float64
+	// originStats are the metadata requests (HEAD) it sent: none for a
+	// sample whose metadata came with its bytes.
+	originStats float64
 	// requests are the HTTP requests the workers' client sent, failed
 	// those answered with no 2xx (minio-go retries some out of sight).
 	requests, failed int64
@@ -161,21 +164,22 @@ func (r *epochsReport) cappedHeader(b *strings.Builder) {
 
 // table renders one row per epoch, then notes on the rows.
 func (r *epochsReport) table(b *strings.Builder) {
-	b.WriteString("| configuration | epoch | samples/s | p50 | vs direct (same epoch) | hit rate | bound | chunk lookups | origin GETs | 1 - origin GETs/samples |\n" +
-		"|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| configuration | epoch | samples/s | p50 | vs direct (same epoch) | hit rate | bound | chunk lookups | origin GETs | origin HEADs | 1 - origin GETs/samples |\n" +
+		"|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	var dropped, failed []string
 	for _, row := range r.rows {
 		if row.link != "" {
 			continue
 		}
 		if row.note != "" {
-			fmt.Fprintf(b, "| %s | %s | %s | | | | | | | |\n", row.config, row.epoch, row.note)
+			fmt.Fprintf(b, "| %s | %s | %s | | | | | | | | |\n", row.config, row.epoch, row.note)
 			continue
 		}
-		hit, bound, lookups, gets, originHit := "-", "-", "-", "-", "-"
+		hit, bound, lookups, gets, heads, originHit := "-", "-", "-", "-", "-", "-"
 		if row.config != cfgDirect {
 			hit, lookups = percent(row.hitRate()), strconv.FormatFloat(row.lookups(), 'f', 0, 64)
 			gets, originHit = strconv.FormatFloat(row.originGets, 'f', 0, 64), percent(row.originHitRate())
+			heads = strconv.FormatFloat(row.originStats, 'f', 0, 64)
 		}
 		if row.bound > 0 {
 			bound = percent(row.bound)
@@ -184,8 +188,8 @@ func (r *epochsReport) table(b *strings.Builder) {
 		if epoch == epochWarmUp {
 			epoch = fmt.Sprintf("%s: %.1f s", epochWarmUp, row.elapsed.Seconds())
 		}
-		fmt.Fprintf(b, "| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s |\n", row.config, epoch, row.samplesPerSec(),
-			p50(row), ratio(r.speedup(row), 1), hit, bound, lookups, gets, originHit)
+		fmt.Fprintf(b, "| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s |\n", row.config, epoch, row.samplesPerSec(),
+			p50(row), ratio(r.speedup(row), 1), hit, bound, lookups, gets, heads, originHit)
 		if row.failed > 0 {
 			failed = append(failed, fmt.Sprintf("%d of %d in %s epoch %s", row.failed, row.requests, row.config, row.epoch))
 		}
@@ -198,7 +202,8 @@ func (r *epochsReport) table(b *strings.Builder) {
 		"the node counted some cold reads twice (say a miss for the first chunk fetched with the metadata, then a hit when the read " +
 		"found that chunk stored), which flatters the hit rate of an epoch with misses. The last column is the cross-check from the " +
 		"origin's side: the share of samples for which the node sent no GET to the origin (one chunk per sample); below zero, the node " +
-		"read some samples from the origin more than once. A warm-up row gives the time `granary warm` took; its samples/s is the data set " +
+		"read some samples from the origin more than once. Origin HEADs should be 0: a cold sample's metadata comes with its bytes, " +
+		"and each HEAD is one more round trip over the link before them. A warm-up row gives the time `granary warm` took; its samples/s is the data set " +
 		"over that time, compared with direct epoch 1.")
 	if len(failed) > 0 {
 		fmt.Fprintf(b, " Requests answered without a 2xx status (minio-go retried them; each retry is one more lookup): %s.", strings.Join(failed, ", "))

@@ -62,6 +62,12 @@ func TestEpochHitRateFromMetrics(t *testing.T) {
 	if got := after.originGets() - before.originGets(); got != 80 {
 		t.Errorf("origin GETs over the epoch %v, want 80", got)
 	}
+	if got := after.originStats() - before.originStats(); got != 0 {
+		t.Errorf("origin HEADs over the epoch %v, want 0 (the fixture's count does not move)", got)
+	}
+	if got := after.originStats(); got != 50 {
+		t.Errorf("origin HEADs %v, want 50", got)
+	}
 	if got := (cacheCounts{}).hitRate(); got != 0 {
 		t.Errorf("hit rate without lookups %v, want 0", got)
 	}
