@@ -70,9 +70,13 @@ func checkPolicy(p string) (string, error) {
 // (which compares the candidate's estimate minus the miss that caused
 // it) never beats a unit: the cache keeps a fixed set. Halving keeps it
 // (a unit's sum is halved once, rounding down less than each counter
-// does). A candidate must also beat the unit's mean by a whole access
-// (see admitsLocked), so a sketch overcount of one (a collision, see
-// Options.SketchItems) does not let it in; only larger overcounts do.
+// does). A candidate must also beat the unit's mean, rounded up, by a
+// whole access (see admitsLocked), so a sketch overcount of one (a
+// collision, see Options.SketchItems) does not let it in; only larger
+// overcounts do. Rounding up covers the reads a RAM tier in front
+// served, which never reach this tier: they leave a unit's mean a
+// fraction below k-1, and one such read in the unit eviction would take
+// was enough, before, for an overcount of one to evict the unit.
 type admission struct {
 	sk     *sketch.Sketch
 	hash   func(store.ChunkID) uint64 // seeded per tier; tests fix it
@@ -144,8 +148,9 @@ func (t *Tier) halveUnits() {
 // Until the first eviction since Open the tier is filling: a Put that
 // stays below HighWater goes ahead. Once the tier has evicted, it is
 // full, and a Put that takes usage past LowWater (the band afterPut keeps
-// it in) is compared: it goes ahead only if prior is greater than the
-// mean frequency of the unit eviction would take first (the LRU one). A
+// it in) is compared: it goes ahead only if prior exceeds the mean
+// frequency of the unit eviction would take first (the LRU one), rounded
+// up, by more than one. A
 // unit with no live chunks (dead space only) always loses. Comparing over
 // the whole band, not only where a Put crosses HighWater, matters: an
 // eviction frees room for many Puts, and letting them in unchecked would
@@ -186,11 +191,17 @@ func (t *Tier) admitsLocked(prior, n int64) (bool, error) {
 	if v == nil || t.used-empty+n <= free {
 		return true, nil
 	}
-	// The candidate must beat the unit's mean by a whole access: admitting
-	// it evicts every chunk of the unit, so the common sketch overcount
-	// (one, from a collision) must not be enough to throw a unit away.
-	return prior*v.chunks > v.freq+v.chunks, nil
+	// The candidate must beat the unit's mean, rounded up, by a whole
+	// access: admitting it evicts every chunk of the unit, so neither the
+	// common sketch overcount (one, from a collision) nor the reads this
+	// tier never saw (served by a tier in front of it, which leave the
+	// mean a fraction short of its chunks' counts) may be enough to throw
+	// a unit away.
+	return prior > ceilDiv(v.freq, v.chunks)+1, nil
 }
+
+// ceilDiv is a/b rounded up, for a >= 0 and b > 0.
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
 // highWater is the usage past which a Put triggers eviction.
 func (t *Tier) highWater() int64 {

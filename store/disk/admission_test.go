@@ -213,6 +213,40 @@ func TestAdmission(t *testing.T) {
 	}
 }
 
+// TestUnseenReadDoesNotLetAnOvercountIn: a read that a tier in front
+// served (RAM) never reaches this one, so a unit's mean can fall a
+// fraction short of its chunks' counts. A candidate overcounted by one
+// (read as often as the units, plus a sketch collision) must still lose
+// to it; one read a whole access more than the units wins.
+func TestUnseenReadDoesNotLetAnOvercountIn(t *testing.T) {
+	tier := openFixed(t, smallOptions(t.TempDir(), ""))
+	unseen := false
+	for _, id := range fillUntilEvicted(t, tier) {
+		if _, err := tier.Peek(id); err != nil {
+			continue // evicted
+		}
+		if !unseen {
+			// The oldest unit's first chunk: its read was served in
+			// front. The unit's other chunks are read first, so it stays
+			// the one eviction would take.
+			unseen = true
+			continue
+		}
+		if _, err := tier.Get(id); err != nil {
+			t.Fatalf("Get(%s): %v", id.Key, err)
+		}
+	}
+	over, overData := chunk("over", 0, 16<<10)
+	getN(t, tier, over, 3) // 2 before the miss that puts it: the units' 1, plus one
+	if err := tier.Put(over, overData); !errors.Is(err, store.ErrNotAdmitted) {
+		t.Fatalf("Put of a chunk overcounted by one against a unit short of one read = %v, want ErrNotAdmitted", err)
+	}
+	hot, hotData := chunk("hot", 0, 16<<10)
+	getN(t, tier, hot, 4) // 3 before its miss: a whole access more than the units
+	mustPut(t, tier, hot, hotData)
+	mustGet(t, tier, hot, hotData)
+}
+
 // TestLRUNeverDeclines: under PolicyLRU every Put into a full tier is
 // stored, evicting the least recently used units.
 func TestLRUNeverDeclines(t *testing.T) {
