@@ -112,6 +112,8 @@ type Engine struct {
 
 	mem *memBudget // the working memory (budget.go)
 
+	ramHits atomic.Uint64 // RAM hits walks recorded (noteUnseen samples them)
+
 	mu      sync.Mutex // guards flights, flight.retired and flight.charge
 	flights map[store.ChunkID]*flight
 }

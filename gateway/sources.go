@@ -34,8 +34,28 @@ func (e *Engine) lookupRAM(id store.ChunkID, record, client bool) ([]byte, bool)
 	if err != nil {
 		return nil, false
 	}
+	if record && tier == "ram" {
+		e.noteUnseen(id)
+	}
 	e.countHit(id.Bucket, tier, len(b), client)
 	return b, true
+}
+
+// unseenEvery samples the RAM hits reported to the disk tier: one in
+// unseenEvery, as that many reads. A report costs the disk tier an index
+// lookup, so a warm read pays a 64th of one.
+const unseenEvery = 64
+
+// noteUnseen tells the disk tier, sampled, of a read RAM served: without
+// it, chunks RAM holds for good (its admission keeps a fixed set through
+// epochs) look never read to the disk tier, whose admission then evicts
+// their units for chunks read less often (store.ReadNoter).
+func (e *Engine) noteUnseen(id store.ChunkID) {
+	n, ok := e.opts.Disk.(store.ReadNoter)
+	if !ok || e.ramHits.Add(1)%unseenEvery != 0 {
+		return
+	}
+	n.NoteReads(id, unseenEvery)
 }
 
 // countHit counts a chunk a tier answered, if a client asked for it.

@@ -323,6 +323,16 @@ type BucketSizer interface {
 	BucketBytes(bucket string) int64
 }
 
+// ReadNoter is a Tier whose admission policy counts reads of its chunks
+// that a tier in front of it served (RAM, which holds a copy of some of
+// them): those reads never reach it, and without them its chunks look
+// colder than they are. NoteReads counts n such reads of id; it does
+// nothing if the tier does not hold id. Implementations must be safe for
+// concurrent use.
+type ReadNoter interface {
+	NoteReads(id ChunkID, n int64)
+}
+
 // Peeker is a Tier that can return a chunk without recording an access
 // (no change to its recency or frequency), for a caller looking again for
 // a chunk one read has already asked it for: an admission policy must

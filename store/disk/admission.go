@@ -133,6 +133,29 @@ func (t *Tier) recordGet(id store.ChunkID) {
 	}
 }
 
+// NoteReads counts n reads of chunk id that a tier in front of this one
+// served (see store.ReadNoter) in the frequency of the unit holding it,
+// so that a unit whose chunks RAM also holds (and serves) does not look
+// cold to admission and lose its place to a chunk read less often. The
+// sketch is left alone: it counts this tier's Gets, which its halving
+// period is measured in, and a chunk this tier holds is never compared
+// by its estimate.
+func (t *Tier) NoteReads(id store.ChunkID, n int64) {
+	if t.adm == nil || n <= 0 || t.begin() != nil {
+		return
+	}
+	defer t.end()
+	loc, err := t.idx.Lookup(id)
+	if err != nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if u := t.units[loc.Unit]; u != nil && u.chunks > 0 {
+		u.freq = min(u.freq+n, maxFreq*u.chunks)
+	}
+}
+
 // halveUnits ages every unit's frequency with the sketch.
 func (t *Tier) halveUnits() {
 	t.mu.Lock()

@@ -247,6 +247,32 @@ func TestUnseenReadDoesNotLetAnOvercountIn(t *testing.T) {
 	mustGet(t, tier, hot, hotData)
 }
 
+// TestReadsServedInFrontCount: reads of held chunks that a tier in front
+// served (NoteReads) count in their units as Gets here would, so a chunk
+// read more often than the units' counts without them, and no more
+// often than the units with them, is declined. A chunk the tier does not
+// hold takes no count.
+func TestReadsServedInFrontCount(t *testing.T) {
+	tier := openFixed(t, smallOptions(t.TempDir(), ""))
+	stranger, _ := chunk("stranger", 0, 16<<10)
+	tier.NoteReads(stranger, 5)
+	for _, id := range fillUntilEvicted(t, tier) {
+		tier.NoteReads(id, 1) // evicted ones are not held: ignored
+	}
+	tier.mu.Lock()
+	for u := tier.lru.back(); u != nil; u = tier.lru.prevOf(u) {
+		if u.chunks > 0 && u.freq != u.chunks {
+			t.Errorf("unit %d: frequency %d for %d chunks each read once in front", u.id, u.freq, u.chunks)
+		}
+	}
+	tier.mu.Unlock()
+	over, overData := chunk("over", 0, 16<<10)
+	getN(t, tier, over, 3) // 2 before the miss that puts it: beats 0, not 1 by a whole access
+	if err := tier.Put(over, overData); !errors.Is(err, store.ErrNotAdmitted) {
+		t.Fatalf("Put against units read once in front = %v, want ErrNotAdmitted", err)
+	}
+}
+
 // TestLRUNeverDeclines: under PolicyLRU every Put into a full tier is
 // stored, evicting the least recently used units.
 func TestLRUNeverDeclines(t *testing.T) {

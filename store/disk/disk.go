@@ -189,6 +189,7 @@ var _ store.VersionLister = (*Tier)(nil)
 var _ store.Admitter = (*Tier)(nil)
 var _ store.Holder = (*Tier)(nil)
 var _ store.Peeker = (*Tier)(nil)
+var _ store.ReadNoter = (*Tier)(nil)
 
 // Stats extends store.TierStats with the disk tier's own counters.
 type Stats struct {
