@@ -211,8 +211,10 @@ func (r *epochsRun) add(row epochRow) {
 	if row.link != "" {
 		link = row.link
 	}
-	r.logf("%-8s %-45s epoch %-7s %6.0f samples/s  p50 %-8v  hit rate %-7s  lookups %.0f  origin GETs %.0f HEADs %.0f  requests %d (%d not 2xx)",
-		link, row.config, row.epoch, row.samplesPerSec(), row.p50.Round(10*time.Microsecond), hit, row.lookups(), row.originGets, row.originStats, row.requests, row.failed)
+	cpu, faults := row.cost.perSample(row.files)
+	r.logf("%-8s %-45s epoch %-7s %6.0f samples/s  p50 %-8v  hit rate %-7s  lookups %.0f  origin GETs %.0f HEADs %.0f  requests %d (%d not 2xx)  node cpu/sample %v faults/sample %.1f",
+		link, row.config, row.epoch, row.samplesPerSec(), row.p50.Round(10*time.Microsecond), hit, row.lookups(), row.originGets, row.originStats,
+		row.requests, row.failed, cpu.Round(time.Microsecond), faults)
 	r.rep.rows = append(r.rep.rows, row)
 }
 
@@ -289,10 +291,19 @@ func (r *epochsRun) gatewayEpochs(ctx context.Context, c gwConfig, g *granaryPro
 		bound = capacityBound(before, c.disk, r.plan.dataBytes())
 	}
 	for e := 1; e <= c.epochs; e++ {
+		cost0, err := costOf(g)
+		if err != nil {
+			return err
+		}
 		row, err := r.epoch(ctx, cl, sc, e)
 		if err != nil {
 			return fmt.Errorf("epoch %d: %w", e, err)
 		}
+		cost1, err := costOf(g)
+		if err != nil {
+			return err
+		}
+		row.cost = cost1.minus(cost0)
 		after, err := scrapeMetrics(ctx, g.endpoint())
 		if err != nil {
 			return err

@@ -45,6 +45,8 @@ type epochRow struct {
 	// originStats are the metadata requests (HEAD) it sent: none for a
 	// sample whose metadata came with its bytes.
 	originStats float64
+	// cost is what the epoch cost the node (zero where no node served)
+	cost nodeCost
 	// requests are the HTTP requests the workers' client sent, failed
 	// those answered with no 2xx (minio-go retries some out of sight).
 	requests, failed int64
@@ -125,6 +127,7 @@ func (r *epochsReport) render(header, targets func(*strings.Builder)) string {
 	var b strings.Builder
 	header(&b)
 	r.table(&b)
+	r.costTable(&b)
 	if slices.ContainsFunc(r.rows, func(row epochRow) bool { return row.config != cfgDirect && row.link == "" }) {
 		targets(&b)
 	}

@@ -156,3 +156,24 @@ func TestHeadlineRatiosAndTargets(t *testing.T) {
 		}
 	}
 }
+
+// TestCostTablePerSample checks the node's cost per sample: CPU and
+// faults over the epoch's samples, rows without a node left out, and no
+// table at all when no epoch measured one.
+func TestCostTablePerSample(t *testing.T) {
+	rep := &epochsReport{rows: []epochRow{
+		{config: cfgDirect, epoch: "1", files: 1000},
+		{link: linkUncapped, config: cfgFits, epoch: "1", files: 1000, cost: nodeCost{cpu: 2 * time.Second, faults: 29_000}},
+	}}
+	var b strings.Builder
+	rep.costTable(&b)
+	want := "| " + linkUncapped + " | " + cfgFits + " | 1 | 2ms | 29.0 |\n"
+	if !strings.Contains(b.String(), want) || strings.Contains(b.String(), cfgDirect) {
+		t.Errorf("cost table:\n%s\nwant the row %q and no direct row", b.String(), want)
+	}
+	rep.rows = rep.rows[:1]
+	b.Reset()
+	if rep.costTable(&b); b.Len() != 0 {
+		t.Errorf("a cost table without a measured epoch:\n%s", b.String())
+	}
+}
