@@ -112,7 +112,8 @@ type Engine struct {
 
 	mem *memBudget // the working memory (budget.go)
 
-	ramHits atomic.Uint64 // RAM hits walks recorded (noteUnseen samples them)
+	noter   store.ReadNoter // opts.Disk, if it counts reads RAM served (else nil)
+	ramHits atomic.Uint64   // RAM hits walks recorded (noteUnseen samples them)
 
 	mu      sync.Mutex // guards flights, flight.retired and flight.charge
 	flights map[store.ChunkID]*flight
@@ -140,6 +141,7 @@ func New(opts Options) (*Engine, error) {
 		started: time.Now(),
 		peer:    newPeerState(opts.Peers),
 	}
+	e.noter, _ = opts.Disk.(store.ReadNoter)
 	e.fillCtx, e.stopFills = context.WithCancel(context.Background())
 	e.peer.run(e.peerLoop)
 	if opts.Tee != nil {

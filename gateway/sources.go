@@ -51,11 +51,10 @@ const unseenEvery = 64
 // epochs) look never read to the disk tier, whose admission then evicts
 // their units for chunks read less often (store.ReadNoter).
 func (e *Engine) noteUnseen(id store.ChunkID) {
-	n, ok := e.opts.Disk.(store.ReadNoter)
-	if !ok || e.ramHits.Add(1)%unseenEvery != 0 {
+	if e.noter == nil || e.ramHits.Add(1)%unseenEvery != 0 {
 		return
 	}
-	n.NoteReads(id, unseenEvery)
+	e.noter.NoteReads(id, unseenEvery)
 }
 
 // countHit counts a chunk a tier answered, if a client asked for it.

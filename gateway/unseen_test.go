@@ -11,7 +11,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/granary-dev/granary/internal/poll"
-
 	"github.com/granary-dev/granary/store"
 	"github.com/granary-dev/granary/store/disk"
 	"github.com/granary-dev/granary/store/ram"
