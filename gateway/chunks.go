@@ -15,11 +15,13 @@ import (
 // free says holding it costs the working memory nothing: data is the RAM
 // (or hot) tier's own slice, which the tier's budget counts, or fl is a
 // flight already in the air, paid for by whoever started it and bound
-// for RAM.
+// for RAM. held says the ref is one of fl's holders (see spares.go): its
+// owner calls fl.letGo once done with the bytes, or never.
 type chunkRef struct {
 	data []byte
 	fl   *flight
 	free bool
+	held bool
 }
 
 // bytesAt returns the chunk's bytes from off on that are in memory, waiting
@@ -95,13 +97,14 @@ func (e *Engine) startFlight(id store.ChunkID, size int64, want intent, paid boo
 	if f := e.flights[id]; f != nil {
 		e.m.joins.Inc()
 		f.want = f.want.joined(want)
+		f.hold()
 		return f, false
 	}
 	if !want.has(wantKept) { // a warm-up's or a fill's flight is no client's miss
 		e.m.miss(id.Bucket)
 		e.buckets.of(id.Bucket).misses.Add(1)
 	}
-	f = newFlight(size, want)
+	f = newFlight(size, want, &e.spares)
 	if !paid {
 		e.mem.force(size)
 		f.charge = size
@@ -133,6 +136,7 @@ func (e *Engine) hand(f *flight, n int64) {
 // flight for the same chunk, which is why a flight looks in the tiers again
 // before it reads the origin.
 func (e *Engine) runFlight(id store.ChunkID, f *flight, body io.ReadCloser, local bool) {
+	defer f.letGo() // last: retired, so no one joins it any more
 	defer close(f.settled)
 	defer e.retire(id, f)
 	want := f.intent(&e.mu)
@@ -164,7 +168,9 @@ func (e *Engine) runFlight(id store.ChunkID, f *flight, body io.ReadCloser, loca
 	}
 	want = f.intent(&e.mu) // joiners may have added to it
 	if !local {
-		e.storeHot(id, data)
+		if !e.storeHot(id, data) {
+			f.spare.Store(true) // a hop no tier kept: its buffer is spare
+		}
 		return
 	}
 	if want.has(wantAsked) {
@@ -223,15 +229,20 @@ func (e *Engine) storeChunk(id store.ChunkID, data []byte, keep, toDisk bool) {
 // too large for the tier, declined by its policy, without room because the
 // rest is pinned, or past its bucket's quota, is not an error: it is only
 // not cached.
-func (e *Engine) putTier(t store.Tier, name string, id store.ChunkID, data []byte, keep bool) {
+//
+// It reports whether t may have kept data: false only when t said it did
+// not (one of those refusals), so that data may be reused.
+func (e *Engine) putTier(t store.Tier, name string, id store.ChunkID, data []byte, keep bool) (kept bool) {
 	var err error
 	if a, ok := t.(store.Admitter); ok && keep {
 		err = a.PutAlways(id, data)
 	} else {
 		err = t.Put(id, data)
 	}
-	if err != nil && !errors.Is(err, store.ErrTooLarge) && !errors.Is(err, store.ErrNotAdmitted) &&
-		!errors.Is(err, store.ErrPinnedFull) && !errors.Is(err, store.ErrOverQuota) {
+	refused := errors.Is(err, store.ErrTooLarge) || errors.Is(err, store.ErrNotAdmitted) ||
+		errors.Is(err, store.ErrPinnedFull) || errors.Is(err, store.ErrOverQuota)
+	if err != nil && !refused {
 		e.log.Warn().Err(err).Str("bucket", id.Bucket).Str("key", id.Key).Msg(name + " tier put failed")
 	}
+	return !refused
 }

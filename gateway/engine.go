@@ -115,6 +115,8 @@ type Engine struct {
 	noter   store.ReadNoter // opts.Disk, if it counts reads RAM served (else nil)
 	ramHits atomic.Uint64   // RAM hits walks recorded (noteUnseen samples them)
 
+	spares spareBufs // buffers of hops no tier kept (spares.go)
+
 	mu      sync.Mutex // guards flights, flight.retired and flight.charge
 	flights map[store.ChunkID]*flight
 }

@@ -51,6 +51,7 @@ type fakeClusterOptions struct {
 	modes     map[string]WriteMode            // by bucket; "rig" names the bucket
 	catalog   bool                            // each engine gets a catalog
 	fresh     *Freshness                      // the engines' rule (default immutable)
+	hot       int64                           // each hot tier's capacity (default 64 MiB)
 }
 
 func newFakeCluster(t *testing.T, o fakeClusterOptions) *fakeCluster {
@@ -71,13 +72,17 @@ func newFakeCluster(t *testing.T, o fakeClusterOptions) *fakeCluster {
 	if o.fresh != nil {
 		fresh = *o.fresh
 	}
+	hot := int64(64 << 20)
+	if o.hot != 0 {
+		hot = o.hot
+	}
 	for i := range o.n {
 		origin := base.origin
 		if o.wrap != nil {
 			origin = o.wrap(origin)
 		}
 		reg := prometheus.NewRegistry()
-		opts := Options{Origin: origin, Staging: stagingOf(origin), RAM: ram.New(ram.Options{Capacity: 256 << 20}), Hot: ram.New(ram.Options{Capacity: 64 << 20}),
+		opts := Options{Origin: origin, Staging: stagingOf(origin), RAM: ram.New(ram.Options{Capacity: 256 << 20}), Hot: ram.New(ram.Options{Capacity: hot}),
 			ChunkSize: o.chunk, Freshness: fresh, Registerer: reg, Logger: zerolog.Nop(),
 			Peers: &fakePeers{c: c, self: i}, Owners: o.owners, Tee: openTee(t)}
 		if m, ok := o.modes["rig"]; ok {

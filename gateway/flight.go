@@ -6,6 +6,7 @@ import (
 	"context"
 	"io"
 	"sync"
+	"sync/atomic"
 )
 
 // flight fills buf from the origin. Invariants: buf has the chunk's exact
@@ -35,10 +36,19 @@ type flight struct {
 	// settled is closed once the flight's runner is through: the chunk
 	// is in the tiers (RAM stored, disk queued) or the flight failed.
 	settled chan struct{}
+	// holders counts who may still read buf, and spare says no tier
+	// kept it, so it goes back to spares: see spares.go.
+	holders atomic.Int32
+	spare   atomic.Bool
+	spares  *spareBufs
 }
 
-func newFlight(size int64, want intent) *flight {
-	return &flight{buf: make([]byte, size), want: want, wake: make(chan struct{}), settled: make(chan struct{})}
+// newFlight returns a flight for a chunk of size bytes, its buffer from
+// spares, held by its runner and its starter.
+func newFlight(size int64, want intent, spares *spareBufs) *flight {
+	f := &flight{buf: spares.get(size), want: want, wake: make(chan struct{}), settled: make(chan struct{}), spares: spares}
+	f.holders.Store(2)
+	return f
 }
 
 // intent reads f.want under engineMu, the Engine.mu that guards it.

@@ -237,7 +237,7 @@ func (e *Engine) try(w *walker, r rung, got *found) bool {
 		return e.tryTiers(w, got)
 	case rungFlight:
 		f, started := e.startFlight(w.id, w.n, w.want, w.paid)
-		got.ref = chunkRef{fl: f, free: !started}
+		got.ref = chunkRef{fl: f, free: !started, held: true}
 		if started {
 			go e.runFlight(w.id, f, nil, false)
 		}

@@ -196,11 +196,10 @@ func (e *Engine) pushChunk(m cluster.Member, id store.ChunkID, data []byte) {
 
 // storeHot keeps a copy of a chunk this node served for an owner, in the
 // bounded hot tier (if any): never on disk, never in the RAM tier that
-// holds the chunks this node owns.
-func (e *Engine) storeHot(id store.ChunkID, data []byte) {
-	if e.opts.Hot != nil {
-		e.putTier(e.opts.Hot, "hot", id, data, false)
-	}
+// holds the chunks this node owns. It reports whether the tier may have
+// kept data (putTier).
+func (e *Engine) storeHot(id store.ChunkID, data []byte) (kept bool) {
+	return e.opts.Hot != nil && e.putTier(e.opts.Hot, "hot", id, data, false)
 }
 
 // invalidate forgets bucket/key here and on every other member (an object

@@ -31,15 +31,21 @@ type future struct {
 }
 
 // letGo is one holder of f letting go; the last gives back what f paid,
-// through the chunk's flight if it is still being fetched (hand).
+// through the chunk's flight if it is still being fetched (hand), and
+// lets go of the flight (its bytes are sent or no longer wanted).
 func (e *Engine) letGo(f *future) {
-	if f.holders.Add(-1) != 0 || f.paid == 0 {
+	if f.holders.Add(-1) != 0 {
 		return
 	}
-	if f.ref.fl != nil {
+	switch {
+	case f.paid == 0:
+	case f.ref.fl != nil:
 		e.hand(f.ref.fl, f.paid)
-	} else {
+	default:
 		e.mem.give(f.paid)
+	}
+	if f.ref.held {
+		f.ref.fl.letGo()
 	}
 }
 

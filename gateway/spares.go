@@ -1,0 +1,78 @@
+// Spare chunk buffers: a chunk read from its owner (a peer hop) that the
+// hot tier declines is garbage once its readers are through. Its buffer
+// goes back to a pool, and the next hop of a chunk of the same length
+// lands in memory already touched, not in freshly allocated and zeroed
+// pages (which, with the collections they bring, cost a hop more than
+// its authentication).
+package gateway
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// maxSpareSizes bounds how many distinct buffer lengths are pooled; a
+// data set of many lengths pools the first ones met and allocates the
+// rest. Buffers are pooled by exact length, so a pooled buffer a tier
+// later keeps costs it no unaccounted capacity.
+const maxSpareSizes = 1024
+
+// spareBufs pools an engine's flight buffers by length. Pooled buffers
+// are dropped by the garbage collector like any sync.Pool's, so they hold
+// no memory for long.
+type spareBufs struct {
+	pools  sync.Map // int64 length -> *sync.Pool of *[]byte
+	sizes  atomic.Int32
+	pooled atomic.Int64 // buffers put gave back
+	reused atomic.Int64 // buffers get returned from the pool
+}
+
+// get returns a buffer of n bytes: a spare one (its old bytes still in
+// it: a flight overwrites every byte before it publishes it) or a new one.
+func (s *spareBufs) get(n int64) []byte {
+	if p, ok := s.pools.Load(n); ok {
+		if b, ok := p.(*sync.Pool).Get().(*[]byte); ok {
+			s.reused.Add(1)
+			return *b
+		}
+	}
+	return make([]byte, n)
+}
+
+// put gives b back for a later get of its length.
+func (s *spareBufs) put(b []byte) {
+	n := int64(len(b))
+	p, ok := s.pools.Load(n)
+	if !ok {
+		if s.sizes.Load() >= maxSpareSizes {
+			return
+		}
+		var loaded bool
+		if p, loaded = s.pools.LoadOrStore(n, new(sync.Pool)); !loaded {
+			s.sizes.Add(1)
+		}
+	}
+	s.pooled.Add(1)
+	p.(*sync.Pool).Put(&b)
+}
+
+// A flight's buffer is shared by its holders: the runner, and each
+// counted chunkRef (a reader's, from startFlight). Invariant: buf goes
+// back to spares only when the count reaches zero and the runner marked
+// it spare (no tier kept it); a holder that never lets go keeps it from
+// the pool, never the other way round. The count only rises under
+// Engine.mu while the flight is registered, and the runner lets go after
+// it retired the flight, so once zero it stays zero.
+
+// hold counts one more holder of f; the caller holds Engine.mu and f is
+// registered.
+func (f *flight) hold() { f.holders.Add(1) }
+
+// letGo is one holder of f done with its bytes for good.
+func (f *flight) letGo() {
+	if f.holders.Add(-1) == 0 && f.spare.Load() {
+		b := f.buf
+		f.buf = nil // a holder that did not count itself fails loudly
+		f.spares.put(b)
+	}
+}

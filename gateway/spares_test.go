@@ -1,0 +1,126 @@
+// Spare buffers: a hop the hot tier declines gives its buffer back for
+// the next hop, a copy a tier keeps never does, and reuse never shows a
+// reader another chunk's bytes.
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+)
+
+// spareSet seeds n objects of size bytes (one chunk each) behind c and
+// has every node learn their metadata, so that a read is a chunk hop
+// where the node does not own the chunk.
+func spareSet(t *testing.T, c *fakeCluster, n, size int) (keys []string, data map[string][]byte) {
+	t.Helper()
+	base := newRigFor(t, c)
+	data = map[string][]byte{}
+	for i := range n {
+		key := fmt.Sprintf("obj%d", i)
+		data[key] = randBytes(t, size)
+		base.seed(key, data[key])
+		keys = append(keys, key)
+	}
+	for _, e := range c.engines {
+		for _, key := range keys {
+			if _, err := e.Head(context.Background(), c.bucket, key); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return keys, data
+}
+
+// hopsOf reads, through node i, each key it does not own, one at a
+// time, and checks every byte. After each read it waits (up to a minute)
+// for the read's flight to let go of its buffer (wantSpare: to pool it).
+func hopsOf(t *testing.T, c *fakeCluster, i int, keys []string, data map[string][]byte, wantSpare bool) (hops int) {
+	t.Helper()
+	e := c.engines[i]
+	for _, key := range keys {
+		if c.chunkOwner(key, 0) == i {
+			continue
+		}
+		got, err := c.read(i, key)
+		if err != nil || !bytes.Equal(got, data[key]) {
+			t.Fatalf("node %d, %s: %d bytes, %v", i, key, len(got), err)
+		}
+		hops++
+		settle(t, e)
+		for deadline := time.Now().Add(time.Minute); wantSpare && e.spares.pooled.Load() < int64(hops); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("after %d hops, %d buffers came back", hops, e.spares.pooled.Load())
+			}
+		}
+	}
+	return hops
+}
+
+func TestDeclinedHopsReuseTheirBuffers(t *testing.T) {
+	// Hot tiers of 1 KiB refuse every copy (too large).
+	c := newFakeCluster(t, fakeClusterOptions{n: 2, owners: 1, chunk: 64 << 10, hot: 1 << 10})
+	keys, data := spareSet(t, c, 24, 40<<10+7)
+	hops := hopsOf(t, c, 0, keys, data, true)
+	hops += hopsOf(t, c, 0, keys, data, true)
+	if hops < 4 {
+		t.Fatalf("only %d of 48 reads were hops", hops)
+	}
+	// Every hop but the first could take the last one's buffer; a
+	// collection empties the pool now and then, so ask for half.
+	if got := c.engines[0].spares.reused.Load(); got < int64(hops-1)/2 {
+		t.Fatalf("%d hops reused %d buffers", hops, got)
+	}
+}
+
+func TestKeptHotCopiesAreNeverSpare(t *testing.T) {
+	c := newFakeCluster(t, fakeClusterOptions{n: 2, owners: 1, chunk: 64 << 10})
+	keys, data := spareSet(t, c, 24, 40<<10+7)
+	if hops := hopsOf(t, c, 0, keys, data, false); hops == 0 {
+		t.Fatal("no read was a hop")
+	}
+	e := c.engines[0]
+	if e.spares.pooled.Load() != 0 || e.spares.reused.Load() != 0 {
+		t.Fatalf("copies the hot tier kept were pooled (%d) or reused (%d)", e.spares.pooled.Load(), e.spares.reused.Load())
+	}
+	hopsOf(t, c, 0, keys, data, false) // the hot copies are intact
+}
+
+func TestSpareBuffersNeverCrossReaders(t *testing.T) {
+	c := newFakeCluster(t, fakeClusterOptions{n: 3, owners: 1, chunk: 64 << 10, hot: 1 << 10})
+	keys, data := spareSet(t, c, 16, 40<<10+7)
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), 1))
+			for range 60 {
+				i, key := rng.IntN(len(c.engines)), keys[rng.IntN(len(keys))]
+				got, err := c.read(i, key)
+				if err != nil || !bytes.Equal(got, data[key]) {
+					errs <- fmt.Errorf("node %d, %s: %d bytes, %v", i, key, len(got), err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	var reused int64
+	for _, e := range c.engines {
+		settle(t, e)
+		reused += e.spares.reused.Load()
+	}
+	if reused == 0 {
+		t.Fatal("no buffer was reused: the test raced nothing")
+	}
+}
