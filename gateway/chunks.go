@@ -174,12 +174,12 @@ func (e *Engine) runFlight(id store.ChunkID, f *flight, body io.ReadCloser, loca
 		return
 	}
 	if want.has(wantAsked) {
-		e.storeChunk(id, data, want.has(wantKept), true)
+		e.storeChunk(id, data, want.has(wantKept), true, f)
 		return
 	}
 	// A chunk read from a tee is on this node's disk already: the fill
 	// that owns the tee writes it to the disk tier, after the readers.
-	e.placeChunk(id, data, want, !staged)
+	e.placeChunk(id, data, want, !staged, f)
 }
 
 // retire unregisters f, unless another flight for id took its place, and
@@ -215,13 +215,19 @@ func (e *Engine) flightFailed(id store.ChunkID, f *flight, err error) {
 
 // storeChunk puts a complete chunk into RAM at once and, if toDisk, queues
 // it for the disk; keep puts it past the tiers' admission policy. Tier
-// errors only cost a later miss, so they are logged, not returned.
-func (e *Engine) storeChunk(id store.ChunkID, data []byte, keep, toDisk bool) {
+// errors only cost a later miss, so they are logged, not returned. If
+// data is flight fl's buffer (else fl is nil) and RAM does not keep it,
+// the buffer is spare once the disk queue is through with it.
+func (e *Engine) storeChunk(id store.ChunkID, data []byte, keep, toDisk bool, fl *flight) {
+	kept := false
 	if e.opts.RAM != nil {
-		e.putTier(e.opts.RAM, "ram", id, data, keep)
+		kept = e.putTier(e.opts.RAM, "ram", id, data, keep)
 	}
 	if e.filler != nil && toDisk {
-		e.filler.enqueue(id, data, keep, false)
+		e.filler.enqueue(id, data, keep, false, fl)
+	}
+	if fl != nil && !kept {
+		fl.spare.Store(true)
 	}
 }
 

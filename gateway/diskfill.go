@@ -18,8 +18,9 @@ import (
 type fillJob struct {
 	id    store.ChunkID
 	data  []byte
-	keep  bool // past the tier's admission policy
-	paced bool // background work: yields to clients (yield.go)
+	keep  bool    // past the tier's admission policy
+	paced bool    // background work: yields to clients (yield.go)
+	from  *flight // if set, data is its buffer, held until written
 }
 
 // fillWorkers is how many chunks the disk filler writes at once: the disk
@@ -69,8 +70,9 @@ func newDiskFiller(e *Engine, tier store.Tier, max int64) *diskFiller {
 
 // enqueue queues a chunk for the disk, or drops it when the queue is full
 // or closed. A paced chunk (a fill's, not a client's miss) is written as
-// background work.
-func (f *diskFiller) enqueue(id store.ChunkID, data []byte, keep, paced bool) {
+// background work. If data is flight from's buffer (else from is nil), a
+// queued job holds from until written; the caller holds it meanwhile.
+func (f *diskFiller) enqueue(id store.ChunkID, data []byte, keep, paced bool, from *flight) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if f.closed {
@@ -82,11 +84,17 @@ func (f *diskFiller) enqueue(id store.ChunkID, data []byte, keep, paced bool) {
 		f.dropped.Inc()
 		return
 	}
+	if from != nil {
+		from.hold() // before the send: the job may be written at once
+	}
 	select {
-	case f.jobs <- fillJob{id: id, data: data, keep: keep, paced: paced}:
+	case f.jobs <- fillJob{id: id, data: data, keep: keep, paced: paced, from: from}:
 	default:
 		f.queued.Add(-n)
 		f.dropped.Inc()
+		if from != nil {
+			from.letGo()
+		}
 	}
 }
 
@@ -101,6 +109,9 @@ func (f *diskFiller) run() {
 			put()
 		}
 		f.queued.Add(-int64(len(job.data)))
+		if job.from != nil {
+			job.from.letGo()
+		}
 	}
 }
 

@@ -57,6 +57,7 @@ type rigOptions struct {
 	modes      map[string]WriteMode // by bucket; "rig" names the rig's bucket
 	catalog    bool                 // open a catalog (warm-ups, LIST from it)
 	capacity   int64                // if > 0: the byte budget of each tier
+	ramCap     int64                // if > 0: the RAM tier's (over capacity)
 	pins       *pins.Set            // given to the tiers and the engine
 	quotas     store.Quotas         // given to the tiers and the engine
 	metaMax    int                  // Options.MetaEntries
@@ -108,6 +109,9 @@ func newRig(t testing.TB, ro rigOptions) *rig {
 	ramCap, diskCap := int64(256<<20), int64(1<<30)
 	if ro.capacity > 0 {
 		ramCap, diskCap = ro.capacity, ro.capacity
+	}
+	if ro.ramCap > 0 {
+		ramCap = ro.ramCap
 	}
 	var pins store.Pins // nil, not a nil *pins.Set, without pins
 	if ro.pins != nil {

@@ -317,7 +317,7 @@ func (e *Engine) Put(ctx context.Context, bucket, key string, body io.Reader, si
 	e.recordWrite(info)
 	e.rememberWrite(info, end())
 	if keep != nil && int64(keep.Len()) == size && info.ETag != "" {
-		e.placeChunk(store.ChunkID{Bucket: bucket, Key: key, ETag: info.ETag}, keep.Bytes(), wantWrite, true)
+		e.placeChunk(store.ChunkID{Bucket: bucket, Key: key, ETag: info.ETag}, keep.Bytes(), wantWrite, true, nil)
 	}
 	e.fillWriteBack(info)
 	return info, nil

@@ -155,8 +155,10 @@ func (e *Engine) ownsFirstChunk(bucket, key string) bool {
 // the other owners (written data on writeCopies of them). Pushes run in
 // the background, at most pushSlots at once (a full set makes the caller
 // wait: backpressure, not unbounded memory). toDisk false leaves this
-// node's disk tier to the fill that owns the chunk's local copy.
-func (e *Engine) placeChunk(id store.ChunkID, data []byte, want intent, toDisk bool) {
+// node's disk tier to the fill that owns the chunk's local copy. If data
+// is flight fl's buffer (else fl is nil), it may become spare where
+// nothing keeps it.
+func (e *Engine) placeChunk(id store.ChunkID, data []byte, want intent, toDisk bool, fl *flight) {
 	keep := want.has(wantKept)
 	r := e.readCopies()
 	if want.has(wantWritten) {
@@ -170,11 +172,13 @@ func (e *Engine) placeChunk(id store.ChunkID, data []byte, want intent, toDisk b
 			continue
 		}
 		e.pushChunk(m, id, data)
+		fl = nil // the push holds data: never spare
 	}
-	if mine {
-		e.storeChunk(id, data, keep, toDisk)
-	} else {
-		e.storeHot(id, data)
+	switch {
+	case mine:
+		e.storeChunk(id, data, keep, toDisk, fl)
+	case !e.storeHot(id, data) && fl != nil:
+		fl.spare.Store(true)
 	}
 }
 

@@ -93,7 +93,7 @@ func (b peerBackend) StoreChunk(r peer.ChunkRequest, data []byte) error {
 	if int64(len(data)) != r.Len {
 		return fmt.Errorf("%w: %d bytes for a chunk of %d", peer.ErrBadRequest, len(data), r.Len)
 	}
-	b.e.storeChunk(r.ID, data, true, true)
+	b.e.storeChunk(r.ID, data, true, true, nil)
 	return nil
 }
 

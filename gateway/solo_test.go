@@ -30,7 +30,7 @@ func TestSoloOwnsEverything(t *testing.T) {
 		t.Error("solo does not own a first chunk")
 	}
 	info := store.ObjectInfo{Bucket: r.bucket, Key: "k", ETag: "e", Size: 10}
-	e.placeChunk(e.chunkID(info, 0), []byte("0123456789"), wantKept, false)
+	e.placeChunk(e.chunkID(info, 0), []byte("0123456789"), wantKept, false, nil)
 	if _, err := r.ram.Get(e.chunkID(info, 0)); err != nil {
 		t.Errorf("a chunk placed by a solo node is not in its RAM tier: %v", err)
 	}

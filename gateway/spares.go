@@ -1,9 +1,11 @@
-// Spare chunk buffers: a chunk read from its owner (a peer hop) that the
-// hot tier declines is garbage once its readers are through. Its buffer
-// goes back to a pool, and the next hop of a chunk of the same length
-// lands in memory already touched, not in freshly allocated and zeroed
-// pages (which, with the collections they bring, cost a hop more than
-// its authentication).
+// Spare chunk buffers: a chunk no tier keeps in memory (a peer hop the
+// hot tier declines, a miss the RAM tier declines) is garbage once its
+// readers, and the disk queue, are through with it. Its buffer goes back
+// to a pool, and the next flight of a chunk of the same length lands in
+// memory already touched, not in freshly allocated and zeroed pages
+// (which, with the collections they bring, cost a hop more than its
+// authentication). A cold read's chunk 0, which comes with the object's
+// metadata, is the metadata load's flight and never spare.
 package gateway
 
 import (
@@ -56,16 +58,18 @@ func (s *spareBufs) put(b []byte) {
 	p.(*sync.Pool).Put(&b)
 }
 
-// A flight's buffer is shared by its holders: the runner, and each
-// counted chunkRef (a reader's, from startFlight). Invariant: buf goes
-// back to spares only when the count reaches zero and the runner marked
-// it spare (no tier kept it); a holder that never lets go keeps it from
-// the pool, never the other way round. The count only rises under
-// Engine.mu while the flight is registered, and the runner lets go after
-// it retired the flight, so once zero it stays zero.
+// A flight's buffer is shared by its holders: its runner, each held
+// chunkRef (a reader's, from startFlight), and a disk job writing it.
+// Invariant: buf goes back to spares only when the count reaches zero
+// and the runner marked it spare (no tier kept it in memory); a holder
+// that never lets go keeps it from the pool, never the other way round.
+// The count only rises while it is above zero: under Engine.mu while the
+// flight is registered (a joiner), or from a holder handing on a hold
+// (the runner, to a disk job). The runner lets go last of its own holds,
+// after it retired the flight, so once zero the count stays zero.
 
-// hold counts one more holder of f; the caller holds Engine.mu and f is
-// registered.
+// hold counts one more holder of f: the caller holds Engine.mu and f is
+// registered, or the caller is a holder.
 func (f *flight) hold() { f.holders.Add(1) }
 
 // letGo is one holder of f done with its bytes for good.

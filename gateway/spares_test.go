@@ -124,3 +124,71 @@ func TestSpareBuffersNeverCrossReaders(t *testing.T) {
 		t.Fatal("no buffer was reused: the test raced nothing")
 	}
 }
+
+// missesOf reads each key once through r (cold: from the origin), checks
+// every byte, and after each read waits (up to a minute) until the
+// read's flights are through with their buffers: spare of them pooled per
+// read.
+func missesOf(t *testing.T, r *rig, keys []string, data map[string][]byte, spare int64) {
+	t.Helper()
+	for i, key := range keys {
+		if got := r.read(key, nil); !bytes.Equal(got, data[key]) {
+			t.Fatalf("%s: %d bytes, not the object's", key, len(got))
+		}
+		settle(t, r.e)
+		for deadline := time.Now().Add(time.Minute); r.e.spares.pooled.Load() < spare*int64(i+1); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("after %d misses, %d buffers came back", i+1, r.e.spares.pooled.Load())
+			}
+		}
+	}
+}
+
+// seedSet seeds n objects of size bytes behind r.
+func seedSet(t *testing.T, r *rig, n, size int) (keys []string, data map[string][]byte) {
+	data = map[string][]byte{}
+	for i := range n {
+		key := fmt.Sprintf("obj%d", i)
+		data[key] = randBytes(t, size)
+		r.seed(key, data[key])
+		keys = append(keys, key)
+	}
+	return keys, data
+}
+
+func TestMissesRAMDeclinesReuseTheirBuffersAfterTheDisk(t *testing.T) {
+	// A RAM tier of 1 KiB refuses every chunk (too large); the disk
+	// tier takes them all. Objects of three chunks: chunk 0 comes with
+	// the metadata (its flight is the load's, never spare), chunks 1 and
+	// 2 through the ladder.
+	r := newRig(t, rigOptions{chunk: 64 << 10, ramCap: 1 << 10})
+	keys, data := seedSet(t, r, 12, 3*64<<10)
+	missesOf(t, r, keys, data, 2)
+	if got := r.e.spares.reused.Load(); got < int64(2*len(keys)-1)/2 {
+		t.Fatalf("%d misses reused %d buffers", 2*len(keys), got)
+	}
+	// The disk wrote each chunk before its buffer went on to the next.
+	gets := r.originGets()
+	for _, key := range keys {
+		if got := r.read(key, nil); !bytes.Equal(got, data[key]) {
+			t.Fatalf("%s from disk: %d bytes, not the object's", key, len(got))
+		}
+	}
+	if n := r.originGets() - gets; n != 0 {
+		t.Fatalf("the second pass read the origin %d times, not the disk", n)
+	}
+}
+
+func TestChunksRAMKeepsAreNeverSpare(t *testing.T) {
+	r := newRig(t, rigOptions{chunk: 64 << 10})
+	keys, data := seedSet(t, r, 12, 3*64<<10)
+	missesOf(t, r, keys, data, 0)
+	if r.e.spares.pooled.Load() != 0 || r.e.spares.reused.Load() != 0 {
+		t.Fatalf("chunks RAM kept were pooled (%d) or reused (%d)", r.e.spares.pooled.Load(), r.e.spares.reused.Load())
+	}
+	for _, key := range keys {
+		if got := r.read(key, nil); !bytes.Equal(got, data[key]) {
+			t.Fatalf("%s from RAM: %d bytes, not the object's", key, len(got))
+		}
+	}
+}
