@@ -143,10 +143,10 @@ type walker struct {
 	at    int
 	asked asked
 	id    store.ChunkID
-	n     int64  // the chunk's length: a tier's copy of another is a miss
-	want  intent // a flight started is started with it
-	paid  bool   // the caller paid the working memory (startFlight)
-	first *flight
+	n     int64           // the chunk's length: a tier's copy of another is a miss
+	want  intent          // a flight started is started with it
+	paid  bool            // the caller paid the working memory (startFlight)
+	first chunkRef        // the metadata load's chunk 0 (rungFirst)
 	ctx   context.Context // bounds rungLoad
 	// A flight's walk gathers members to read from, in order; mine says
 	// this node owns the chunk (it stores it as such, else a hot copy).
@@ -218,8 +218,8 @@ func (e *Engine) walk(w *walker) (got found, ok bool) {
 func (e *Engine) try(w *walker, r rung, got *found) bool {
 	switch r {
 	case rungFirst:
-		if w.first != nil && w.id.Index == 0 {
-			got.ref = chunkRef{fl: w.first}
+		if w.first.fl != nil && w.id.Index == 0 {
+			got.ref, w.first = w.first, chunkRef{}
 			return true
 		}
 	case rungRAM:
@@ -280,10 +280,11 @@ func (e *Engine) tryLoad(w *walker, got *found) bool {
 		return false
 	}
 	info, first, err := e.objectInfo(w.ctx, w.id.Bucket, w.id.Key, wantAsked)
-	if err != nil || info.ETag != w.id.ETag || first == nil {
+	if err != nil || info.ETag != w.id.ETag || first.fl == nil {
+		first.release()
 		return false
 	}
-	got.ref = chunkRef{fl: first}
+	got.ref = first
 	return true
 }
 

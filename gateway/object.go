@@ -41,17 +41,20 @@ func (e *Engine) Get(ctx context.Context, bucket, key string, opts GetOptions) (
 	}
 	if opts.Check != nil {
 		if err := opts.Check(info); err != nil {
+			fl.release()
 			return nil, err
 		}
 	}
 	off, n := int64(0), info.Size
 	if opts.Range != nil {
 		if off, n, err = opts.Range.Resolve(info.Size); err != nil {
+			fl.release()
 			return nil, err
 		}
 	}
 	obj := &Object{Info: info, Offset: off, Length: n}
 	if n == 0 {
+		fl.release()
 		obj.whole = []byte{}
 		obj.ReadCloser = &bytesReader{}
 		return obj, nil
@@ -64,9 +67,10 @@ func (e *Engine) Get(ctx context.Context, bucket, key string, opts GetOptions) (
 	idx := off / e.opts.ChunkSize
 	single := (off+n-1)/e.opts.ChunkSize == idx
 	var w walker // the fast path's walk: the reader goes on from what it asked
-	if single && (fl == nil || idx != 0) {
+	if single && (fl.fl == nil || idx != 0) {
 		w = newWalker(forGet, e.chunkID(info, idx), e.chunkLen(info.Size, idx), wantNow)
 		if got, ok := e.walk(&w); ok {
+			fl.release()
 			within := off - idx*e.opts.ChunkSize
 			obj.whole = got.ref.data[within : within+n]
 			obj.ReadCloser = &bytesReader{data: obj.whole}
@@ -79,6 +83,8 @@ func (e *Engine) Get(ctx context.Context, bucket, key string, opts GetOptions) (
 	}
 	if off < e.opts.ChunkSize {
 		r.first = fl // the metadata load's first chunk: read it, never again
+	} else {
+		fl.release()
 	}
 	if err := r.admit(!single); err != nil {
 		r.refuse()
@@ -102,7 +108,7 @@ func wantsFirstChunk(r *Range, chunkSize int64) bool {
 // decline to keep it).
 type loaded struct {
 	info  store.ObjectInfo
-	first *flight
+	first *firstChunk
 }
 
 // objectInfo returns the info of bucket/key: cached while fresh, else loaded
@@ -115,18 +121,18 @@ type loaded struct {
 // origin); otherwise the caller waits for the load at most OriginTimeout
 // and then gets the stale entry or, under NoStale, ErrUnavailable. A
 // warm-up (wantKept) always waits: it must see the origin's version.
-func (e *Engine) objectInfo(ctx context.Context, bucket, key string, first intent) (store.ObjectInfo, *flight, error) {
+func (e *Engine) objectInfo(ctx context.Context, bucket, key string, first intent) (store.ObjectInfo, chunkRef, error) {
 	k := metaKey(bucket, key)
 	f := e.freshness(bucket)
 	ent, had := e.meta.get(k)
 	if had && f.fresh(ent.checked, e.opts.Now()) {
 		e.m.metaHits.Inc()
-		return ent.info, nil, nil
+		return ent.info, chunkRef{}, nil
 	}
 	if had && f.revalidatesInBackground() && !first.has(wantKept) {
 		e.m.metaHits.Inc()
 		e.revalidateInfo(bucket, key)
-		return ent.info, nil, nil
+		return ent.info, chunkRef{}, nil
 	}
 	e.m.metaMisses.Inc()
 	ch := e.sf.DoChan(k, func() (any, error) {
@@ -144,20 +150,23 @@ func (e *Engine) objectInfo(ctx context.Context, bucket, key string, first inten
 	select {
 	case res := <-ch:
 		if res.Err != nil {
-			return store.ObjectInfo{}, nil, res.Err
+			return store.ObjectInfo{}, chunkRef{}, res.Err
 		}
 		l := res.Val.(loaded)
-		return l.info, l.first, nil
+		if first == wantNoChunk {
+			return l.info, chunkRef{}, nil // the chunk is for a caller that wants it
+		}
+		return l.info, l.first.take(), nil
 	case <-late:
 		// The load goes on in the background and updates the cache.
 		if f.NoStale {
-			return store.ObjectInfo{}, nil, fmt.Errorf("%w: no answer within %v to revalidate %s/%s",
+			return store.ObjectInfo{}, chunkRef{}, fmt.Errorf("%w: no answer within %v to revalidate %s/%s",
 				store.ErrUnavailable, e.opts.OriginTimeout, bucket, key)
 		}
 		e.m.staleServed.Inc()
-		return ent.info, nil, nil
+		return ent.info, chunkRef{}, nil
 	case <-ctx.Done():
-		return store.ObjectInfo{}, nil, ctx.Err()
+		return store.ObjectInfo{}, chunkRef{}, ctx.Err()
 	}
 }
 
@@ -204,7 +213,11 @@ func (e *Engine) loadInfo(ctx context.Context, bucket, key string, first intent)
 		e.forgetData(bucket, key) // the old version's chunks are dead
 	}
 	e.meta.putIf(seq, k, info, e.opts.Now())
-	return loaded{info: info, first: fl}, nil
+	var fc *firstChunk
+	if fl != nil {
+		fc = &firstChunk{fl: fl}
+	}
+	return loaded{info: info, first: fc}, nil
 }
 
 // unavailable reports whether err means the origin could not answer in

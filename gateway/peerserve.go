@@ -35,7 +35,8 @@ func (b peerBackend) Head(ctx context.Context, bucket, key string, cachedOnly bo
 		}
 		return ent.info, nil
 	}
-	info, _, err := e.objectInfo(ctx, bucket, key, wantAsked)
+	info, first, err := e.objectInfo(ctx, bucket, key, wantAsked)
+	first.release()
 	if err == nil {
 		info.Bucket, info.Key = bucket, key
 	}

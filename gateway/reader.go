@@ -44,9 +44,7 @@ func (e *Engine) letGo(f *future) {
 	default:
 		e.mem.give(f.paid)
 	}
-	if f.ref.held {
-		f.ref.fl.letGo()
-	}
+	f.ref.release()
 }
 
 // objectReader yields bytes [off, end) of one object version. Invariants:
@@ -65,7 +63,7 @@ type objectReader struct {
 	window []*future
 	// first, if set, is chunk 0's flight from the metadata load: the
 	// window takes it instead of looking chunk 0 up again.
-	first *flight
+	first chunkRef
 	// asked is what Get's fast path asked the tiers already of chunk
 	// askedIdx (-1: none), so the window's walk of it only peeks.
 	askedIdx int64
@@ -97,8 +95,8 @@ func (e *Engine) newReader(ctx context.Context, info store.ObjectInfo, off, n in
 func (r *objectReader) admit(peek bool) error {
 	idx := r.off / r.e.opts.ChunkSize
 	switch {
-	case idx == 0 && r.first != nil:
-		if r.e.inAir(r.first) {
+	case idx == 0 && r.first.fl != nil:
+		if r.e.inAir(r.first.fl) {
 			return nil
 		}
 	case peek && r.e.costsNothing(r.e.chunkID(r.info, idx)):
@@ -112,10 +110,13 @@ func (r *objectReader) admit(peek bool) error {
 	return nil
 }
 
-// refuse ends a reader that admit refused: it holds nothing yet.
+// refuse ends a reader that admit refused: it holds nothing yet but
+// first.
 func (r *objectReader) refuse() {
 	r.cancel()
 	r.closed = true
+	r.first.release()
+	r.first = chunkRef{}
 }
 
 // fill tops the window up to ReadAhead chunks beyond the current one,
@@ -137,7 +138,7 @@ func (r *objectReader) fill() error {
 			w.asked = r.asked
 		}
 		if f.idx == 0 {
-			w.first, r.first = r.first, nil // read it, never again
+			w.first, r.first = r.first, chunkRef{} // read it, never again
 		}
 		if got, ok := r.e.walk(&w); ok {
 			f.ref = got.ref
@@ -348,6 +349,8 @@ func (r *objectReader) Close() error {
 			r.e.letGo(f)
 		}
 		r.window = nil
+		r.first.release()
+		r.first = chunkRef{}
 		r.e.mem.give(r.prepaid)
 		r.prepaid = 0
 		if r.buf != nil {

@@ -22,12 +22,15 @@ func (e *Engine) WarmObject(ctx context.Context, o store.ObjectInfo) error {
 		return fmt.Errorf("%s: %w", o.Key, err)
 	}
 	if info.ETag != o.ETag {
+		first.release()
 		return fmt.Errorf("%s changed at the origin during the warm-up", o.Key)
 	}
 	start := int64(0)
-	if first != nil {
+	if first.fl != nil {
 		// The load fetched chunk 0 as a keep flight, which stores it.
-		if err := (chunkRef{fl: first}).stored(ctx, e.chunkLen(info.Size, 0)); err != nil {
+		err := first.stored(ctx, e.chunkLen(info.Size, 0))
+		first.release()
+		if err != nil {
 			return fmt.Errorf("%s: %w", o.Key, err)
 		}
 		start = 1
