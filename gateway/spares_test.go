@@ -19,14 +19,7 @@ import (
 // which brings the metadata with the chunk).
 func spareSet(t *testing.T, c *fakeCluster, n, size int, heads bool) (keys []string, data map[string][]byte) {
 	t.Helper()
-	base := newRigFor(t, c)
-	data = map[string][]byte{}
-	for i := range n {
-		key := fmt.Sprintf("obj%d", i)
-		data[key] = randBytes(t, size)
-		base.seed(key, data[key])
-		keys = append(keys, key)
-	}
+	keys, data = seedSet(t, newRigFor(t, c), n, size)
 	for _, e := range c.engines {
 		for _, key := range keys {
 			if !heads {
@@ -170,6 +163,7 @@ func missesOf(t *testing.T, r *rig, keys []string, data map[string][]byte, spare
 
 // seedSet seeds n objects of size bytes behind r.
 func seedSet(t *testing.T, r *rig, n, size int) (keys []string, data map[string][]byte) {
+	t.Helper()
 	data = map[string][]byte{}
 	for i := range n {
 		key := fmt.Sprintf("obj%d", i)
