@@ -15,13 +15,15 @@ import (
 // free says holding it costs the working memory nothing: data is the RAM
 // (or hot) tier's own slice, which the tier's budget counts, or fl is a
 // flight already in the air, paid for by whoever started it and bound
-// for RAM. held says the ref is one of fl's holders (see spares.go): its
-// owner calls fl.letGo once done with the bytes, or never.
+// for RAM. held says the ref is one of fl's holders (see spares.go), and
+// pool that data is a buffer of spares no tier kept (a disk hit): the
+// ref's owner calls release once done with the bytes, or never.
 type chunkRef struct {
 	data []byte
 	fl   *flight
 	free bool
 	held bool
+	pool *spareBufs
 }
 
 // bytesAt returns the chunk's bytes from off on that are in memory, waiting
@@ -245,10 +247,15 @@ func (e *Engine) putTier(t store.Tier, name string, id store.ChunkID, data []byt
 	} else {
 		err = t.Put(id, data)
 	}
-	refused := errors.Is(err, store.ErrTooLarge) || errors.Is(err, store.ErrNotAdmitted) ||
-		errors.Is(err, store.ErrPinnedFull) || errors.Is(err, store.ErrOverQuota)
-	if err != nil && !refused {
+	if err != nil && !refused(err) {
 		e.log.Warn().Err(err).Str("bucket", id.Bucket).Str("key", id.Key).Msg(name + " tier put failed")
 	}
-	return !refused
+	return !refused(err)
+}
+
+// refused reports whether a tier's Put refused a chunk (and so did not
+// keep it): too large, not admitted, no room but pinned chunks, over quota.
+func refused(err error) bool {
+	return errors.Is(err, store.ErrTooLarge) || errors.Is(err, store.ErrNotAdmitted) ||
+		errors.Is(err, store.ErrPinnedFull) || errors.Is(err, store.ErrOverQuota)
 }

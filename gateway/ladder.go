@@ -263,14 +263,17 @@ func (w *walker) record(t asked) bool {
 func (e *Engine) tryTiers(w *walker, got *found) bool {
 	recRAM, recDisk := w.record(askedRAM), w.record(askedDisk)
 	b, ram := e.lookupRAM(w.id, recRAM, w.plan.client)
-	ok := ram
+	ok, spare := ram, false
 	if !ok {
-		b, ok = e.lookupDisk(w.id, recDisk, w.plan.client)
+		b, spare, ok = e.lookupDisk(w.id, recDisk, w.plan.client)
 	}
 	if !ok || int64(len(b)) != w.n {
 		return false
 	}
 	got.ref = chunkRef{data: b, free: ram}
+	if spare {
+		got.ref.pool = &e.spares
+	}
 	return true
 }
 

@@ -66,20 +66,28 @@ func (e *Engine) countHit(bucket, tier string, n int, client bool) {
 }
 
 // lookupDisk returns the chunk if the disk tier holds it, and promotes
-// it; a client's lookup counts a hit.
-func (e *Engine) lookupDisk(id store.ChunkID, record, client bool) ([]byte, bool) {
+// it; a client's lookup counts a hit. spare says b is a buffer from
+// spares that no tier kept: its holder may give it back (chunkRef.pool).
+func (e *Engine) lookupDisk(id store.ChunkID, record, client bool) (b []byte, spare, ok bool) {
 	if e.opts.Disk == nil {
-		return nil, false
+		return nil, false, false
 	}
-	b, err := tierGet(e.opts.Disk, id, record)
+	var err error
+	if g, into := e.opts.Disk.(store.IntoGetter); into {
+		b, err = g.GetInto(id, record, e.spares.get)
+		spare = true
+	} else {
+		b, err = tierGet(e.opts.Disk, id, record)
+	}
 	if err != nil {
-		return nil, false
+		return nil, false, false
 	}
 	e.countHit(id.Bucket, "disk", len(b), client)
 	if e.opts.RAM != nil {
-		e.opts.RAM.Put(id, b) // best effort: a full RAM tier just misses later
+		// Best effort: a full RAM tier just misses later.
+		spare = spare && refused(e.opts.RAM.Put(id, b))
 	}
-	return b, true
+	return b, spare, true
 }
 
 // opener reads n bytes of an object version from offset off.

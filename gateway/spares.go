@@ -125,9 +125,13 @@ func (c *firstChunk) take() chunkRef {
 	return chunkRef{}
 }
 
-// release is the ref's owner done with its bytes for good.
+// release is the ref's owner done with its bytes for good. Each ref
+// (not each copy of one) is released at most once.
 func (r chunkRef) release() {
 	if r.held {
 		r.fl.letGo()
+	}
+	if r.pool != nil {
+		r.pool.put(r.data)
 	}
 }

@@ -221,3 +221,62 @@ func TestChunksRAMKeepsAreNeverSpare(t *testing.T) {
 		}
 	}
 }
+
+func TestDiskHitsRAMDeclinesReuseTheirBuffers(t *testing.T) {
+	r := newRig(t, rigOptions{chunk: 64 << 10, ramCap: 1 << 10})
+	keys, data := seedSet(t, r, 12, 3*64<<10)
+	missesOf(t, r, keys, data, 3)
+	gets, before := r.originGets(), r.e.spares.reused.Load()
+	for pass := range 2 {
+		for _, key := range keys {
+			if got := r.read(key, nil); !bytes.Equal(got, data[key]) {
+				t.Fatalf("pass %d, %s from disk: %d bytes, not the object's", pass, key, len(got))
+			}
+		}
+	}
+	if n := r.originGets() - gets; n != 0 {
+		t.Fatalf("reads from disk read the origin %d times", n)
+	}
+	if r.e.spares.reused.Load() == before {
+		t.Fatalf("72 disk hits the RAM tier declined reused no buffer (%d pooled)", r.e.spares.pooled.Load())
+	}
+}
+
+func TestDiskHitsRAMKeepsAreNeverSpare(t *testing.T) {
+	r := newRig(t, rigOptions{chunk: 64 << 10})
+	keys, data := seedSet(t, r, 12, 3*64<<10)
+	missesOf(t, r, keys, data, 0)
+	for deadline := time.Now().Add(time.Minute); r.e.filler.queued.Load() > 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the disk queue did not drain in a minute")
+		}
+	}
+	for _, key := range keys { // RAM forgets: the next reads are disk hits it keeps
+		if err := r.ram.DeleteObject(r.bucket, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, key := range keys {
+		if got := r.read(key, nil); !bytes.Equal(got, data[key]) {
+			t.Fatalf("%s from disk: %d bytes, not the object's", key, len(got))
+		}
+	}
+	if n := r.e.spares.pooled.Load(); n != 0 {
+		t.Fatalf("%d disk hits RAM kept were pooled", n)
+	}
+	// Flights of other objects would take a pooled buffer RAM holds, and
+	// overwrite what the first ones then read from RAM.
+	for i := range 12 {
+		key := fmt.Sprintf("other%d", i)
+		b := randBytes(t, 3*64<<10)
+		r.seed(key, b)
+		if got := r.read(key, nil); !bytes.Equal(got, b) {
+			t.Fatalf("%s: %d bytes, not the object's", key, len(got))
+		}
+	}
+	for _, key := range keys {
+		if got := r.read(key, nil); !bytes.Equal(got, data[key]) {
+			t.Fatalf("%s from RAM: %d bytes, not the object's", key, len(got))
+		}
+	}
+}

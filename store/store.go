@@ -340,3 +340,11 @@ type ReadNoter interface {
 type Peeker interface {
 	Peek(id ChunkID) ([]byte, error)
 }
+
+// IntoGetter is a Tier that can read a chunk into a buffer of the
+// caller's (alloc returns one of n bytes), so a caller that reuses its
+// buffers does not take a fresh one per read. record is Get's (true) or
+// Peek's (false) way of counting the read. The bytes are the caller's.
+type IntoGetter interface {
+	GetInto(id ChunkID, record bool, alloc func(n int64) []byte) ([]byte, error)
+}

@@ -16,18 +16,24 @@ import (
 // bytes are bad, short or missing is dropped and reported as
 // store.ErrNotFound, so the caller fetches it again.
 func (t *Tier) Get(id store.ChunkID) ([]byte, error) {
-	return t.get(id, true)
+	return t.get(id, true, nil)
 }
 
 // Peek returns the chunk like Get, but records no access: neither its
 // unit's recency nor any frequency changes. The engine peeks when it looks
 // again for a chunk a read has already asked for.
 func (t *Tier) Peek(id store.ChunkID) ([]byte, error) {
-	return t.get(id, false)
+	return t.get(id, false, nil)
 }
 
-// get reads the chunk, recording the access if access is set.
-func (t *Tier) get(id store.ChunkID, access bool) ([]byte, error) {
+// GetInto is Get (record) or Peek into a buffer from alloc.
+func (t *Tier) GetInto(id store.ChunkID, record bool, alloc func(n int64) []byte) ([]byte, error) {
+	return t.get(id, record, alloc)
+}
+
+// get reads the chunk, recording the access if access is set, into a
+// buffer from alloc (nil: a new one).
+func (t *Tier) get(id store.ChunkID, access bool, alloc func(n int64) []byte) ([]byte, error) {
 	if err := t.begin(); err != nil {
 		return nil, err
 	}
@@ -51,7 +57,7 @@ func (t *Tier) get(id store.ChunkID, access bool) ([]byte, error) {
 		// Evicted (its entries are being or will be dropped) or lost.
 		return nil, store.ErrNotFound
 	}
-	data, err := t.readChunk(u, loc)
+	data, err := t.readChunk(u, loc, alloc)
 	t.release(u)
 	if err == nil && crc32.Checksum(data, castagnoli) != loc.CRC {
 		err = errors.New("crc32c mismatch")
@@ -64,13 +70,19 @@ func (t *Tier) get(id store.ChunkID, access bool) ([]byte, error) {
 }
 
 // readChunk reads loc's bytes from u, which the caller holds a reference
-// on (so a segment's descriptor stays open even if u is evicted meanwhile).
-func (t *Tier) readChunk(u *unit, loc index.Location) ([]byte, error) {
+// on (so a segment's descriptor stays open even if u is evicted meanwhile),
+// into a buffer from alloc (nil: a new one).
+func (t *Tier) readChunk(u *unit, loc index.Location, alloc func(n int64) []byte) ([]byte, error) {
 	if loc.Length > t.opts.Capacity {
 		// No Put stores this much: a damaged entry. Do not allocate it.
 		return nil, fmt.Errorf("implausible chunk length %d", loc.Length)
 	}
-	buf := make([]byte, loc.Length)
+	var buf []byte
+	if alloc != nil {
+		buf = alloc(loc.Length)
+	} else {
+		buf = make([]byte, loc.Length)
+	}
 	if u.kind == index.InSegment {
 		if _, err := u.f.ReadAt(buf, loc.Offset); err != nil {
 			return nil, err // io.EOF: short read

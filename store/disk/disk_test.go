@@ -436,7 +436,7 @@ func TestEvictWhileReading(t *testing.T) {
 		t.Fatalf("eviction: %d victims, %+v", len(victims), tier.Stats())
 	}
 	mustMiss(t, tier, id)
-	got, err := tier.readChunk(u, loc)
+	got, err := tier.readChunk(u, loc, nil)
 	if err != nil || string(got) != string(data) {
 		t.Fatalf("read of an evicted unit still held: %v", err)
 	}
