@@ -49,13 +49,21 @@ func hopsOf(t *testing.T, c *fakeCluster, i int, keys []string, data map[string]
 		}
 		hops++
 		settle(t, e)
-		for deadline := time.Now().Add(time.Minute); wantSpare && e.spares.pooled.Load() < int64(hops); time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("after %d hops, %d buffers came back", hops, e.spares.pooled.Load())
-			}
+		if wantSpare {
+			awaitPooled(t, &e.spares, int64(hops))
 		}
 	}
 	return hops
+}
+
+// awaitPooled waits up to a minute until s has pooled n buffers.
+func awaitPooled(t *testing.T, s *spareBufs, n int64) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); s.pooled.Load() < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d buffers came back, not %d", s.pooled.Load(), n)
+		}
+	}
 }
 
 // wantReuse fails unless some of n flights, each run after the last one's
@@ -153,11 +161,7 @@ func missesOf(t *testing.T, r *rig, keys []string, data map[string][]byte, spare
 			t.Fatalf("%s: %d bytes, not the object's", key, len(got))
 		}
 		settle(t, r.e)
-		for deadline := time.Now().Add(time.Minute); r.e.spares.pooled.Load() < spare*int64(i+1); time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("after %d misses, %d buffers came back", i+1, r.e.spares.pooled.Load())
-			}
-		}
+		awaitPooled(t, &r.e.spares, spare*int64(i+1))
 	}
 }
 
