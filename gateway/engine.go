@@ -115,7 +115,9 @@ type Engine struct {
 	noter   store.ReadNoter // opts.Disk, if it counts reads RAM served (else nil)
 	ramHits atomic.Uint64   // RAM hits walks recorded (noteUnseen samples them)
 
-	spares spareBufs // buffers of hops no tier kept (spares.go)
+	spares   spareBufs            // buffers no tier kept (spares.go)
+	intoDisk store.IntoGetter     // opts.Disk, if it reads into buffers (else nil)
+	spareFor func(n int64) []byte // spares.get, bound once (a method value allocates)
 
 	mu      sync.Mutex // guards flights, flight.retired and flight.charge
 	flights map[store.ChunkID]*flight
@@ -144,6 +146,8 @@ func New(opts Options) (*Engine, error) {
 		peer:    newPeerState(opts.Peers),
 	}
 	e.noter, _ = opts.Disk.(store.ReadNoter)
+	e.intoDisk, _ = opts.Disk.(store.IntoGetter)
+	e.spareFor = e.spares.get
 	e.fillCtx, e.stopFills = context.WithCancel(context.Background())
 	e.peer.run(e.peerLoop)
 	if opts.Tee != nil {

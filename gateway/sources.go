@@ -73,8 +73,8 @@ func (e *Engine) lookupDisk(id store.ChunkID, record, client bool) (b []byte, sp
 		return nil, false, false
 	}
 	var err error
-	if g, into := e.opts.Disk.(store.IntoGetter); into {
-		b, err = g.GetInto(id, record, e.spares.get)
+	if e.intoDisk != nil {
+		b, err = e.intoDisk.GetInto(id, record, e.spareFor)
 		spare = true
 	} else {
 		b, err = tierGet(e.opts.Disk, id, record)
