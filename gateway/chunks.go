@@ -247,10 +247,14 @@ func (e *Engine) putTier(t store.Tier, name string, id store.ChunkID, data []byt
 	} else {
 		err = t.Put(id, data)
 	}
-	if err != nil && !refused(err) {
-		e.log.Warn().Err(err).Str("bucket", id.Bucket).Str("key", id.Key).Msg(name + " tier put failed")
+	if err == nil {
+		return true
 	}
-	return !refused(err)
+	if refused(err) {
+		return false
+	}
+	e.log.Warn().Err(err).Str("bucket", id.Bucket).Str("key", id.Key).Msg(name + " tier put failed")
+	return true
 }
 
 // refused reports whether a tier's Put refused a chunk (and so did not
