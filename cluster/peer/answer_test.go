@@ -58,8 +58,8 @@ func (e *editor) set(edit func(req *http.Request, resp *http.Response, body []by
 // editRig is a rig whose client's answers pass through an editor.
 func editRig(t *testing.T) (*rig, *editor) {
 	r := startRig(t, false)
-	ed := &editor{rt: r.client.http.Transport}
-	r.client.http.Transport = ed
+	ed := &editor{rt: r.client.rt}
+	r.client.rt = ed
 	return r, ed
 }
 
@@ -293,8 +293,8 @@ func TestFramedLen(t *testing.T) {
 // seal still binds the status and the info header to the call.
 func TestRawChunksOverTLS(t *testing.T) {
 	r := startTLSRig(t)
-	ed := &editor{rt: r.client.http.Transport}
-	r.client.http.Transport = ed
+	ed := &editor{rt: r.client.rt}
+	r.client.rt = ed
 	r.be.chunk = 4 * FrameSize
 	data := bytes.Repeat([]byte("0123456789abcdef"), 3*FrameSize/16+7)
 	id := store.ChunkID{Bucket: "b", Key: "k", ETag: "e"}

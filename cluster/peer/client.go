@@ -32,7 +32,8 @@ type Client struct {
 	self    string
 	key     *secretMAC // the cluster secret's
 	timeout time.Duration
-	http    *http.Client
+	rt      http.RoundTripper // a *direct, but for tests
+	tr      *direct
 	scheme  string        // http, or https (see WithTLS)
 	boot    int64         // the nonces' first half (see replay.go)
 	seq     atomic.Uint64 // the last nonce's second half
@@ -44,17 +45,18 @@ func NewClient(self string, secret []byte, timeout time.Duration) *Client {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	tr := &http.Transport{
-		// A write that stalls for the timeout fails: a member that
-		// stopped reading (hung, its kernel still holding the
-		// connection) must not hold a replica's sender forever.
-		DialContext:           stallconn.Dial(&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}, timeout),
+	// A write that stalls for the timeout fails: a member that stopped
+	// reading (hung, its kernel still holding the connection) must not
+	// hold a replica's sender forever.
+	dial := stallconn.Dial(&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}, timeout)
+	tr := &direct{dial: dial, timeout: timeout, other: &http.Transport{
+		DialContext:           dial,
 		ResponseHeaderTimeout: timeout,
-		MaxIdleConnsPerHost:   64,
-		IdleConnTimeout:       90 * time.Second,
+		MaxIdleConnsPerHost:   maxIdlePerHost,
+		IdleConnTimeout:       idleFor,
 		DisableCompression:    true,
-	}
-	return &Client{self: self, key: newSecretMAC(secret), timeout: timeout, http: &http.Client{Transport: tr},
+	}}
+	return &Client{self: self, key: newSecretMAC(secret), timeout: timeout, rt: tr, tr: tr,
 		scheme: "http", boot: time.Now().UnixNano()}
 }
 
@@ -62,7 +64,8 @@ func NewClient(self string, secret []byte, timeout time.Duration) *Client {
 // certificates must name the address they are reached at). Call it
 // before the first call.
 func (c *Client) WithTLS(cfg *tls.Config) *Client {
-	c.http.Transport.(*http.Transport).TLSClientConfig = cfg
+	c.tr.tls = cfg
+	c.tr.other.TLSClientConfig = cfg
 	c.scheme = "https"
 	return c
 }
@@ -71,7 +74,7 @@ func (c *Client) WithTLS(cfg *tls.Config) *Client {
 func (c *Client) Timeout() time.Duration { return c.timeout }
 
 // Close drops idle connections.
-func (c *Client) Close() { c.http.CloseIdleConnections() }
+func (c *Client) Close() { c.tr.closeIdle() }
 
 // maxRefusal bounds a refusal's body (its JSON).
 const maxRefusal = 64 << 10
@@ -100,7 +103,7 @@ func (c *Client) do(ctx context.Context, method string, to cluster.Member, route
 	}
 	sig := c.sign(req, to.ID)
 	c.attach(req, sig, body)
-	resp, err := c.http.Do(req)
+	resp, err := c.rt.RoundTrip(req)
 	if err != nil {
 		return nil, fmt.Errorf("peer %s: %w", to.ID, err)
 	}

@@ -76,8 +76,8 @@ func TestCancelWarmCall(t *testing.T) {
 	}
 
 	// The answer is sealed: a byte changed on the way fails the call.
-	ed := &editor{rt: r.client.http.Transport}
-	r.client.http.Transport = ed
+	ed := &editor{rt: r.client.rt}
+	r.client.rt = ed
 	ed.set(func(_ *http.Request, _ *http.Response, b []byte) []byte {
 		b = bytes.Clone(b)
 		b[len(b)/2] ^= 1
