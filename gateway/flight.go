@@ -14,13 +14,17 @@ import (
 // once published, so a reader may copy them without holding mu after it has
 // read n under mu. done is set once, with err nil only if n == len(buf).
 type flight struct {
-	mu   sync.Mutex // guards n, done, err, wake
+	mu   sync.Mutex // guards n, done, err, wake, need
 	buf  []byte
 	n    int
 	done bool
 	err  error
-	// wake is closed (and replaced) whenever n or done changes.
+	// wake is closed (and replaced) when done is set or n reaches need,
+	// the least n a waiter waits for (0: none waits). A waiter that
+	// needs more than a publish brought is not woken for it: a reader
+	// sending a chunk whole once it is all here wakes once.
 	wake chan struct{}
+	need int
 	// retired is set once the flight gave back its charge, the bytes of
 	// working memory it holds (budget.go); both guarded by Engine.mu,
 	// not mu.
@@ -91,8 +95,10 @@ func (f *flight) publish(m int, err error, done bool) {
 	if done {
 		f.done, f.err = true, err
 	}
-	close(f.wake)
-	f.wake = make(chan struct{})
+	if f.need > 0 && (done || f.n >= f.need) {
+		close(f.wake)
+		f.wake, f.need = make(chan struct{}), 0
+	}
 	f.mu.Unlock()
 }
 
@@ -103,6 +109,9 @@ func (f *flight) bytesAt(ctx context.Context, off int) ([]byte, error) {
 	for {
 		f.mu.Lock()
 		n, done, err, wake := f.n, f.done, f.err, f.wake
+		if off >= n && !done && (f.need == 0 || off+1 < f.need) {
+			f.need = off + 1
+		}
 		f.mu.Unlock()
 		if off < n {
 			return f.buf[off:n], nil
