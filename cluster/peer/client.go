@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/granary-dev/granary/cluster"
+	"github.com/granary-dev/granary/internal/directhttp"
 	"github.com/granary-dev/granary/internal/stallconn"
 	"github.com/granary-dev/granary/store"
 )
@@ -32,8 +33,8 @@ type Client struct {
 	self    string
 	key     *secretMAC // the cluster secret's
 	timeout time.Duration
-	rt      http.RoundTripper // a *direct, but for tests
-	tr      *direct
+	rt      http.RoundTripper // tr, but for tests
+	tr      *directhttp.Transport
 	scheme  string        // http, or https (see WithTLS)
 	boot    int64         // the nonces' first half (see replay.go)
 	seq     atomic.Uint64 // the last nonce's second half
@@ -49,11 +50,11 @@ func NewClient(self string, secret []byte, timeout time.Duration) *Client {
 	// reading (hung, its kernel still holding the connection) must not
 	// hold a replica's sender forever.
 	dial := stallconn.Dial(&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}, timeout)
-	tr := &direct{dial: dial, timeout: timeout, other: &http.Transport{
+	tr := &directhttp.Transport{Dial: dial, HeaderTimeout: timeout, Other: &http.Transport{
 		DialContext:           dial,
 		ResponseHeaderTimeout: timeout,
-		MaxIdleConnsPerHost:   maxIdlePerHost,
-		IdleConnTimeout:       idleFor,
+		MaxIdleConnsPerHost:   directhttp.MaxIdlePerHost,
+		IdleConnTimeout:       directhttp.IdleFor,
 		DisableCompression:    true,
 	}}
 	return &Client{self: self, key: newSecretMAC(secret), timeout: timeout, rt: tr, tr: tr,
@@ -64,8 +65,8 @@ func NewClient(self string, secret []byte, timeout time.Duration) *Client {
 // certificates must name the address they are reached at). Call it
 // before the first call.
 func (c *Client) WithTLS(cfg *tls.Config) *Client {
-	c.tr.tls = cfg
-	c.tr.other.TLSClientConfig = cfg
+	c.tr.TLS = cfg
+	c.tr.Other.TLSClientConfig = cfg
 	c.scheme = "https"
 	return c
 }
@@ -74,7 +75,7 @@ func (c *Client) WithTLS(cfg *tls.Config) *Client {
 func (c *Client) Timeout() time.Duration { return c.timeout }
 
 // Close drops idle connections.
-func (c *Client) Close() { c.tr.closeIdle() }
+func (c *Client) Close() { c.tr.CloseIdleConnections() }
 
 // maxRefusal bounds a refusal's body (its JSON).
 const maxRefusal = 64 << 10

@@ -1,13 +1,15 @@
-// The transport for a member's GETs: each round trip runs in the caller's
-// goroutine, on a connection kept for the next call, with no goroutine
-// of its own. Go's http.Transport hands every request to a writer
-// goroutine and every answer back from a reader goroutine: on a peer hop
-// (a chunk relayed for a client) those hand-offs were a sixth of the
-// relaying node's CPU. Calls with a body (writes) still go through it.
-package peer
+// Package directhttp is an HTTP/1.1 transport for bodiless GETs whose
+// round trip runs in the caller's goroutine, on a connection kept for
+// the next call, with no goroutine of its own. Go's http.Transport hands
+// every request to a writer goroutine and every answer back from a reader
+// goroutine: on a peer hop (a chunk relayed for a client) those hand-offs
+// were a sixth of the relaying node's CPU. Any other request (a body, a
+// proxy) goes through an http.Transport.
+package directhttp
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -21,21 +23,27 @@ import (
 )
 
 const (
-	maxIdlePerHost = 64               // connections kept per member
-	idleFor        = 90 * time.Second // under the server's idle timeout (api.DefaultIdleTimeout)
-	connBuf        = 16 << 10         // each connection's read and write buffers
+	// MaxIdlePerHost is how many connections are kept per address
+	// unless Transport.MaxIdle says.
+	MaxIdlePerHost = 64
+	// IdleFor is how long a kept connection may wait for its next call:
+	// under Granary's own server's idle timeout (api.DefaultIdleTimeout).
+	IdleFor = 90 * time.Second
+	connBuf = 16 << 10 // each connection's read and write buffers
 )
 
-// direct is an http.RoundTripper for bodiless GETs; any other call goes
-// to other. Safe for concurrent use.
-type direct struct {
-	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
-	tls     *tls.Config   // nil: plain HTTP
-	timeout time.Duration // the wait for an answer's head
-	other   *http.Transport
+// Transport is an http.RoundTripper for bodiless GETs over HTTP/1.1
+// (HTTPS with TLS); any other request goes to Other, as does every
+// request Other's Proxy sends through a proxy. Safe for concurrent use.
+type Transport struct {
+	Dial          func(ctx context.Context, network, addr string) (net.Conn, error)
+	TLS           *tls.Config   // for https (nil: Other's TLSClientConfig, else the defaults)
+	HeaderTimeout time.Duration // the wait for an answer's head (0: none)
+	MaxIdle       int           // connections kept per address (0: MaxIdlePerHost)
+	Other         *http.Transport
 
 	mu    sync.Mutex
-	idle  map[string][]*pconn // by address, most recently used last
+	idle  map[string][]*pconn // by scheme and address, most recently used last
 	hosts map[string]*tls.Config
 	swept time.Time // the last sweep of connections idle too long
 }
@@ -56,12 +64,12 @@ var errStale = errors.New("kept connection closed")
 // RoundTrip sends req and reads the head of its answer in the caller's
 // goroutine; the answer's body reads from the connection, which goes
 // back to the pool once the body has been read whole.
-func (t *direct) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Method != http.MethodGet || req.Body != nil {
-		return t.other.RoundTrip(req)
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !t.direct(req) {
+		return t.Other.RoundTrip(req)
 	}
 	for {
-		pc, kept, err := t.get(req.Context(), req.URL.Host)
+		pc, kept, err := t.get(req.Context(), req.URL.Scheme, req.URL.Host)
 		if err != nil {
 			return nil, err
 		}
@@ -76,9 +84,26 @@ func (t *direct) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
+// direct reports whether req goes directly: a bodiless GET over HTTP or
+// HTTPS, not through a proxy.
+func (t *Transport) direct(req *http.Request) bool {
+	if req.Method != http.MethodGet || (req.Body != nil && req.Body != http.NoBody) {
+		return false
+	}
+	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+		return false
+	}
+	if t.Other.Proxy != nil {
+		if u, err := t.Other.Proxy(req); err != nil || u != nil {
+			return false
+		}
+	}
+	return true
+}
+
 // exchange sends req on pc and reads its answer's head. On failure the
 // caller closes pc.
-func (t *direct) exchange(pc *pconn, req *http.Request) (*http.Response, error) {
+func (t *Transport) exchange(pc *pconn, req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	stop := context.AfterFunc(ctx, func() { pc.SetDeadline(time.Unix(1, 0)) })
 	fail := func(err error) (*http.Response, error) {
@@ -94,7 +119,9 @@ func (t *direct) exchange(pc *pconn, req *http.Request) (*http.Response, error) 
 	if err := pc.bw.Flush(); err != nil {
 		return fail(fmt.Errorf("%w: %v", errStale, err))
 	}
-	pc.SetReadDeadline(time.Now().Add(t.timeout))
+	if t.HeaderTimeout > 0 {
+		pc.SetReadDeadline(time.Now().Add(t.HeaderTimeout))
+	}
 	if _, err := pc.br.Peek(1); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || isReset(err) {
 			err = fmt.Errorf("%w: %v", errStale, err)
@@ -107,7 +134,7 @@ func (t *direct) exchange(pc *pconn, req *http.Request) (*http.Response, error) 
 	}
 	pc.SetReadDeadline(time.Time{})
 	resp.Body = &pooledBody{rc: resp.Body, pc: pc, t: t, ctx: ctx, stop: stop,
-		left: resp.ContentLength, keep: !resp.Close, host: req.URL.Host}
+		left: resp.ContentLength, keep: !resp.Close, key: req.URL.Scheme + "://" + req.URL.Host}
 	return resp, nil
 }
 
@@ -118,33 +145,42 @@ func isReset(err error) bool {
 	return errors.As(err, &op) && !op.Timeout()
 }
 
-// get returns a kept connection to addr (kept true) or a new one.
-func (t *direct) get(ctx context.Context, addr string) (*pconn, bool, error) {
+// get returns a kept connection to addr over scheme (kept true) or a new
+// one.
+func (t *Transport) get(ctx context.Context, scheme, addr string) (*pconn, bool, error) {
+	key := scheme + "://" + addr
 	now := time.Now()
 	t.mu.Lock()
-	for q := t.idle[addr]; len(q) > 0; q = t.idle[addr] {
+	for q := t.idle[key]; len(q) > 0; q = t.idle[key] {
 		pc := q[len(q)-1]
-		t.idle[addr] = q[:len(q)-1]
-		if now.Sub(pc.used) < idleFor {
+		t.idle[key] = q[:len(q)-1]
+		if now.Sub(pc.used) < IdleFor {
 			t.mu.Unlock()
 			return pc, true, nil
 		}
 		pc.Close()
 	}
 	t.mu.Unlock()
-	pc, err := t.connect(ctx, addr)
+	pc, err := t.connect(ctx, scheme, addr)
 	return pc, false, err
 }
 
-// connect dials addr, over TLS if t speaks it.
-func (t *direct) connect(ctx context.Context, addr string) (*pconn, error) {
-	c, err := t.dial(ctx, "tcp", addr)
+// connect dials addr, over TLS for https.
+func (t *Transport) connect(ctx context.Context, scheme, addr string) (*pconn, error) {
+	if _, _, err := net.SplitHostPort(addr); err != nil { // no port: the scheme's
+		port := "80"
+		if scheme == "https" {
+			port = "443"
+		}
+		addr = net.JoinHostPort(addr, port)
+	}
+	c, err := t.Dial(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	if t.tls != nil {
+	if scheme == "https" {
 		tc := tls.Client(c, t.hostTLS(addr))
-		hctx, cancel := context.WithTimeout(ctx, t.timeout)
+		hctx, cancel := context.WithTimeout(ctx, t.handshakeTimeout())
 		err := tc.HandshakeContext(hctx)
 		cancel()
 		if err != nil {
@@ -156,15 +192,33 @@ func (t *direct) connect(ctx context.Context, addr string) (*pconn, error) {
 	return &pconn{Conn: c, br: bufio.NewReaderSize(c, connBuf), bw: bufio.NewWriterSize(c, connBuf)}, nil
 }
 
+// handshakeTimeout bounds a TLS handshake: Other's bound, else the
+// head's, else 10 s.
+func (t *Transport) handshakeTimeout() time.Duration {
+	switch {
+	case t.Other.TLSHandshakeTimeout > 0:
+		return t.Other.TLSHandshakeTimeout
+	case t.HeaderTimeout > 0:
+		return t.HeaderTimeout
+	}
+	return 10 * time.Second
+}
+
 // hostTLS is t's TLS configuration for addr: its server name is the
 // address's host, as http.Transport sets it.
-func (t *direct) hostTLS(addr string) *tls.Config {
+func (t *Transport) hostTLS(addr string) *tls.Config {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if cfg, ok := t.hosts[addr]; ok {
 		return cfg
 	}
-	cfg := t.tls.Clone()
+	cfg := t.TLS
+	if cfg == nil {
+		cfg = t.Other.TLSClientConfig
+	}
+	if cfg = cfg.Clone(); cfg == nil {
+		cfg = &tls.Config{}
+	}
 	if cfg.ServerName == "" {
 		host, _, err := net.SplitHostPort(addr)
 		if err != nil {
@@ -179,8 +233,9 @@ func (t *direct) hostTLS(addr string) *tls.Config {
 	return cfg
 }
 
-// put keeps pc for the next call to addr, or closes it.
-func (t *direct) put(addr string, pc *pconn) {
+// put keeps pc for the next call to key (scheme and address), or
+// closes it.
+func (t *Transport) put(key string, pc *pconn) {
 	if pc.br.Buffered() > 0 { // bytes past the answer: not a connection to reuse
 		pc.Close()
 		return
@@ -189,14 +244,14 @@ func (t *direct) put(addr string, pc *pconn) {
 	pc.used = now
 	var old []*pconn
 	t.mu.Lock()
-	if len(t.idle[addr]) < maxIdlePerHost {
+	if len(t.idle[key]) < cmp.Or(t.MaxIdle, MaxIdlePerHost) {
 		if t.idle == nil {
 			t.idle = map[string][]*pconn{}
 		}
-		t.idle[addr] = append(t.idle[addr], pc)
+		t.idle[key] = append(t.idle[key], pc)
 		pc = nil
 	}
-	if now.Sub(t.swept) > idleFor/4 {
+	if now.Sub(t.swept) > IdleFor/4 {
 		t.swept = now
 		old = t.expired(now)
 	}
@@ -209,28 +264,28 @@ func (t *direct) put(addr string, pc *pconn) {
 	}
 }
 
-// expired removes and returns the connections idle for idleFor or more,
+// expired removes and returns the connections idle for IdleFor or more,
 // of every address (a member gone leaves none open for long). Called
 // with t.mu held.
-func (t *direct) expired(now time.Time) []*pconn {
+func (t *Transport) expired(now time.Time) []*pconn {
 	var old []*pconn
-	for addr, q := range t.idle {
+	for key, q := range t.idle {
 		n := 0
-		for n < len(q) && now.Sub(q[n].used) >= idleFor { // oldest first
+		for n < len(q) && now.Sub(q[n].used) >= IdleFor { // oldest first
 			n++
 		}
 		old = append(old, q[:n]...)
 		if n == len(q) {
-			delete(t.idle, addr)
+			delete(t.idle, key)
 		} else {
-			t.idle[addr] = q[n:]
+			t.idle[key] = q[n:]
 		}
 	}
 	return old
 }
 
-// closeIdle closes every kept connection.
-func (t *direct) closeIdle() {
+// CloseIdleConnections closes every kept connection, and Other's.
+func (t *Transport) CloseIdleConnections() {
 	t.mu.Lock()
 	idle := t.idle
 	t.idle = nil
@@ -240,7 +295,7 @@ func (t *direct) closeIdle() {
 			pc.Close()
 		}
 	}
-	t.other.CloseIdleConnections()
+	t.Other.CloseIdleConnections()
 }
 
 // pooledBody is an answer's body on a connection of t's: read whole (its
@@ -250,12 +305,12 @@ func (t *direct) closeIdle() {
 type pooledBody struct {
 	rc   io.ReadCloser
 	pc   *pconn
-	t    *direct
+	t    *Transport
 	ctx  context.Context
 	stop func() bool // the context's watch on pc
-	host string
-	left int64 // bytes of the body not read yet; -1: unknown
-	keep bool  // the member keeps the connection open
+	key  string      // pc's scheme and address
+	left int64       // bytes of the body not read yet; -1: unknown
+	keep bool        // the member keeps the connection open
 	done atomic.Bool
 }
 
@@ -293,7 +348,7 @@ func (b *pooledBody) finish(whole bool) {
 		return
 	}
 	if b.stop() && whole && b.keep {
-		b.t.put(b.host, b.pc)
+		b.t.put(b.key, b.pc)
 		return
 	}
 	b.pc.Close()
