@@ -20,7 +20,6 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/minio/minio-go/v7/pkg/s3utils"
 
-	"github.com/granary-dev/granary/internal/directhttp"
 	"github.com/granary-dev/granary/internal/stallconn"
 	"github.com/granary-dev/granary/store"
 )
@@ -158,20 +157,20 @@ func (o *Origin) Requests() int64 { return o.requests.Load() }
 // origin, many concurrent misses), a short connect timeout so a down
 // origin fails fast, and no transparent decompression (bytes are relayed
 // as stored).
-func newTransport(opts Options) http.RoundTripper {
+func newTransport(opts Options) *http.Transport {
 	dial := stallconn.Dial(&net.Dialer{Timeout: opts.DialTimeout, KeepAlive: 30 * time.Second}, opts.WriteStallTimeout)
-	return &directhttp.Transport{Dial: dial, HeaderTimeout: opts.ResponseHeaderTimeout, MaxIdle: 256, Other: &http.Transport{
+	return &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           dial,
 		MaxIdleConns:          1024,
 		MaxIdleConnsPerHost:   256,
-		IdleConnTimeout:       directhttp.IdleFor,
+		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   5 * time.Second,
 		ExpectContinueTimeout: time.Second,
 		ResponseHeaderTimeout: opts.ResponseHeaderTimeout,
 		DisableCompression:    true,
 		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: opts.RootCAs},
-	}}
+	}
 }
 
 // countingTransport counts requests on their way out.
