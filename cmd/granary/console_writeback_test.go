@@ -58,9 +58,14 @@ func TestConsoleWriteBack(t *testing.T) {
 	if err := mio.Restart(); err != nil {
 		t.Fatal(err)
 	}
+	// Up, and answering for the bucket: a MinIO just restarted may list
+	// its buckets before it answers a HEAD of one (503 while it starts).
 	eventually(t, "the node sees its origin up", func() error {
 		if o := r.status().Origin; o == nil || o.State != store.HealthUp {
 			return fmt.Errorf("origin: %+v", o)
+		}
+		if ok, err := cl.BucketExists(ctx, "ckpt"); !ok || err != nil {
+			return fmt.Errorf("HEAD of the bucket: %v, %v", ok, err)
 		}
 		return nil
 	})
