@@ -114,19 +114,16 @@ func (t *Transport) exchange(pc *pconn, req *http.Request) (*http.Response, erro
 		return nil, err
 	}
 	if err := req.Write(pc.bw); err != nil {
-		return fail(fmt.Errorf("%w: %v", errStale, err))
+		return fail(staleIf(err))
 	}
 	if err := pc.bw.Flush(); err != nil {
-		return fail(fmt.Errorf("%w: %v", errStale, err))
+		return fail(staleIf(err))
 	}
 	if t.HeaderTimeout > 0 {
 		pc.SetReadDeadline(time.Now().Add(t.HeaderTimeout))
 	}
 	if _, err := pc.br.Peek(1); err != nil {
-		if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || isReset(err) {
-			err = fmt.Errorf("%w: %v", errStale, err)
-		}
-		return fail(err)
+		return fail(staleIf(err))
 	}
 	resp, err := http.ReadResponse(pc.br, req)
 	if err != nil {
@@ -138,11 +135,17 @@ func (t *Transport) exchange(pc *pconn, req *http.Request) (*http.Response, erro
 	return resp, nil
 }
 
-// isReset reports whether err is a connection reset (a member that closed
-// a kept connection with bytes unread).
-func isReset(err error) bool {
+// staleIf marks err with errStale if it says the connection was closed
+// (its end read, a reset, a broken pipe) rather than that it timed out:
+// a kept connection that fails so before the answer's first byte was
+// closed by the member while idle. A timeout is never retried.
+func staleIf(err error) error {
 	var op *net.OpError
-	return errors.As(err, &op) && !op.Timeout()
+	closed := errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || (errors.As(err, &op) && !op.Timeout())
+	if closed {
+		return fmt.Errorf("%w: %w", errStale, err)
+	}
+	return err
 }
 
 // get returns a kept connection to addr over scheme (kept true) or a new
