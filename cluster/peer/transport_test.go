@@ -1,8 +1,8 @@
 // The GET transport against a real member: calls reuse kept connections
 // and run in the caller's goroutine, a body left unread costs its
 // connection and not the next call, a connection the member closed while
-// idle is replaced without an error, and a cancelled or unanswered call
-// ends within its bound.
+// idle is replaced without an error, a cancelled or unanswered call ends
+// within its bound, and a timeout is never retried.
 package peer
 
 import (
@@ -237,5 +237,54 @@ func TestStalledBodyEnds(t *testing.T) {
 		}
 		cancel()
 		resp.Body.Close()
+	}
+}
+
+// TestTimeoutOnAKeptConnectionIsNotRetried: a member that answered once
+// and then went silent on the kept connection costs one timeout and an
+// error, not a retry on a new connection (which would answer here).
+func TestTimeoutOnAKeptConnectionIsNotRetried(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := &countingListener{Listener: ln}
+	t.Cleanup(func() { cl.Close(); cl.closeConns() })
+	go func() {
+		for {
+			c, err := cl.Accept()
+			if err != nil {
+				return
+			}
+			go func() { // answers the first call, then reads and ignores
+				c.Read(make([]byte, 4096))
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+				io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	c := NewClient("n2", []byte(testSecret), 300*time.Millisecond)
+	t.Cleanup(c.Close)
+	call := func() error {
+		req, err := http.NewRequest(http.MethodGet, "http://"+ln.Addr().String()+"/x", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.tr.RoundTrip(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		_, err = io.ReadAll(resp.Body)
+		return err
+	}
+	if err := call(); err != nil {
+		t.Fatal(err)
+	}
+	if err := call(); err == nil {
+		t.Fatal("a call the member never answered succeeded")
+	}
+	if n := cl.accepted.Load(); n != 1 {
+		t.Fatalf("the silent call was retried: %d connections, want 1", n)
 	}
 }
