@@ -9,7 +9,6 @@ package directhttp
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -23,8 +22,7 @@ import (
 )
 
 const (
-	// MaxIdlePerHost is how many connections are kept per address
-	// unless Transport.MaxIdle says.
+	// MaxIdlePerHost is how many connections are kept per address.
 	MaxIdlePerHost = 64
 	// IdleFor is how long a kept connection may wait for its next call:
 	// under Granary's own server's idle timeout (api.DefaultIdleTimeout).
@@ -39,7 +37,6 @@ type Transport struct {
 	Dial          func(ctx context.Context, network, addr string) (net.Conn, error)
 	TLS           *tls.Config   // for https (nil: Other's TLSClientConfig, else the defaults)
 	HeaderTimeout time.Duration // the wait for an answer's head (0: none)
-	MaxIdle       int           // connections kept per address (0: MaxIdlePerHost)
 	Other         *http.Transport
 
 	mu    sync.Mutex
@@ -247,7 +244,7 @@ func (t *Transport) put(key string, pc *pconn) {
 	pc.used = now
 	var old []*pconn
 	t.mu.Lock()
-	if len(t.idle[key]) < cmp.Or(t.MaxIdle, MaxIdlePerHost) {
+	if len(t.idle[key]) < MaxIdlePerHost {
 		if t.idle == nil {
 			t.idle = map[string][]*pconn{}
 		}
