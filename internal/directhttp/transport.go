@@ -66,6 +66,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.Other.RoundTrip(req)
 	}
 	for {
+		// A context already done fails here: its watch on the
+		// connection (exchange) runs on a goroutine of its own, which
+		// a fast answer could beat.
+		if err := req.Context().Err(); err != nil {
+			return nil, err
+		}
 		pc, kept, err := t.get(req.Context(), req.URL.Scheme, req.URL.Host)
 		if err != nil {
 			return nil, err
