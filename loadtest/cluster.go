@@ -211,7 +211,12 @@ func (r *clusterRun) hops(ctx context.Context) error {
 		return err
 	}
 	defer ns.stop()
-	h := newHopBench(r, ns)
+	floor, err := startRelayFloor(slices.Concat(small, large))
+	if err != nil {
+		return err
+	}
+	defer floor.stop()
+	h := newHopBench(r, ns, floor)
 	defer h.close()
 	for _, set := range []hopSet{
 		{name: setSmall, units: small, conc: r.plan.workers},

@@ -71,18 +71,24 @@ func (h hopRow) perRead(d time.Duration) time.Duration {
 
 // hopBench measures rows on one cluster.
 type hopBench struct {
-	r       *clusterRun
-	ns      *nodeSet
-	clients []*client // one per node, then MinIO direct (directTarget)
+	r     *clusterRun
+	ns    *nodeSet
+	floor *relayFloor
+	// clients: one per node, then MinIO direct (directTarget), the relay
+	// floor's file server (floorDirectTarget) and its relay
+	// (floorRelayTarget), both read unsigned.
+	clients []*client
 }
 
-func newHopBench(r *clusterRun, ns *nodeSet) *hopBench {
-	h := &hopBench{r: r, ns: ns}
+func newHopBench(r *clusterRun, ns *nodeSet, floor *relayFloor) *hopBench {
+	h := &hopBench{r: r, ns: ns, floor: floor}
 	for i, g := range ns.nodes {
 		h.clients = append(h.clients, newClient(target{name: ns.ids[i], endpoint: g.endpoint(), access: granaryAccess, secret: granarySecret}, clusterBucket, 64))
 	}
 	mio := target{name: "minio", endpoint: r.mio.URL(), access: r.mio.AccessKey, secret: r.mio.SecretKey}
-	h.clients = append(h.clients, newClient(mio, clusterBucket, 64))
+	h.clients = append(h.clients, newClient(mio, clusterBucket, 64),
+		newClient(target{name: "nginx files", endpoint: "http://" + floor.direct, anonymous: true}, clusterBucket, 64),
+		newClient(target{name: "nginx relay", endpoint: floor.ng.endpoint(), anonymous: true}, clusterBucket, 64))
 	return h
 }
 
@@ -119,7 +125,9 @@ func (h *hopBench) measureSet(ctx context.Context, set hopSet) error {
 	for _, row := range []struct {
 		name  string
 		route func(hopUnit) int
-	}{{rowOwner, owner}, {rowPeer, nonOwner}, {rowHot, nonOwner}} {
+	}{{rowOwner, owner}, {rowPeer, nonOwner}, {rowHot, nonOwner},
+		{rowFloorDirect, func(hopUnit) int { return floorDirectTarget }},
+		{rowFloorRelay, func(hopUnit) int { return floorRelayTarget }}} {
 		if err := h.row(ctx, set, row.name, row.route); err != nil {
 			return err
 		}
@@ -128,7 +136,8 @@ func (h *hopBench) measureSet(ctx context.Context, set hopSet) error {
 }
 
 // row reads every unit of set once, each through the target route picks,
-// and adds the row with the nodes' counters over it.
+// and adds the row with the nodes' counters over it and the CPU of the
+// servers it reads (serverCPU).
 func (h *hopBench) row(ctx context.Context, set hopSet, name string, route func(hopUnit) int) error {
 	reads := make([]hopRead, len(set.units))
 	for i, u := range set.units {
@@ -138,7 +147,7 @@ func (h *hopBench) row(ctx context.Context, set hopSet, name string, route func(
 	if err != nil {
 		return err
 	}
-	cpu0, err := h.ns.cpu()
+	cpu0, err := h.serverCPU(name)
 	if err != nil {
 		return err
 	}
@@ -148,7 +157,7 @@ func (h *hopBench) row(ctx context.Context, set hopSet, name string, route func(
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	self1 := selfCPU()
-	cpu1, err := h.ns.cpu()
+	cpu1, err := h.serverCPU(name)
 	if err != nil {
 		return err
 	}
@@ -166,6 +175,20 @@ func (h *hopBench) row(ctx context.Context, set hopSet, name string, route func(
 		s.ram, s.hot, s.disk, s.peerReads, s.originReqs, row.perRead(row.nodeCPU).Round(time.Microsecond), row.perRead(row.clientCPU).Round(time.Microsecond))
 	h.r.rep.hops = append(h.r.rep.hops, row)
 	return nil
+}
+
+// serverCPU is the CPU time the servers a row reads have used: the three
+// nodes' (in 10 ms ticks), nginx's workers' for the relay floor's rows
+// (to the nanosecond: a direct read of the small set may take only a few
+// ticks), none measured for MinIO direct.
+func (h *hopBench) serverCPU(row string) (time.Duration, error) {
+	switch {
+	case servedByNodes(row):
+		return h.ns.cpu()
+	case row == rowDirect:
+		return 0, nil
+	}
+	return sumOver(h.floor.procs(), procRunTime)
 }
 
 // checkOwners asks the cluster what each node holds of every object read

@@ -99,15 +99,18 @@ func (r *clusterReport) hopTable(b *strings.Builder) {
 		"object through every node follows (untimed), so each node has the metadata and a warm row's reads are chunk "+
 		"reads alone. Non-owner rows send each read to the node after its chunk's owner (n1→n2→n3→n1), so every node "+
 		"asks each other node for a share.\n\n", r.ownersChecked)
-	b.WriteString("| set | row | reads | ops/s | MB/s | p50 | p99 | throughput / MinIO direct | p50 / via owner p50 | RAM hits | hot hits | disk hits | peer chunk reads | origin requests | nodes' CPU per read | client's CPU per read |\n" +
+	b.WriteString("| set | row | reads | ops/s | MB/s | p50 | p99 | throughput / MinIO direct | p50 / via owner p50 | RAM hits | hot hits | disk hits | peer chunk reads | origin requests | servers' CPU per read | client's CPU per read |\n" +
 		"|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, h := range r.hops {
 		st, s := h.stats, h.served
 		direct, owner := r.findHop(h.set, rowDirect).stats, r.findHop(h.set, rowOwner).stats
 		vsDirect, vsOwner := ratio(st.mbPerSec(), direct.mbPerSec()), ratio(float64(st.p50), float64(owner.p50))
 		counts := "| - | - | - | - | - | - |"
-		if h.row != rowDirect {
+		switch {
+		case servedByNodes(h.row):
 			counts = fmt.Sprintf("| %.0f | %.0f | %.0f | %.0f | %.0f | %s |", s.ram, s.hot, s.disk, s.peerReads, s.originReqs, us(h.perRead(h.nodeCPU)))
+		case h.row != rowDirect:
+			counts = fmt.Sprintf("| - | - | - | - | - | %s |", us(h.perRead(h.nodeCPU)))
 		}
 		counts += " " + us(h.perRead(h.clientCPU)) + " |"
 		fmt.Fprintf(b, "| %s | %s | %d | %.0f | %.1f | %s | %s | %s | %s %s\n", h.set, h.row, st.reads, st.opsPerSec(),
@@ -122,12 +125,17 @@ func (r *clusterReport) hopTable(b *strings.Builder) {
 		"that hop as a training job's first epoch makes it, before the HEADs, through the third node: the owner of the " +
 		"first chunk answers the metadata with it (one call); a range past the first chunk asks for the metadata and its " +
 		"chunk apart. *Warm, repeat via non-owner* reads " +
-		"the same chunks through the same nodes again: hot-tier hits, no hop. The counters are the nodes' own " +
+		"the same chunks through the same nodes again: hot-tier hits, no hop. The *relay floor* rows read the same objects " +
+		"from nginx (a worker per core it may use, sendfile, open_file_cache), which serves them as files on tmpfs, " +
+		"first directly, then through a second server of the same nginx that relays the first (proxy_pass over kept " +
+		"connections, answers buffered in memory, no cache), unsigned: the least any relay pays over the server it " +
+		"relays, reading each byte from one socket and writing it to another. The counters are the nodes' own " +
 		"(/metrics, summed over the three nodes, over the row): granary_cache_hits_total by tier (an owner serving a peer " +
 		"counts a RAM hit too, so a peer-hop row shows a RAM hit per chunk, at the owner), granary_peer_chunk_reads_total " +
 		"(chunks a node read from their owner) and granary_origin_requests_total (every op). p50 and p99 are per GET, to its " +
 		"last byte; the ratios compare rows of the same set. The CPU columns divide the CPU time (user and system) over " +
-		"the row by its reads: the three nodes' (/proc/PID/stat, 10 ms ticks) and the load test's own (getrusage: its " +
+		"the row by its reads: the servers' (the three nodes', /proc/PID/stat, 10 ms ticks; nginx's workers' for the relay floor, " +
+		"/proc/PID/task/*/schedstat, to the nanosecond) and the load test's own (getrusage: its " +
 		"clients, and its slow proxy, idle in warm rows). Client, nodes and MinIO share the machine's cores, so a row's " +
 		"throughput falls as its CPU per read rises.\n\n")
 	r.hopSummary(b)
@@ -152,6 +160,25 @@ func (r *clusterReport) hopSummary(b *strings.Builder) {
 		if fresh := r.findHop(set, rowFresh).stats; fresh.reads > 0 {
 			fmt.Fprintf(b, "  Before the node had the metadata: %.2fx (p50 %s).\n", fresh.mbPerSec()/owner.mbPerSec(), ms(fresh.p50))
 		}
+		r.floorSummary(b, set)
+	}
+	b.WriteString("\n")
+}
+
+// floorSummary states what relaying cost nginx for set, beside what a
+// hop cost the nodes.
+func (r *clusterReport) floorSummary(b *strings.Builder, set string) {
+	direct, relay := r.findHop(set, rowFloorDirect), r.findHop(set, rowFloorRelay)
+	dc, rc := direct.perRead(direct.nodeCPU), relay.perRead(relay.nodeCPU)
+	if dc <= 0 || rc <= 0 {
+		return
+	}
+	fmt.Fprintf(b, "  The relay floor: nginx's CPU per read was %s serving the objects from files and %s relaying that "+
+		"server (%.2fx), at %.0f and %.0f reads/s.", us(dc), us(rc), float64(rc)/float64(dc),
+		direct.stats.opsPerSec(), relay.stats.opsPerSec())
+	owner, peer := r.findHop(set, rowOwner), r.findHop(set, rowPeer)
+	if oc, pc := owner.perRead(owner.nodeCPU), peer.perRead(peer.nodeCPU); oc > 0 && pc > 0 {
+		fmt.Fprintf(b, " A hop's ratio over nginx's: %.2fx.", float64(pc)/float64(oc)/(float64(rc)/float64(dc)))
 	}
 	b.WriteString("\n")
 }

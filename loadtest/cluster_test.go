@@ -47,8 +47,8 @@ func TestClusterScenario(t *testing.T) {
 		setSmall: {p.smallCount, int64(p.smallCount * p.smallSize)},
 		setLarge: {int(p.largeSize / clusterChunk * int64(p.largeCount)), p.largeSize * int64(p.largeCount)},
 	}
-	if len(rep.hops) != 12 {
-		t.Fatalf("%d peer-hop rows, want 12", len(rep.hops))
+	if len(rep.hops) != 16 {
+		t.Fatalf("%d peer-hop rows, want 16", len(rep.hops))
 	}
 	for _, h := range rep.hops {
 		want := sets[h.set]
@@ -76,7 +76,7 @@ func checkServed(t *testing.T, h hopRow, n float64) {
 	s := h.served
 	var ok bool
 	switch h.row {
-	case rowDirect:
+	case rowDirect, rowFloorDirect, rowFloorRelay: // no node in the way
 		ok = s == servedCounts{}
 	case rowCold:
 		ok = s.originGets == n && s.peerReads == 0 && s.hot == 0

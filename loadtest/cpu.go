@@ -52,6 +52,35 @@ func procCPU(pid int) (time.Duration, error) {
 	return time.Duration(ticks) * clockTick, err
 }
 
+// procRunTime returns the time every live thread of process pid has
+// run, to the nanosecond (the first field of /proc/PID/task/*/schedstat):
+// for a process whose threads never exit, such as an nginx worker, its
+// CPU time without procCPU's 10 ms ticks. Threads that have exited are
+// not counted.
+func procRunTime(pid int) (time.Duration, error) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0, err
+	}
+	var sum time.Duration
+	for _, task := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, task.Name()))
+		if err != nil {
+			continue // the thread exited meanwhile
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			return 0, fmt.Errorf("/proc/%d/task/%s/schedstat: empty", pid, task.Name())
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/task/%s/schedstat: %w", pid, task.Name(), err)
+		}
+		sum += time.Duration(ns)
+	}
+	return sum, nil
+}
+
 // procFaults returns the minor page faults process pid has taken: pages
 // it touched for the first time since the kernel gave them (or took them
 // back), each zeroed, a cost that does not depend on the machine's load.

@@ -84,3 +84,33 @@ func TestProcSwitchesCountsSleeps(t *testing.T) {
 		t.Fatal("procSwitches of no process: no error")
 	}
 }
+
+// TestProcRunTimeCountsWork: the run time of this process grows by at
+// least the CPU a busy loop spends, as getrusage counts it, and it names
+// a missing process as an error.
+func TestProcRunTimeCountsWork(t *testing.T) {
+	before, err := procRunTime(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	self0 := selfCPU()
+	x := 0
+	for selfCPU()-self0 < 50*time.Millisecond {
+		for i := range 100_000 {
+			x ^= i
+		}
+	}
+	spent := selfCPU() - self0
+	after, err := procRunTime(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// getrusage ticks per thread at the scheduler's tick; allow it one
+	// tick's slack on each side.
+	if got := after - before; got < spent-10*time.Millisecond {
+		t.Fatalf("run time grew %v while getrusage counted %v of work (x=%d)", got, spent, x)
+	}
+	if _, err := procRunTime(-1); err == nil {
+		t.Fatal("procRunTime of no process: no error")
+	}
+}

@@ -78,6 +78,12 @@ func nginxBinary() (string, error) {
 // startNginx starts nginx as a caching proxy of o.upstream and waits
 // until its port answers.
 func startNginx(o nginxOptions) (*nginxProc, error) {
+	return launchNginx(o.certFile != "", func(n *nginxProc) error { return n.prepare(o) })
+}
+
+// launchNginx starts nginx on a free port (its addr) with the prefix and
+// configuration prepare makes, and waits until that port answers.
+func launchNginx(https bool, prepare func(*nginxProc) error) (*nginxProc, error) {
 	bin, err := nginxBinary()
 	if err != nil {
 		return nil, err
@@ -86,8 +92,8 @@ func startNginx(o nginxOptions) (*nginxProc, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &nginxProc{addr: fmt.Sprintf("127.0.0.1:%d", port), https: o.certFile != "", exited: make(chan struct{})}
-	if err := n.prepare(o); err != nil {
+	n := &nginxProc{addr: fmt.Sprintf("127.0.0.1:%d", port), https: https, exited: make(chan struct{})}
+	if err := prepare(n); err != nil {
 		n.cleanup()
 		return nil, err
 	}
@@ -109,6 +115,15 @@ func startNginx(o nginxOptions) (*nginxProc, error) {
 
 // prepare makes the prefix and cache directories and writes nginx.conf.
 func (n *nginxProc) prepare(o nginxOptions) error {
+	if err := n.makeDirs(); err != nil {
+		return err
+	}
+	return n.writeConf(nginxConf, confData(o, n))
+}
+
+// makeDirs makes the prefix directory, with nginx's output log, and a
+// directory on tmpfs (cache), both removed by cleanup.
+func (n *nginxProc) makeDirs() error {
 	var err error
 	if n.dir, err = os.MkdirTemp("", "granary-nginx-"); err != nil {
 		return err
@@ -119,12 +134,20 @@ func (n *nginxProc) prepare(o nginxOptions) error {
 	if n.cache, err = os.MkdirTemp("/dev/shm", "granary-nginx-cache-"); err != nil {
 		return fmt.Errorf("nginx cache on tmpfs: %w", err)
 	}
+	return nil
+}
+
+// writeConf writes nginx.conf from conf and its data.
+func (n *nginxProc) writeConf(conf *template.Template, data any) error {
 	f, err := os.Create(filepath.Join(n.dir, "nginx.conf"))
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	return nginxConf.Execute(f, confData(o, n))
+	if err := conf.Execute(f, data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // confData fills nginxConf's template for o.

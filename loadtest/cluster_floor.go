@@ -1,0 +1,142 @@
+// The cluster scenario's relay floor: the peer-hop part's objects served
+// by nginx from files, read directly and through a second nginx server
+// that relays the first (proxy_pass over kept connections, no cache), in
+// the same run. A relay reads every byte from one socket and writes it to
+// another on top of the work of the server it relays; what that costs
+// nginx over a direct read is the least any node relaying a chunk pays,
+// before it checks a byte or parses a header of its own.
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"text/template"
+)
+
+// The relay floor's rows, after the peer-hop rows of each set.
+const (
+	rowFloorDirect = "relay floor: nginx serving the objects from files"
+	rowFloorRelay  = "relay floor: nginx relaying that nginx"
+)
+
+// The client indexes of the relay floor's two servers (after MinIO
+// direct, directTarget).
+var (
+	floorDirectTarget = directTarget + 1
+	floorRelayTarget  = directTarget + 2
+)
+
+// servedByNodes reports whether a row's reads go through the nodes, not
+// MinIO or the relay floor's nginx.
+func servedByNodes(row string) bool {
+	return row != rowDirect && row != rowFloorDirect && row != rowFloorRelay
+}
+
+// relayFloor is one nginx with two servers: the objects as files on
+// tmpfs (root/<bucket>/<key>) at direct, and a relay of that server at
+// its addr.
+type relayFloor struct {
+	ng     *nginxProc
+	direct string // host:port of the file server
+}
+
+// startRelayFloor writes every unit's bytes into files and starts nginx
+// serving them directly and relayed.
+func startRelayFloor(units []hopUnit) (*relayFloor, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	f := &relayFloor{direct: fmt.Sprintf("127.0.0.1:%d", port)}
+	f.ng, err = launchNginx(false, func(n *nginxProc) error {
+		if err := n.makeDirs(); err != nil {
+			return err
+		}
+		if err := writeUnits(filepath.Join(n.cache, clusterBucket), units); err != nil {
+			return err
+		}
+		return n.writeConf(floorConf, map[string]any{
+			"Root": os.Geteuid() == 0, "Workers": nginxWorkers(), "NoFile": noFileLimit(), "Conns": workerConnections,
+			"OpenFiles": openFiles(len(units)), "Dir": n.dir, "Files": n.cache, "Direct": f.direct, "Addr": n.addr,
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("relay floor: %w", err)
+	}
+	return f, nil
+}
+
+// writeUnits writes each unit's bytes at its offset into dir/<key>.
+func writeUnits(dir string, units []hopUnit) error {
+	for _, u := range units {
+		path := filepath.Join(dir, u.key)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			return err
+		}
+		_, err = f.WriteAt(u.want, u.off)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// procs is nginx's workers, whose CPU the floor's rows charge.
+func (f *relayFloor) procs() procSet { return childrenOf(f.ng.cmd.Process.Pid) }
+
+func (f *relayFloor) stop() { f.ng.stop() }
+
+// floorConf serves files as the reference configuration serves its cache
+// (sendfile, open_file_cache, kept client connections) and relays them
+// as a user would tune a plain reverse proxy: upstream connections kept,
+// answers buffered in memory (64 KiB buffers, never a temporary file), no
+// cache.
+var floorConf = template.Must(template.New("floor.conf").Parse(`{{if .Root}}user root;
+{{end}}worker_processes {{.Workers}};
+worker_rlimit_nofile {{.NoFile}};
+pid {{.Dir}}/nginx.pid;
+error_log {{.Dir}}/error.log warn;
+events { worker_connections {{.Conns}}; }
+http {
+	access_log off;
+	sendfile on;
+	tcp_nodelay on;
+	keepalive_timeout 75s;
+	keepalive_requests 1000000;
+	open_file_cache max={{.OpenFiles}} inactive=1h;
+	open_file_cache_valid 1h;
+	client_body_temp_path {{.Dir}}/client_body;
+	proxy_temp_path {{.Dir}}/proxy;
+	fastcgi_temp_path {{.Dir}}/fastcgi;
+	uwsgi_temp_path {{.Dir}}/uwsgi;
+	scgi_temp_path {{.Dir}}/scgi;
+	upstream files {
+		server {{.Direct}};
+		keepalive 128;
+	}
+	server {
+		listen {{.Direct}} backlog=4096;
+		root {{.Files}};
+	}
+	server {
+		listen {{.Addr}} backlog=4096;
+		location / {
+			proxy_pass http://files;
+			proxy_http_version 1.1;
+			proxy_set_header Connection "";
+			proxy_buffering on;
+			proxy_buffer_size 64k;
+			proxy_buffers 8 64k;
+			proxy_max_temp_file_size 0;
+		}
+	}
+}
+`))
