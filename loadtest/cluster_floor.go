@@ -1,6 +1,6 @@
 // The cluster scenario's relay floor: the peer-hop part's objects served
-// by nginx from files, read directly and through a second nginx server
-// that relays the first (proxy_pass over kept connections, no cache), in
+// by nginx from files, read directly and through a second nginx that
+// relays the first (proxy_pass over kept connections, no cache), in
 // the same run. A relay reads every byte from one socket and writes it to
 // another on top of the work of the server it relays; what that costs
 // nginx over a direct read is the least any node relaying a chunk pays,
@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"text/template"
+	"time"
 )
 
 // The relay floor's rows, after the peer-hop rows of each set.
@@ -33,38 +34,53 @@ func servedByNodes(row string) bool {
 	return row != rowDirect && row != rowFloorDirect && row != rowFloorRelay
 }
 
-// relayFloor is one nginx with two servers: the objects as files on
-// tmpfs (root/<bucket>/<key>) at direct, and a relay of that server at
-// its addr.
+// relayFloor is two nginx processes: files serves the objects as files
+// on tmpfs (root/<bucket>/<key>), relay relays files. Apart, each one's
+// CPU is its own: relay's alone is what an entry node that owns nothing
+// would pay at least.
 type relayFloor struct {
-	ng     *nginxProc
-	direct string // host:port of the file server
+	files, relay *nginxProc
 }
 
 // startRelayFloor writes every unit's bytes into files and starts nginx
-// serving them directly and relayed.
+// serving them, and another nginx relaying that one.
 func startRelayFloor(units []hopUnit) (*relayFloor, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	f := &relayFloor{direct: fmt.Sprintf("127.0.0.1:%d", port)}
-	f.ng, err = launchNginx(false, func(n *nginxProc) error {
+	f := &relayFloor{}
+	var err error
+	f.files, err = launchNginx(false, func(n *nginxProc) error {
 		if err := n.makeDirs(); err != nil {
 			return err
 		}
 		if err := writeUnits(filepath.Join(n.cache, clusterBucket), units); err != nil {
 			return err
 		}
-		return n.writeConf(floorConf, map[string]any{
-			"Root": os.Geteuid() == 0, "Workers": nginxWorkers(), "NoFile": noFileLimit(), "Conns": workerConnections,
-			"OpenFiles": openFiles(len(units)), "Dir": n.dir, "Files": n.cache, "Direct": f.direct, "Addr": n.addr,
-		})
+		return n.writeConf(floorConf, floorData(n, map[string]any{"Files": n.cache, "OpenFiles": openFiles(len(units))}))
 	})
 	if err != nil {
-		return nil, fmt.Errorf("relay floor: %w", err)
+		return nil, fmt.Errorf("relay floor, file server: %w", err)
+	}
+	f.relay, err = launchNginx(false, func(n *nginxProc) error {
+		if err := n.makeDirs(); err != nil {
+			return err
+		}
+		return n.writeConf(floorConf, floorData(n, map[string]any{"Upstream": f.files.addr}))
+	})
+	if err != nil {
+		f.files.stop()
+		return nil, fmt.Errorf("relay floor, relay: %w", err)
 	}
 	return f, nil
+}
+
+// floorData is floorConf's data for n: the settings both servers share,
+// and the role's own (Files and OpenFiles, or Upstream).
+func floorData(n *nginxProc, role map[string]any) map[string]any {
+	d := map[string]any{"Root": os.Geteuid() == 0, "Workers": nginxWorkers(), "NoFile": noFileLimit(),
+		"Conns": workerConnections, "Dir": n.dir, "Addr": n.addr}
+	for k, v := range role {
+		d[k] = v
+	}
+	return d
 }
 
 // writeUnits writes each unit's bytes at its offset into dir/<key>.
@@ -89,16 +105,27 @@ func writeUnits(dir string, units []hopUnit) error {
 	return nil
 }
 
-// procs is nginx's workers, whose CPU the floor's rows charge.
-func (f *relayFloor) procs() procSet { return childrenOf(f.ng.cmd.Process.Pid) }
+// cpu returns the run time of both servers' workers and of the relay's
+// alone.
+func (f *relayFloor) cpu() (both, relay time.Duration, err error) {
+	files, err := sumOver(childrenOf(f.files.cmd.Process.Pid), procRunTime)
+	if err != nil {
+		return 0, 0, err
+	}
+	relay, err = sumOver(childrenOf(f.relay.cmd.Process.Pid), procRunTime)
+	return files + relay, relay, err
+}
 
-func (f *relayFloor) stop() { f.ng.stop() }
+func (f *relayFloor) stop() {
+	f.relay.stop()
+	f.files.stop()
+}
 
-// floorConf serves files as the reference configuration serves its cache
-// (sendfile, open_file_cache, kept client connections) and relays them
-// as a user would tune a plain reverse proxy: upstream connections kept,
-// answers buffered in memory (64 KiB buffers, never a temporary file), no
-// cache.
+// floorConf is a file server (Files set) as the reference configuration
+// serves its cache (sendfile, open_file_cache, kept client connections),
+// or a relay of Upstream as a user would tune a plain reverse proxy:
+// upstream connections kept, answers buffered in memory (64 KiB buffers,
+// never a temporary file), no cache.
 var floorConf = template.Must(template.New("floor.conf").Parse(`{{if .Root}}user root;
 {{end}}worker_processes {{.Workers}};
 worker_rlimit_nofile {{.NoFile}};
@@ -111,20 +138,22 @@ http {
 	tcp_nodelay on;
 	keepalive_timeout 75s;
 	keepalive_requests 1000000;
-	open_file_cache max={{.OpenFiles}} inactive=1h;
-	open_file_cache_valid 1h;
 	client_body_temp_path {{.Dir}}/client_body;
 	proxy_temp_path {{.Dir}}/proxy;
 	fastcgi_temp_path {{.Dir}}/fastcgi;
 	uwsgi_temp_path {{.Dir}}/uwsgi;
 	scgi_temp_path {{.Dir}}/scgi;
-	upstream files {
-		server {{.Direct}};
-		keepalive 128;
-	}
+{{- if .Files}}
+	open_file_cache max={{.OpenFiles}} inactive=1h;
+	open_file_cache_valid 1h;
 	server {
-		listen {{.Direct}} backlog=4096;
+		listen {{.Addr}} backlog=4096;
 		root {{.Files}};
+	}
+{{- else}}
+	upstream files {
+		server {{.Upstream}};
+		keepalive 128;
 	}
 	server {
 		listen {{.Addr}} backlog=4096;
@@ -138,5 +167,6 @@ http {
 			proxy_max_temp_file_size 0;
 		}
 	}
+{{- end}}
 }
 `))

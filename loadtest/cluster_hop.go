@@ -57,8 +57,11 @@ type hopRow struct {
 	// the three nodes; zero for the direct row.
 	served servedCounts
 	// nodeCPU and clientCPU are the CPU time the three nodes and the
-	// load test used over the row (the nodes' is zero for the direct row).
+	// load test used over the row (the nodes' is zero for the direct row;
+	// for the relay floor's rows it is nginx's).
 	nodeCPU, clientCPU time.Duration
+	// relayCPU is the relay floor's relay's share of nodeCPU.
+	relayCPU time.Duration
 }
 
 // perRead returns d spread over the row's reads.
@@ -87,8 +90,8 @@ func newHopBench(r *clusterRun, ns *nodeSet, floor *relayFloor) *hopBench {
 	}
 	mio := target{name: "minio", endpoint: r.mio.URL(), access: r.mio.AccessKey, secret: r.mio.SecretKey}
 	h.clients = append(h.clients, newClient(mio, clusterBucket, 64),
-		newClient(target{name: "nginx files", endpoint: "http://" + floor.direct, anonymous: true}, clusterBucket, 64),
-		newClient(target{name: "nginx relay", endpoint: floor.ng.endpoint(), anonymous: true}, clusterBucket, 64))
+		newClient(target{name: "nginx files", endpoint: floor.files.endpoint(), anonymous: true}, clusterBucket, 64),
+		newClient(target{name: "nginx relay", endpoint: floor.relay.endpoint(), anonymous: true}, clusterBucket, 64))
 	return h
 }
 
@@ -147,7 +150,7 @@ func (h *hopBench) row(ctx context.Context, set hopSet, name string, route func(
 	if err != nil {
 		return err
 	}
-	cpu0, err := h.serverCPU(name)
+	cpu0, relay0, err := h.serverCPU(name)
 	if err != nil {
 		return err
 	}
@@ -157,7 +160,7 @@ func (h *hopBench) row(ctx context.Context, set hopSet, name string, route func(
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	self1 := selfCPU()
-	cpu1, err := h.serverCPU(name)
+	cpu1, relay1, err := h.serverCPU(name)
 	if err != nil {
 		return err
 	}
@@ -165,7 +168,7 @@ func (h *hopBench) row(ctx context.Context, set hopSet, name string, route func(
 	if err != nil {
 		return err
 	}
-	row := hopRow{set: set.name, row: name, stats: st, clientCPU: self1 - self0}
+	row := hopRow{set: set.name, row: name, stats: st, clientCPU: self1 - self0, relayCPU: relay1 - relay0}
 	if name != rowDirect {
 		row.served, row.nodeCPU = after.minus(before), cpu1-cpu0
 	}
@@ -178,17 +181,18 @@ func (h *hopBench) row(ctx context.Context, set hopSet, name string, route func(
 }
 
 // serverCPU is the CPU time the servers a row reads have used: the three
-// nodes' (in 10 ms ticks), nginx's workers' for the relay floor's rows
-// (to the nanosecond: a direct read of the small set may take only a few
-// ticks), none measured for MinIO direct.
-func (h *hopBench) serverCPU(row string) (time.Duration, error) {
+// nodes' (in 10 ms ticks), both nginx's workers' for the relay floor's
+// rows (to the nanosecond: a direct read of the small set may take only
+// a few ticks) and the relay's alone, none measured for MinIO direct.
+func (h *hopBench) serverCPU(row string) (all, relay time.Duration, err error) {
 	switch {
 	case servedByNodes(row):
-		return h.ns.cpu()
+		all, err = h.ns.cpu()
+		return all, 0, err
 	case row == rowDirect:
-		return 0, nil
+		return 0, 0, nil
 	}
-	return sumOver(h.floor.procs(), procRunTime)
+	return h.floor.cpu()
 }
 
 // checkOwners asks the cluster what each node holds of every object read

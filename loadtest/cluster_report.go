@@ -127,7 +127,7 @@ func (r *clusterReport) hopTable(b *strings.Builder) {
 		"chunk apart. *Warm, repeat via non-owner* reads " +
 		"the same chunks through the same nodes again: hot-tier hits, no hop. The *relay floor* rows read the same objects " +
 		"from nginx (a worker per core it may use, sendfile, open_file_cache), which serves them as files on tmpfs, " +
-		"first directly, then through a second server of the same nginx that relays the first (proxy_pass over kept " +
+		"first directly, then through a second nginx that relays the first (proxy_pass over kept " +
 		"connections, answers buffered in memory, no cache), unsigned: the least any relay pays over the server it " +
 		"relays, reading each byte from one socket and writing it to another. The counters are the nodes' own " +
 		"(/metrics, summed over the three nodes, over the row): granary_cache_hits_total by tier (an owner serving a peer " +
@@ -173,9 +173,10 @@ func (r *clusterReport) floorSummary(b *strings.Builder, set string) {
 	if dc <= 0 || rc <= 0 {
 		return
 	}
-	fmt.Fprintf(b, "  The relay floor: nginx's CPU per read was %s serving the objects from files and %s relaying that "+
-		"server (%.2fx), at %.0f and %.0f reads/s.", us(dc), us(rc), float64(rc)/float64(dc),
-		direct.stats.opsPerSec(), relay.stats.opsPerSec())
+	ro := relay.perRead(relay.relayCPU)
+	fmt.Fprintf(b, "  The relay floor: nginx's CPU per read was %s serving the objects from files and %s through a second "+
+		"nginx relaying that one (%.2fx; the relay's alone %s, %.2fx a direct read), at %.0f and %.0f reads/s.",
+		us(dc), us(rc), float64(rc)/float64(dc), us(ro), float64(ro)/float64(dc), direct.stats.opsPerSec(), relay.stats.opsPerSec())
 	owner, peer := r.findHop(set, rowOwner), r.findHop(set, rowPeer)
 	if oc, pc := owner.perRead(owner.nodeCPU), peer.perRead(peer.nodeCPU); oc > 0 && pc > 0 {
 		fmt.Fprintf(b, " A hop's ratio over nginx's: %.2fx.", float64(pc)/float64(oc)/(float64(rc)/float64(dc)))

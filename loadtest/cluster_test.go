@@ -56,6 +56,9 @@ func TestClusterScenario(t *testing.T) {
 			t.Errorf("%s %s: %+v, want %d reads of %d bytes in all", h.set, h.row, h.stats, want.units, want.bytes)
 		}
 		checkServed(t, h, float64(want.units))
+		if h.row == rowFloorRelay && (h.relayCPU <= 0 || h.relayCPU >= h.nodeCPU) {
+			t.Errorf("%s %s: the relay ran %v of both servers' %v: want both to have run", h.set, h.row, h.relayCPU, h.nodeCPU)
+		}
 	}
 	checkSaved(t, rep, p)
 	checkScale(t, rep, p)
