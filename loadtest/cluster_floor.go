@@ -37,7 +37,8 @@ func servedByNodes(row string) bool {
 // relayFloor is two nginx processes: files serves the objects as files
 // on tmpfs (root/<bucket>/<key>), relay relays files. Apart, each one's
 // CPU is its own: relay's alone is what an entry node that owns nothing
-// would pay at least.
+// would pay at least. Pinned, they run on the first and second nodes'
+// cores, as an owner and the node relaying it would.
 type relayFloor struct {
 	files, relay *nginxProc
 }
@@ -47,23 +48,23 @@ type relayFloor struct {
 func startRelayFloor(units []hopUnit) (*relayFloor, error) {
 	f := &relayFloor{}
 	var err error
-	f.files, err = launchNginx(false, func(n *nginxProc) error {
+	f.files, err = launchNginx(false, pins.node(0), func(n *nginxProc) error {
 		if err := n.makeDirs(); err != nil {
 			return err
 		}
 		if err := writeUnits(filepath.Join(n.cache, clusterBucket), units); err != nil {
 			return err
 		}
-		return n.writeConf(floorConf, floorData(n, map[string]any{"Files": n.cache, "OpenFiles": openFiles(len(units))}))
+		return n.writeConf(floorConf, floorData(n, pins.node(0), map[string]any{"Files": n.cache, "OpenFiles": openFiles(len(units))}))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("relay floor, file server: %w", err)
 	}
-	f.relay, err = launchNginx(false, func(n *nginxProc) error {
+	f.relay, err = launchNginx(false, pins.node(1), func(n *nginxProc) error {
 		if err := n.makeDirs(); err != nil {
 			return err
 		}
-		return n.writeConf(floorConf, floorData(n, map[string]any{"Upstream": f.files.addr}))
+		return n.writeConf(floorConf, floorData(n, pins.node(1), map[string]any{"Upstream": f.files.addr}))
 	})
 	if err != nil {
 		f.files.stop()
@@ -72,10 +73,10 @@ func startRelayFloor(units []hopUnit) (*relayFloor, error) {
 	return f, nil
 }
 
-// floorData is floorConf's data for n: the settings both servers share,
-// and the role's own (Files and OpenFiles, or Upstream).
-func floorData(n *nginxProc, role map[string]any) map[string]any {
-	d := map[string]any{"Root": os.Geteuid() == 0, "Workers": nginxWorkers(), "NoFile": noFileLimit(),
+// floorData is floorConf's data for n on cores: the settings both
+// servers share, and the role's own (Files and OpenFiles, or Upstream).
+func floorData(n *nginxProc, cores coreSet, role map[string]any) map[string]any {
+	d := map[string]any{"Root": os.Geteuid() == 0, "Workers": nginxWorkers(cores), "NoFile": noFileLimit(),
 		"Conns": workerConnections, "Dir": n.dir, "Addr": n.addr}
 	for k, v := range role {
 		d[k] = v

@@ -78,12 +78,13 @@ func nginxBinary() (string, error) {
 // startNginx starts nginx as a caching proxy of o.upstream and waits
 // until its port answers.
 func startNginx(o nginxOptions) (*nginxProc, error) {
-	return launchNginx(o.certFile != "", func(n *nginxProc) error { return n.prepare(o) })
+	return launchNginx(o.certFile != "", pins.node(0), func(n *nginxProc) error { return n.prepare(o) })
 }
 
-// launchNginx starts nginx on a free port (its addr) with the prefix and
-// configuration prepare makes, and waits until that port answers.
-func launchNginx(https bool, prepare func(*nginxProc) error) (*nginxProc, error) {
+// launchNginx starts nginx on cores (none: any) and a free port (its
+// addr), with the prefix and configuration prepare makes, and waits
+// until that port answers.
+func launchNginx(https bool, cores coreSet, prepare func(*nginxProc) error) (*nginxProc, error) {
 	bin, err := nginxBinary()
 	if err != nil {
 		return nil, err
@@ -101,7 +102,7 @@ func launchNginx(https bool, prepare func(*nginxProc) error) (*nginxProc, error)
 	n.cmd.Stdout, n.cmd.Stderr = n.log, n.log
 	// Its own process group: a stop that times out kills the workers too.
 	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := startCmdOn(pins.node(0), n.cmd); err != nil {
+	if err := startCmdOn(cores, n.cmd); err != nil {
 		n.cleanup()
 		return nil, err
 	}
@@ -161,15 +162,15 @@ func confData(o nginxOptions, n *nginxProc) map[string]any {
 	return map[string]any{
 		"OpenFiles": openFiles(o.objects), "NoFile": noFileLimit(), "Conns": workerConnections,
 		"Root": os.Geteuid() == 0, "Dir": n.dir, "Cache": n.cache, "Addr": n.addr, "Upstream": o.upstream,
-		"ZoneMiB": zoneMiB, "MaxSize": max(256<<20, o.bytes+o.bytes/4), "Workers": nginxWorkers(),
+		"ZoneMiB": zoneMiB, "MaxSize": max(256<<20, o.bytes+o.bytes/4), "Workers": nginxWorkers(pins.node(0)),
 		"Cert": o.certFile, "Key": o.keyFile,
 	}
 }
 
-// nginxWorkers is nginx's worker_processes: a worker per core it may run
-// on (pinned, its cores; else "auto", every core).
-func nginxWorkers() string {
-	if s := pins.node(0); len(s) > 0 {
+// nginxWorkers is nginx's worker_processes on cores: a worker per core
+// it may run on (pinned, its cores; else "auto", every core).
+func nginxWorkers(cores coreSet) string {
+	if s := cores; len(s) > 0 {
 		return strconv.Itoa(len(s))
 	}
 	return "auto"
