@@ -25,8 +25,18 @@
 // Frames. A chunk's bytes (GET chunk, GET first) are streamed, and must
 // be checked before any of them reaches a tier or a client, without
 // holding the whole chunk back: the body is cut into frames of FrameSize
-// payload bytes (the last one shorter), each followed by its GMAC tag
-// over (index, whether it is the last, payload). The asker reads a frame
+// payload bytes (the last one shorter), each followed by its tag. A tag
+// is a Wegman-Carter MAC: the payload's hash (GHASH under a hash key of
+// the cluster's, framehash.go) xor a mask used once, AES under the
+// answer's key of the frame's nonce (its index, and whether it is the
+// last) as GCM's J0: what GMAC under the answer's key would give if its
+// hash key were the cluster's. The masks are pseudorandom and never
+// repeat (one key per call, one nonce per frame), so a tag tells nothing
+// of the hash key, and a forger must guess a GHASH difference. The hash
+// depends on the payload alone, so a member keeps the hashes of a chunk
+// it sent and masks them again for the next call (hashCache): a chunk's
+// bytes are hashed once by the member that sends them, and once per call
+// by the asker, which hashes what it received. The asker reads a frame
 // into the caller's buffer, checks its tag, and only then returns its
 // bytes (frameReader): a flipped byte fails the frame, a frame moved
 // within or between answers fails its index or key, and a body cut short
@@ -35,7 +45,7 @@
 // straight to the connection, several frames and their tags per writev
 // (frameWriter).
 //
-// GMAC over AES-GCM was chosen by measurement (8 MiB in 64 KiB frames,
+// GHASH (GMAC over AES-GCM) was chosen by measurement (8 MiB in 64 KiB frames,
 // one core of the development machine, AES-NI, PCLMULQDQ and SHA-NI;
 // BenchmarkAnswerMAC has the first two): GMAC about 4 GB/s, HMAC-SHA256
 // about 0.9 GB/s, keyed BLAKE3 about 2 GB/s (and a new dependency),
@@ -49,9 +59,10 @@
 // frames would only tag them twice; the seal still binds the status and
 // the info header to the call.
 //
-// Versions. A member of an older version seals nothing; its answers are
-// refused (ErrBadAnswer), so a mixed cluster serves from the origin and
-// treats such members as not answering until every member is upgraded.
+// Versions. A member of an older version seals nothing, or tags frames
+// with GMAC under the answer's key; its answers are refused
+// (ErrBadAnswer), so a mixed cluster serves from the origin and treats
+// such members as not answering until every member is upgraded.
 // An older member reading a chunk of a newer one refuses the answer too:
 // its length is not the chunk's.
 package peer
@@ -74,9 +85,13 @@ const HeaderRaw = "X-Granary-Peer-Raw"
 
 // How an answer's body travels, as its seal states.
 const (
-	modeBody   = "body"   // read whole; its GMAC is in the seal
-	modeFrames = "frames" // a chunk in tagged frames
-	modeRaw    = "raw"    // a chunk as it is, over TLS (HeaderRaw)
+	modeBody   = "body"      // read whole; its GMAC is in the seal
+	modeFrames = "frames-wc" // a chunk in tagged frames
+	modeRaw    = "raw"       // a chunk as it is, over TLS (HeaderRaw)
+	// modeGMACFrames is what members of an earlier version seal their
+	// frames as (each tagged with GMAC under the answer's key): refused,
+	// with an error that says so.
+	modeGMACFrames = "frames"
 )
 
 // FrameSize is the payload of each frame of a chunk's answer but the
@@ -99,7 +114,10 @@ const (
 // and one goroutine at a time (the one reading or writing the answer):
 // its copies share one scratch for the MACs.
 type answerKey struct {
-	gcm cipher.AEAD
+	gcm   cipher.AEAD
+	block cipher.Block // gcm's AES: frame tags' masks
+	// hasher hashes frames (the cluster's, shared by every call).
+	hasher *frameHasher
 	// scratch holds a MAC's nonce and tag while the AEAD, an
 	// interface, computes it (on the stack they would escape: an
 	// allocation each).
@@ -108,6 +126,7 @@ type answerKey struct {
 
 type macScratch struct {
 	nonce [12]byte
+	j0    [16]byte
 	tag   [TagSize]byte
 }
 
@@ -121,7 +140,7 @@ func newAnswerKey(k *secretMAC, sig string) answerKey {
 	if err != nil {
 		panic(err) // AES has GCM's block size
 	}
-	return answerKey{gcm: gcm, scratch: new(macScratch)}
+	return answerKey{gcm: gcm, block: block, hasher: k.frames, scratch: new(macScratch)}
 }
 
 // answerNonce is the nonce of the kind-th tag of index.
@@ -142,10 +161,21 @@ func (k answerKey) mac(kind byte, index uint64, data []byte) [TagSize]byte {
 
 // frameTag is the tag of frame i (last: the answer's last frame).
 func (k answerKey) frameTag(i uint64, last bool, payload []byte) [TagSize]byte {
+	return k.maskHash(i, last, k.hasher.sum(k.scratch, payload))
+}
+
+// maskHash is the tag of frame i whose payload's hash is h: h xor
+// AES_K(J0 of frame i's nonce), the mask GMAC under this key and that
+// nonce would use, used once.
+func (k answerKey) maskHash(i uint64, last bool, h [TagSize]byte) [TagSize]byte {
+	kind := byte(kindFrame)
 	if last {
-		return k.mac(kindLastFrame, i, payload)
+		kind = kindLastFrame
 	}
-	return k.mac(kindFrame, i, payload)
+	s := k.scratch
+	s.j0 = counterBlock(answerNonce(kind, i))
+	k.block.Encrypt(s.tag[:], s.j0[:])
+	return xorTag(s.tag, h)
 }
 
 // seal is HeaderAnswer's value for an answer with status, its body

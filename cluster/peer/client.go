@@ -140,6 +140,9 @@ func (a *answer) check(mode string, body []byte) error {
 		return fmt.Errorf("peer %s: %w: the answer carries no seal (is the member an older version?)", a.peer, ErrBadAnswer)
 	}
 	if !a.key.sealMatches(got, a.StatusCode, mode, a.Header.Get(HeaderObject), body) {
+		if mode == modeFrames && a.key.sealMatches(got, a.StatusCode, modeGMACFrames, a.Header.Get(HeaderObject), body) {
+			return fmt.Errorf("peer %s: %w: the member tags chunk frames as an earlier version did; upgrade the cluster's members together", a.peer, ErrBadAnswer)
+		}
 		return fmt.Errorf("peer %s: %w: its seal does not match", a.peer, ErrBadAnswer)
 	}
 	return nil

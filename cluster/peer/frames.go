@@ -29,6 +29,13 @@ type frameWriter struct {
 	left  int64    // payload bytes not framed yet
 	i     uint64   // the next frame's index
 	buf   []byte   // a frame read from src
+	// kept are the frames' hashes from an earlier send (nil: none);
+	// else sums collects them, for cache under name once the last frame
+	// is framed (cache nil: not kept).
+	kept  [][TagSize]byte
+	sums  [][TagSize]byte
+	cache *hashCache
+	name  hashKey
 	// pending is what is framed and not written yet, in order: payloads
 	// and tags (tags[k]), in slots of slots.
 	pending net.Buffers
@@ -40,6 +47,29 @@ func newFrameWriter(key answerKey, n int64, src io.Reader, conn net.Conn) *frame
 	f := &frameWriter{key: key, src: src, conn: conn, left: n}
 	f.whole, _ = wholeBytes(src, n)
 	return f
+}
+
+// hashesIn makes f take its frames' hashes from cache under name, or
+// keep them there once it has computed them all.
+func (f *frameWriter) hashesIn(cache *hashCache, name hashKey) {
+	frames := int((f.left + FrameSize - 1) / FrameSize)
+	if kept := cache.get(name); len(kept) == frames {
+		f.kept = kept
+		return
+	}
+	f.cache, f.name, f.sums = cache, name, make([][TagSize]byte, 0, frames)
+}
+
+// hash returns the hash of frame f.i, whose payload is p.
+func (f *frameWriter) hash(p []byte) [TagSize]byte {
+	if f.kept != nil {
+		return f.kept[f.i]
+	}
+	h := f.key.hasher.sum(f.key.scratch, p)
+	if f.cache != nil {
+		f.sums = append(f.sums, h)
+	}
+	return h
 }
 
 // direct reports whether the frames go past fasthttp's buffered writer
@@ -80,9 +110,13 @@ func (f *frameWriter) frame(max int) error {
 			}
 		}
 		f.left -= n
-		f.tags[k] = f.key.frameTag(f.i, f.left == 0, p)
+		f.tags[k] = f.key.maskHash(f.i, f.left == 0, f.hash(p))
 		f.i++
 		f.pending = append(f.pending, p, f.tags[k][:])
+	}
+	if f.left == 0 && f.cache != nil {
+		f.cache.put(f.name, f.sums)
+		f.cache = nil
 	}
 	return nil
 }

@@ -91,6 +91,8 @@ type Handler struct {
 	o      HandlerOptions
 	key    *secretMAC // o.Secret's
 	replay *replayGuard
+	// hashes are the frame hashes of chunks sent (see framehash.go).
+	hashes *hashCache
 }
 
 // NewHandler returns a handler; nil CheckName accepts every name.
@@ -101,7 +103,7 @@ func NewHandler(o HandlerOptions) *Handler {
 	if o.Context == nil {
 		o.Context = context.Background()
 	}
-	return &Handler{o: o, key: newSecretMAC(o.Secret), replay: newReplayGuard(time.Now())}
+	return &Handler{o: o, key: newSecretMAC(o.Secret), replay: newReplayGuard(time.Now()), hashes: newHashCache(maxFrames)}
 }
 
 var prefix, headerPrefix = []byte(Prefix), []byte(HeaderPrefix)
@@ -302,6 +304,7 @@ func (h *Handler) sendChunk(k *call, r ChunkRequest) error {
 	k.mode = k.chunkMode()
 	if k.mode == modeFrames {
 		f := newFrameWriter(k.answer, n, body, conn)
+		f.hashesIn(h.hashes, hashKey{id: r.ID, off: r.Off, n: r.Len})
 		if f.direct() {
 			membody.Stream(resp, f, int(framedLen(n)), conn)
 		} else {

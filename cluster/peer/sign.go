@@ -46,11 +46,14 @@ const MaxSkew = 5 * time.Minute
 type secretMAC struct {
 	secret []byte
 	states sync.Pool // hash.Hash keyed with secret, each reset
+	// frames hashes chunk frames under a key derived from secret.
+	frames *frameHasher
 }
 
 func newSecretMAC(secret []byte) *secretMAC {
 	k := &secretMAC{secret: secret}
 	k.states.New = func() any { return hmac.New(sha256.New, secret) }
+	k.frames = newFrameHasher(k)
 	return k
 }
 
