@@ -68,17 +68,17 @@ func xorTag(a, b [TagSize]byte) [TagSize]byte {
 
 // hashCache keeps the frame hashes of the chunks this member sent whole
 // (every frame from one offset to the chunk's end), by chunk version and
-// offset, oldest out first, at most maxFrames hashes in all. A chunk's
-// version names its bytes (store.ChunkID): hashes kept for bytes a tier
-// no longer holds as they were (bit rot, an origin that reused an ETag)
-// fail the asker's check, which reads the chunk elsewhere; they never
-// pass other bytes.
+// offset, oldest out first, within max bytes (entryCost: the hashes,
+// their names and the map's share). A chunk's version names its bytes
+// (store.ChunkID): hashes kept for bytes a tier no longer holds as they
+// were (bit rot, an origin that reused an ETag) fail the asker's check,
+// which reads the chunk elsewhere; they never pass other bytes.
 type hashCache struct {
-	mu     sync.Mutex
-	m      map[hashKey][][TagSize]byte
-	order  []hashKey // oldest first
-	frames int       // hashes held
-	max    int
+	mu    sync.Mutex
+	m     map[hashKey][][TagSize]byte
+	order []hashKey // oldest first
+	bytes int       // the entries' cost
+	max   int
 }
 
 // hashKey names a chunk's frames from off: a version of a chunk of n
@@ -88,9 +88,19 @@ type hashKey struct {
 	off, n int64
 }
 
-// maxFrames bounds a member's cached hashes: 16 MiB of them, for 64 GiB
-// of chunks sent.
-const maxFrames = 1 << 20
+// maxHashBytes bounds a member's cached hashes: 16 MiB, about 60,000
+// chunks of 100 KiB, or 7,000 of 8 MiB (56 GiB).
+const maxHashBytes = 16 << 20
+
+// entryOverhead is what an entry costs beyond its hashes and names: the
+// map's slot (the key's and the slice's headers) and its share of empty
+// slots, the queue's copy of the key, the hashes' allocation.
+const entryOverhead = 200
+
+// entryCost is what keeping sums under k costs.
+func entryCost(k hashKey, sums [][TagSize]byte) int {
+	return TagSize*len(sums) + len(k.id.Bucket) + len(k.id.Key) + len(k.id.ETag) + entryOverhead
+}
 
 func newHashCache(max int) *hashCache {
 	return &hashCache{m: make(map[hashKey][][TagSize]byte), max: max}
@@ -107,7 +117,8 @@ func (c *hashCache) get(k hashKey) [][TagSize]byte {
 // put keeps k's hashes (unless kept already), dropping the oldest kept
 // to stay within max.
 func (c *hashCache) put(k hashKey, sums [][TagSize]byte) {
-	if len(sums) > c.max {
+	cost := entryCost(k, sums)
+	if cost > c.max {
 		return
 	}
 	c.mu.Lock()
@@ -115,13 +126,13 @@ func (c *hashCache) put(k hashKey, sums [][TagSize]byte) {
 	if _, ok := c.m[k]; ok {
 		return
 	}
-	for c.frames+len(sums) > c.max {
+	for c.bytes+cost > c.max {
 		old := c.order[0]
 		c.order = c.order[1:]
-		c.frames -= len(c.m[old])
+		c.bytes -= entryCost(old, c.m[old])
 		delete(c.m, old)
 	}
 	c.m[k] = sums
 	c.order = append(c.order, k)
-	c.frames += len(sums)
+	c.bytes += cost
 }

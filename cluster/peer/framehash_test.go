@@ -153,22 +153,23 @@ func TestKeptHashesSentAgain(t *testing.T) {
 }
 
 func TestHashCacheBound(t *testing.T) {
-	c := newHashCache(10)
 	name := func(i int) hashKey { return hashKey{id: store.ChunkID{Key: "k", Index: int64(i)}, n: 1} }
+	three := make([][TagSize]byte, 3)
+	c := newHashCache(3*entryCost(name(0), three) + 10) // room for three entries of three hashes
 	for i := range 6 {
-		c.put(name(i), make([][TagSize]byte, 3))
+		c.put(name(i), three)
 	}
-	if c.frames > 10 || len(c.m) != 3 || len(c.order) != 3 {
-		t.Fatalf("%d hashes in %d entries (order %d), want at most 10 in the 3 newest", c.frames, len(c.m), len(c.order))
+	if c.bytes > c.max || len(c.m) != 3 || len(c.order) != 3 {
+		t.Fatalf("%d bytes in %d entries (order %d), want at most %d in the 3 newest", c.bytes, len(c.m), len(c.order), c.max)
 	}
 	for i := range 6 {
 		if kept := c.get(name(i)) != nil; kept != (i >= 3) {
 			t.Errorf("entry %d kept %v", i, kept)
 		}
 	}
-	c.put(name(9), make([][TagSize]byte, 11)) // larger than the whole cache
-	if c.get(name(9)) != nil || c.frames > 10 {
-		t.Fatalf("an entry over the bound was kept: %d hashes", c.frames)
+	c.put(name(9), make([][TagSize]byte, c.max/TagSize)) // larger than the whole cache
+	if c.get(name(9)) != nil || c.bytes > c.max || len(c.m) != 3 {
+		t.Fatalf("an entry over the bound was kept: %d bytes in %d entries", c.bytes, len(c.m))
 	}
 }
 

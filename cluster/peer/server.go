@@ -103,7 +103,7 @@ func NewHandler(o HandlerOptions) *Handler {
 	if o.Context == nil {
 		o.Context = context.Background()
 	}
-	return &Handler{o: o, key: newSecretMAC(o.Secret), replay: newReplayGuard(time.Now()), hashes: newHashCache(maxFrames)}
+	return &Handler{o: o, key: newSecretMAC(o.Secret), replay: newReplayGuard(time.Now()), hashes: newHashCache(maxHashBytes)}
 }
 
 var prefix, headerPrefix = []byte(Prefix), []byte(HeaderPrefix)
