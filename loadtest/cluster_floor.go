@@ -127,24 +127,7 @@ func (f *relayFloor) stop() {
 // or a relay of Upstream as a user would tune a plain reverse proxy:
 // upstream connections kept, answers buffered in memory (64 KiB buffers,
 // never a temporary file), no cache.
-var floorConf = template.Must(template.New("floor.conf").Parse(`{{if .Root}}user root;
-{{end}}worker_processes {{.Workers}};
-worker_rlimit_nofile {{.NoFile}};
-pid {{.Dir}}/nginx.pid;
-error_log {{.Dir}}/error.log warn;
-events { worker_connections {{.Conns}}; }
-http {
-	access_log off;
-	sendfile on;
-	tcp_nodelay on;
-	keepalive_timeout 75s;
-	keepalive_requests 1000000;
-	client_body_temp_path {{.Dir}}/client_body;
-	proxy_temp_path {{.Dir}}/proxy;
-	fastcgi_temp_path {{.Dir}}/fastcgi;
-	uwsgi_temp_path {{.Dir}}/uwsgi;
-	scgi_temp_path {{.Dir}}/scgi;
-{{- if .Files}}
+var floorConf = template.Must(template.New("floor.conf").Parse(nginxHead + `{{- if .Files}}
 	open_file_cache max={{.OpenFiles}} inactive=1h;
 	open_file_cache_valid 1h;
 	server {

@@ -197,20 +197,11 @@ func openFiles(objects int) int {
 	return max(256, min(2*objects, noFileLimit()-2*workerConnections-1024))
 }
 
-// nginxConf is the reference configuration. Workers run as the current
-// user; as root, nginx would switch them to nobody, who cannot write the
-// cache, so root keeps them as root. The temporary paths are set because
-// the compiled-in ones are system directories. use_temp_path=off writes a
-// response being cached straight into the cache directory (tmpfs).
-// Caching strips Range and conditional headers from the request to the
-// origin, fetches the whole object and serves ranges from it
-// (proxy_force_ranges also on a miss); proxy_cache_lock collapses
-// concurrent misses of one object into one origin read, as granary does,
-// with lock timeouts long enough for the largest object here.
-// tcp_nopush stays off: with it, cache hits on kept-alive connections
-// stalled for the peer's delayed ACK (about 40 ms each; 500 GETs/s of
-// 100 KiB instead of 30,000 here).
-var nginxConf = template.Must(template.New("nginx.conf").Parse(`{{if .Root}}user root;
+// nginxHead begins every nginx configuration here: the process settings
+// and the http block's common directives, kept client connections and
+// temporary paths under the prefix (the compiled-in ones are system
+// directories). The http block stays open.
+const nginxHead = `{{if .Root}}user root;
 {{end}}worker_processes {{.Workers}};
 worker_rlimit_nofile {{.NoFile}};
 pid {{.Dir}}/nginx.pid;
@@ -222,13 +213,27 @@ http {
 	tcp_nodelay on;
 	keepalive_timeout 75s;
 	keepalive_requests 1000000;
-	open_file_cache max={{.OpenFiles}} inactive=1h;
-	open_file_cache_valid 1h;
 	client_body_temp_path {{.Dir}}/client_body;
 	proxy_temp_path {{.Dir}}/proxy;
 	fastcgi_temp_path {{.Dir}}/fastcgi;
 	uwsgi_temp_path {{.Dir}}/uwsgi;
 	scgi_temp_path {{.Dir}}/scgi;
+`
+
+// nginxConf is the reference configuration. Workers run as the current
+// user; as root, nginx would switch them to nobody, who cannot write the
+// cache, so root keeps them as root. use_temp_path=off writes a
+// response being cached straight into the cache directory (tmpfs).
+// Caching strips Range and conditional headers from the request to the
+// origin, fetches the whole object and serves ranges from it
+// (proxy_force_ranges also on a miss); proxy_cache_lock collapses
+// concurrent misses of one object into one origin read, as granary does,
+// with lock timeouts long enough for the largest object here.
+// tcp_nopush stays off: with it, cache hits on kept-alive connections
+// stalled for the peer's delayed ACK (about 40 ms each; 500 GETs/s of
+// 100 KiB instead of 30,000 here).
+var nginxConf = template.Must(template.New("nginx.conf").Parse(nginxHead + `	open_file_cache max={{.OpenFiles}} inactive=1h;
+	open_file_cache_valid 1h;
 	proxy_cache_path {{.Cache}} levels=1:2 keys_zone=reference:{{.ZoneMiB}}m max_size={{.MaxSize}} inactive=1d use_temp_path=off;
 	upstream origin {
 		server {{.Upstream}};
