@@ -229,7 +229,7 @@ func (f *frameReader) Read(p []byte) (int, error) {
 	}
 	n := int(min(int64(FrameSize), f.left))
 	if len(p) >= n {
-		if f.err = f.frame(p[:n]); f.err != nil {
+		if f.err = f.frame(p[:n], p[n:]); f.err != nil {
 			return 0, f.err
 		}
 		return n, nil
@@ -237,7 +237,7 @@ func (f *frameReader) Read(p []byte) (int, error) {
 	if f.buf == nil {
 		f.buf = make([]byte, n)
 	}
-	if f.err = f.frame(f.buf[:n]); f.err != nil {
+	if f.err = f.frame(f.buf[:n], nil); f.err != nil {
 		return 0, f.err
 	}
 	f.ready = f.buf[:n]
@@ -245,13 +245,22 @@ func (f *frameReader) Read(p []byte) (int, error) {
 }
 
 // frame reads the next frame's payload into p (its length) and its tag,
-// and checks them.
-func (f *frameReader) frame(p []byte) error {
-	if _, err := io.ReadFull(f.rc, p); err != nil {
-		return f.cut(err)
-	}
-	if _, err := io.ReadFull(f.rc, f.tag[:]); err != nil {
-		return f.cut(err)
+// and checks them. If spare (what follows p in the caller's buffer,
+// which io.Reader lets a Read use as scratch) has room for the tag, the
+// payload and the tag come in one read.
+func (f *frameReader) frame(p, spare []byte) error {
+	if len(spare) >= TagSize {
+		if _, err := io.ReadFull(f.rc, p[:len(p)+TagSize]); err != nil {
+			return f.cut(err)
+		}
+		copy(f.tag[:], p[len(p):len(p)+TagSize])
+	} else {
+		if _, err := io.ReadFull(f.rc, p); err != nil {
+			return f.cut(err)
+		}
+		if _, err := io.ReadFull(f.rc, f.tag[:]); err != nil {
+			return f.cut(err)
+		}
 	}
 	f.left -= int64(len(p))
 	want := f.key.frameTag(f.i, f.left == 0, p)
