@@ -88,13 +88,19 @@ type answer struct {
 	key  answerKey
 }
 
+// encoder is a call's query: url.Values, or chunkQuery.
+type encoder interface{ Encode() string }
+
 // do sends a signed request to member to and returns the answer if its
 // status is 2xx; otherwise an *Error, if the member sealed the refusal
 // or refused to admit the call (it cannot seal those), else an error
 // matching ErrBadAnswer. A body streams (chunked), bound to the
 // signature by its trailer.
-func (c *Client) do(ctx context.Context, method string, to cluster.Member, route string, q url.Values, body io.Reader, hdr http.Header) (*answer, error) {
-	u := &url.URL{Scheme: c.scheme, Host: to.Addr, Path: route, RawQuery: q.Encode()}
+func (c *Client) do(ctx context.Context, method string, to cluster.Member, route string, q encoder, body io.Reader, hdr http.Header) (*answer, error) {
+	u := &url.URL{Scheme: c.scheme, Host: to.Addr, Path: route}
+	if q != nil {
+		u.RawQuery = q.Encode()
+	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
 	if err != nil {
 		return nil, err
@@ -296,7 +302,7 @@ func (c *Client) doJSON(ctx context.Context, method string, to cluster.Member, r
 // member's; ctx bounds the whole read.
 func (c *Client) GetChunk(ctx context.Context, to cluster.Member, r ChunkRequest) (io.ReadCloser, error) {
 	mode, hdr := c.chunkMode()
-	a, err := c.do(ctx, http.MethodGet, to, RouteChunk, r.query(), nil, hdr)
+	a, err := c.do(ctx, http.MethodGet, to, RouteChunk, chunkQuery(r), nil, hdr)
 	if err != nil {
 		return nil, err
 	}

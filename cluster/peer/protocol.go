@@ -86,6 +86,29 @@ func (r ChunkRequest) query() url.Values {
 	return q
 }
 
+// chunkQuery is a ChunkRequest's query as the client sends it: exactly
+// what url.Values.Encode writes for its query() (keys in order, values
+// escaped), built without the map and its slices.
+type chunkQuery ChunkRequest
+
+func (q chunkQuery) Encode() string {
+	r := ChunkRequest(q)
+	b := make([]byte, 0, 80+len(r.ID.Bucket)+len(r.ID.Key)+len(r.ID.ETag))
+	b = append(append(b, "bucket="...), url.QueryEscape(r.ID.Bucket)...)
+	if r.CachedOnly {
+		b = append(b, "&cached=1"...)
+	}
+	b = strconv.AppendInt(append(b, "&chunk="...), r.Chunk, 10)
+	b = append(append(b, "&etag="...), url.QueryEscape(r.ID.ETag)...)
+	b = strconv.AppendInt(append(b, "&index="...), r.ID.Index, 10)
+	b = append(append(b, "&key="...), url.QueryEscape(r.ID.Key)...)
+	b = strconv.AppendInt(append(b, "&len="...), r.Len, 10)
+	if r.Off != 0 {
+		b = strconv.AppendInt(append(b, "&off="...), r.Off, 10)
+	}
+	return string(b)
+}
+
 // parseChunkRequest decodes what query encodes; get returns a query
 // parameter ("" if absent). It checks syntax only: the numbers parse.
 func parseChunkRequest(get func(string) string) (ChunkRequest, error) {

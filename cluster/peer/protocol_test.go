@@ -21,6 +21,20 @@ func TestChunkRequestRoundTrip(t *testing.T) {
 	}
 }
 
+// TestChunkQueryIsValuesEncoded: the query a chunk call sends is what
+// url.Values would encode for it, byte for byte, whatever its names hold.
+func TestChunkQueryIsValuesEncoded(t *testing.T) {
+	for _, r := range []ChunkRequest{
+		{ID: store.ChunkID{Bucket: "b", Key: "a key/with ünïcode & = ? + %", ETag: `"e-3"`, Index: 7}, Len: 100, Chunk: 1 << 20},
+		{ID: store.ChunkID{Bucket: "b", Key: "k", ETag: "e", Index: 0}, Len: 100, Chunk: 100, Off: 99, CachedOnly: true},
+		{ID: store.ChunkID{Bucket: "bucket.x-y", Key: "", ETag: "", Index: 1 << 40}, Len: 8 << 20, Chunk: 8 << 20, Off: 1},
+	} {
+		if got, want := chunkQuery(r).Encode(), r.query().Encode(); got != want {
+			t.Errorf("%+v: %q, want %q", r, got, want)
+		}
+	}
+}
+
 func TestParseChunkRequestRefusesBadNumbers(t *testing.T) {
 	for _, name := range []string{"index", "len", "chunk", "off"} {
 		q := ChunkRequest{ID: store.ChunkID{Bucket: "b", Key: "k", ETag: "e"}, Len: 1, Chunk: 1}.query()
