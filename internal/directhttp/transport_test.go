@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/granary-dev/granary/internal/testhttp"
 )
 
 // counted is a transport whose dials are counted.
@@ -27,22 +29,10 @@ func counted(other *http.Transport) (*Transport, *atomic.Int64) {
 	return &Transport{Dial: dial, HeaderTimeout: 5 * time.Second, Other: other}, &dials
 }
 
+// get sends method u through rt and returns the body.
 func get(t *testing.T, rt http.RoundTripper, method, u string, body io.Reader) string {
-	t.Helper()
-	req, err := http.NewRequest(method, u, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := rt.RoundTrip(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	_, b := testhttp.Do(t, rt, method, u, body)
+	return b
 }
 
 func TestGETsOverTLSReuseOneConnection(t *testing.T) {

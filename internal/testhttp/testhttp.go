@@ -12,14 +12,21 @@ import (
 // returns the status and the body; a transport error fails t.
 func Get(t testing.TB, url string, header ...string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
+	return Do(t, http.DefaultTransport, http.MethodGet, url, nil, header...)
+}
+
+// Do sends method url with body and the header pairs through rt and
+// returns the status and the body; a transport error fails t.
+func Do(t testing.TB, rt http.RoundTripper, method, url string, body io.Reader, header ...string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, body)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := rt.RoundTrip(req)
 	if err != nil {
 		t.Fatal(err)
 	}
