@@ -257,7 +257,7 @@ func (c *Client) attach(req *http.Request, sig string, body io.Reader) {
 
 // call is do for calls whose answer has no body worth reading, bounded by
 // the client's timeout as a whole.
-func (c *Client) call(ctx context.Context, method string, to cluster.Member, route string, q url.Values, body io.Reader, hdr http.Header) error {
+func (c *Client) call(ctx context.Context, method string, to cluster.Member, route string, q encoder, body io.Reader, hdr http.Header) error {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	a, err := c.do(ctx, method, to, route, q, body, hdr)
@@ -317,7 +317,7 @@ func (c *Client) GetChunk(ctx context.Context, to cluster.Member, r ChunkRequest
 // warmed data).
 func (c *Client) PutChunk(ctx context.Context, to cluster.Member, id store.ChunkID, chunk int64, data []byte) error {
 	r := ChunkRequest{ID: id, Len: int64(len(data)), Chunk: chunk}
-	return c.call(ctx, http.MethodPut, to, RouteChunk, r.query(), bytes.NewReader(data), nil)
+	return c.call(ctx, http.MethodPut, to, RouteChunk, chunkQuery(r), bytes.NewReader(data), nil)
 }
 
 // Forget tells member to drop what it caches of bucket/key (an object

@@ -70,25 +70,10 @@ type ChunkRequest struct {
 	CachedOnly bool
 }
 
-// query encodes r (Off and CachedOnly only when set).
-func (r ChunkRequest) query() url.Values {
-	q := url.Values{
-		"bucket": {r.ID.Bucket}, "key": {r.ID.Key}, "etag": {r.ID.ETag},
-		"index": {strconv.FormatInt(r.ID.Index, 10)},
-		"len":   {strconv.FormatInt(r.Len, 10)}, "chunk": {strconv.FormatInt(r.Chunk, 10)},
-	}
-	if r.Off != 0 {
-		q.Set("off", strconv.FormatInt(r.Off, 10))
-	}
-	if r.CachedOnly {
-		q.Set("cached", "1")
-	}
-	return q
-}
-
-// chunkQuery is a ChunkRequest's query as the client sends it: exactly
-// what url.Values.Encode writes for its query() (keys in order, values
-// escaped), built without the map and its slices.
+// chunkQuery is a ChunkRequest's query as the client sends it (Off and
+// CachedOnly only when set), written as url.Values.Encode would write it
+// (keys in order, values escaped) without building the map and its
+// slices.
 type chunkQuery ChunkRequest
 
 func (q chunkQuery) Encode() string {
@@ -109,7 +94,7 @@ func (q chunkQuery) Encode() string {
 	return string(b)
 }
 
-// parseChunkRequest decodes what query encodes; get returns a query
+// parseChunkRequest decodes what chunkQuery encodes; get returns a query
 // parameter ("" if absent). It checks syntax only: the numbers parse.
 func parseChunkRequest(get func(string) string) (ChunkRequest, error) {
 	r := ChunkRequest{ID: store.ChunkID{Bucket: get("bucket"), Key: get("key"), ETag: get("etag")}, CachedOnly: get("cached") == "1"}

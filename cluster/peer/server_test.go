@@ -361,7 +361,7 @@ func send(t *testing.T, req *http.Request) *http.Response {
 
 func TestSignatureCoversTheRequest(t *testing.T) {
 	r := startRig(t, false)
-	q := ChunkRequest{ID: store.ChunkID{Bucket: "b", Key: "k", ETag: "e"}, Len: 10, Chunk: 1 << 10}.query().Encode()
+	q := chunkQuery(ChunkRequest{ID: store.ChunkID{Bucket: "b", Key: "k", ETag: "e"}, Len: 10, Chunk: 1 << 10}).Encode()
 	set := func(k, v string) func(*http.Request) { return func(req *http.Request) { req.Header.Set(k, v) } }
 	cases := map[string]func(*http.Request){
 		"another sender":             set(HeaderFrom, "n3"),
@@ -433,7 +433,7 @@ func TestReplayRefused(t *testing.T) {
 func TestBodyBoundToSignature(t *testing.T) {
 	r := startRig(t, true)
 	genuine, other := bytes.Repeat([]byte("g"), 1<<10), bytes.Repeat([]byte("X"), 1<<10)
-	chunkQ := ChunkRequest{ID: store.ChunkID{Bucket: "b", Key: "k", ETag: "e"}, Len: 1 << 10, Chunk: 1 << 10}.query().Encode()
+	chunkQ := chunkQuery(ChunkRequest{ID: store.ChunkID{Bucket: "b", Key: "k", ETag: "e"}, Len: 1 << 10, Chunk: 1 << 10}).Encode()
 	info, _ := encodeObject(store.ObjectInfo{Bucket: "b", Key: "k", ETag: "e", Size: 1 << 10})
 	for _, call := range []struct{ name, method, path, query string }{
 		{"chunk", "PUT", RouteChunk, chunkQ},
@@ -491,14 +491,14 @@ func TestHugeChunkRefusedBeforeAllocation(t *testing.T) {
 	// query alone (allocating it first killed the node).
 	r := startRig(t, false)
 	for _, sizes := range [][2]int64{{1 << 40, 1 << 40}, {1 << 40, 1 << 10}} {
-		q := ChunkRequest{ID: store.ChunkID{Bucket: "b", Key: "k", ETag: "e"}, Len: sizes[0], Chunk: sizes[1]}.query().Encode()
+		q := chunkQuery(ChunkRequest{ID: store.ChunkID{Bucket: "b", Key: "k", ETag: "e"}, Len: sizes[0], Chunk: sizes[1]}).Encode()
 		resp := rawCall(t, r, "PUT", RouteChunk, q, strings.NewReader("tiny"), nil)
 		if resp.StatusCode != http.StatusConflict && resp.StatusCode != http.StatusBadRequest {
 			t.Errorf("len %d chunk %d: %d, want 409 or 400", sizes[0], sizes[1], resp.StatusCode)
 		}
 	}
 	// A body shorter than its chunk is an incomplete body, not a chunk.
-	q := ChunkRequest{ID: store.ChunkID{Bucket: "b", Key: "k", ETag: "e"}, Len: 100, Chunk: 1 << 10}.query().Encode()
+	q := chunkQuery(ChunkRequest{ID: store.ChunkID{Bucket: "b", Key: "k", ETag: "e"}, Len: 100, Chunk: 1 << 10}).Encode()
 	if resp := rawCall(t, r, "PUT", RouteChunk, q, strings.NewReader("tiny"), nil); resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("a short body: %d, want 400", resp.StatusCode)
 	}
