@@ -143,11 +143,16 @@ type walker struct {
 	at    int
 	asked asked
 	id    store.ChunkID
-	n     int64           // the chunk's length: a tier's copy of another is a miss
-	want  intent          // a flight started is started with it
-	paid  bool            // the caller paid the working memory (startFlight)
-	first chunkRef        // the metadata load's chunk 0 (rungFirst)
-	ctx   context.Context // bounds rungLoad
+	n     int64  // the chunk's length: a tier's copy of another is a miss
+	want  intent // a flight started is started with it
+	paid  bool   // the caller paid the working memory (startFlight)
+	// inline says the caller waits for the whole chunk before it sends
+	// a byte: a flight the walk starts runs on the caller's goroutine
+	// (a relayed 100 KiB chunk spent a goroutine, its stack growth and
+	// a wake-up on the hand-off).
+	inline bool
+	first  chunkRef        // the metadata load's chunk 0 (rungFirst)
+	ctx    context.Context // bounds rungLoad
 	// A flight's walk gathers members to read from, in order; mine says
 	// this node owns the chunk (it stores it as such, else a hot copy).
 	members []source
@@ -168,20 +173,23 @@ func flightWalker(id store.ChunkID, n int64, want intent) walker {
 // pause is where a walk paused: the rest of a walker that goes on later,
 // elsewhere (see objectReader.resolve).
 type pause struct {
-	at    int
-	asked asked
-	want  intent
-	paid  bool
+	at     int
+	asked  asked
+	want   intent
+	paid   bool
+	inline bool
 }
 
 // paused is w at its pause.
-func (w *walker) paused() pause { return pause{at: w.at, asked: w.asked, want: w.want, paid: w.paid} }
+func (w *walker) paused() pause {
+	return pause{at: w.at, asked: w.asked, want: w.want, paid: w.paid, inline: w.inline}
+}
 
 // walker is the walk of p's plan for n bytes of chunk id, going on from
 // pause p.
 func (p pause) walker(pur purpose, id store.ChunkID, n int64) walker {
 	w := newWalker(pur, id, n, p.want)
-	w.at, w.asked, w.paid = p.at, p.asked, p.paid
+	w.at, w.asked, w.paid, w.inline = p.at, p.asked, p.paid, p.inline
 	return w
 }
 
@@ -238,7 +246,10 @@ func (e *Engine) try(w *walker, r rung, got *found) bool {
 	case rungFlight:
 		f, started := e.startFlight(w.id, w.n, w.want, w.paid)
 		got.ref = chunkRef{fl: f, free: !started, held: true}
-		if started {
+		switch {
+		case started && w.inline:
+			e.runFlight(w.id, f, nil, false)
+		case started:
 			go e.runFlight(w.id, f, nil, false)
 		}
 		return true

@@ -270,6 +270,42 @@ func TestClusterFirstReadAsksTheOwnerOnce(t *testing.T) {
 	}
 }
 
+// TestClusterHopOfTheChunkReadNowRunsInTheReader: a chunk a reader sends
+// whole and next (its range's last, under maxSpan of it left) is asked of
+// its owner on the reader's goroutine, with no hand-off; chunks read
+// ahead are asked on goroutines of their own, so a long read is not
+// serialised behind its fetches.
+func TestClusterHopOfTheChunkReadNowRunsInTheReader(t *testing.T) {
+	const cs = 64 << 10
+	c := newFakeCluster(t, fakeClusterOptions{n: 3, owners: 1, chunk: cs, hot: 1}) // no hot copies
+	data := randBytes(t, 4*cs)
+	newRigFor(t, c).seed("obj", data)
+	reader := (c.chunkOwner("obj", 3) + 1) % len(c.engines)
+	got, err := c.read(reader, "obj")
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read through %d: %d bytes, %v", reader, len(got), err)
+	}
+	for o := range c.engines {
+		if n := c.count(reader, o, "get in reader"); n != 0 {
+			t.Fatalf("a whole read asked member %d %d times from the reader's goroutine, want read-ahead", o, n)
+		}
+	}
+	owner := c.chunkOwner("obj", 3)
+	before := c.count(reader, owner, "get")
+	obj, err := c.engines[reader].Get(context.Background(), c.bucket, "obj", GetOptions{Range: &Range{Start: 3 * cs, End: 4*cs - 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = io.ReadAll(obj)
+	obj.Close()
+	if err != nil || !bytes.Equal(got, data[3*cs:]) {
+		t.Fatalf("ranged read of the last chunk: %d bytes, %v", len(got), err)
+	}
+	if asked, inline := c.count(reader, owner, "get")-before, c.count(reader, owner, "get in reader"); asked != 1 || inline != 1 {
+		t.Fatalf("the last chunk was asked of its owner %d times, %d of them from the reader's goroutine; want 1 and 1", asked, inline)
+	}
+}
+
 // TestClusterFirstReadOfAnOlderOwner: an owner that knows no first call
 // (an older version, in a rolling upgrade) is asked as before, a HEAD and
 // a chunk call, without a peer error or an origin HEAD.

@@ -164,9 +164,22 @@ func (r *objectReader) fill() error {
 		}
 		f.holders.Store(2)
 		r.push(f)
+		if w.inline = r.wholeNow(f.idx); w.inline {
+			r.resolve(f, w.paused()) // nothing to send until it is here
+			continue
+		}
 		go r.resolve(f, w.paused())
 	}
 	return nil
+}
+
+// wholeNow reports whether chunk idx is the range's last and is read now,
+// with under maxSpan of it left to send: span waits for all of it before
+// it sends a byte, so its lookup and its flight (if it starts one) run on
+// the reader's goroutine, with nothing else to do meanwhile.
+func (r *objectReader) wholeNow(idx int64) bool {
+	cs := r.e.opts.ChunkSize
+	return len(r.window) == 1 && idx == r.last && min(r.end, (idx+1)*cs)-max(r.off, idx*cs) < maxSpan
 }
 
 // resolve goes on with f's walk from its pause p, on the goroutine fill
