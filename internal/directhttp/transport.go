@@ -116,7 +116,7 @@ func (t *Transport) exchange(pc *pconn, req *http.Request) (*http.Response, erro
 		}
 		return nil, err
 	}
-	if err := req.Write(pc.bw); err != nil {
+	if err := writeHead(pc.bw, req); err != nil {
 		return fail(staleIf(err))
 	}
 	if err := pc.bw.Flush(); err != nil {
