@@ -231,7 +231,7 @@ func (c *Client) sign(req *http.Request, to string) string {
 	req.Header.Set(HeaderFrom, c.self)
 	req.Header.Set(HeaderTo, to)
 	req.Header.Set(HeaderTime, stamp(time.Now()))
-	req.Header.Set(HeaderNonce, fmt.Sprintf("%d.%d", c.boot, c.seq.Add(1)))
+	req.Header.Set(HeaderNonce, c.nonce())
 	s := signed{method: req.Method, path: req.URL.EscapedPath(), query: req.URL.RawQuery}
 	for k, vs := range req.Header {
 		for _, v := range vs {
@@ -241,6 +241,14 @@ func (c *Client) sign(req *http.Request, to string) string {
 	sig := s.signature(c.key)
 	req.Header.Set(HeaderSig, sig)
 	return sig
+}
+
+// nonce is the next request's number, "boot.seq" (see replay.go).
+func (c *Client) nonce() string {
+	b := make([]byte, 0, 40)
+	b = strconv.AppendInt(b, c.boot, 10)
+	b = append(b, '.')
+	return string(strconv.AppendUint(b, c.seq.Add(1), 10))
 }
 
 // attach makes body (if not nil) req's body, streamed (chunked) and bound
