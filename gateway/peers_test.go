@@ -304,6 +304,20 @@ func TestClusterHopOfTheChunkReadNowRunsInTheReader(t *testing.T) {
 	if asked, inline := c.count(reader, owner, "get")-before, c.count(reader, owner, "get in reader"); asked != 1 || inline != 1 {
 		t.Fatalf("the last chunk was asked of its owner %d times, %d of them from the reader's goroutine; want 1 and 1", asked, inline)
 	}
+	// A range that ends before its chunk does is sent once its own bytes
+	// are in, not once the whole chunk is: its fetch keeps a goroutine.
+	obj, err = c.engines[reader].Get(context.Background(), c.bucket, "obj", GetOptions{Range: &Range{Start: 3 * cs, End: 3*cs + 99}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = io.ReadAll(obj)
+	obj.Close()
+	if err != nil || !bytes.Equal(got, data[3*cs:3*cs+100]) {
+		t.Fatalf("ranged read of the last chunk's start: %d bytes, %v", len(got), err)
+	}
+	if asked, inline := c.count(reader, owner, "get")-before, c.count(reader, owner, "get in reader"); asked != 2 || inline != 1 {
+		t.Fatalf("after a short range, the last chunk was asked of its owner %d times, %d of them from the reader's goroutine; want 2 and 1", asked, inline)
+	}
 }
 
 // TestClusterFirstReadOfAnOlderOwner: an owner that knows no first call

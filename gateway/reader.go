@@ -173,13 +173,17 @@ func (r *objectReader) fill() error {
 	return nil
 }
 
-// wholeNow reports whether chunk idx is the range's last and is read now,
-// with under maxSpan of it left to send: span waits for all of it before
-// it sends a byte, so its lookup and its flight (if it starts one) run on
-// the reader's goroutine, with nothing else to do meanwhile.
+// wholeNow reports whether chunk idx is read now, and what is left of the
+// range in it runs to the chunk's end and is under maxSpan: span waits
+// for the chunk's last byte before it sends one, so the reader waits for
+// the whole chunk (a flight fills it from its start) with nothing else
+// to do meanwhile, and its lookup and the flight it may start run on its
+// goroutine. A range that ends earlier in the chunk is sent as soon as
+// its own bytes are in (the first 100 KiB of an 8 MiB chunk from a slow
+// origin), so its flight keeps a goroutine of its own.
 func (r *objectReader) wholeNow(idx int64) bool {
-	cs := r.e.opts.ChunkSize
-	return len(r.window) == 1 && idx == r.last && min(r.end, (idx+1)*cs)-max(r.off, idx*cs) < maxSpan
+	end := min(r.info.Size, (idx+1)*r.e.opts.ChunkSize)
+	return len(r.window) == 1 && r.end == end && end-max(r.off, idx*r.e.opts.ChunkSize) < maxSpan
 }
 
 // resolve goes on with f's walk from its pause p, on the goroutine fill
