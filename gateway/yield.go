@@ -1,8 +1,8 @@
 // Background work yields to clients: while clients are reading or
 // writing, a fill of what was just saved runs one unit (a chunk read into
 // the tiers, a chunk written to disk) at a time and rests between units,
-// so it takes at most a twentieth of a core's time; once clients are quiet it
-// runs at full speed again. Training reads never stop while a checkpoint
+// so it takes at most a twentieth of a core's time; once clients are
+// quiet it runs at full speed again. Training reads never stop while a checkpoint
 // lands, and the checkpoint's fill is not on anyone's critical path.
 package gateway
 
@@ -19,10 +19,10 @@ const (
 	clientQuiet = 50 * time.Millisecond
 	// bgShare is the share of one core background work may take while
 	// clients are busy: each unit is followed by a rest of bgShare-1
-	// times its length. A tenth was too much where the node has few
-	// cores: on two, shared with its clients, the node had about 0.7 of
-	// them, so a fill took a seventh of what served the readers (0.80-0.89x
-	// of their quiet rate in the reads scenario).
+	// times its length. A tenth cost readers more where the node has
+	// few cores: on two, shared with its clients, the node has about 0.7
+	// of them, and its CPU per GET rose 4-8 µs during a fill (1-4 µs at
+	// a twentieth; see the README's reads during a fill).
 	bgShare = 20
 	// bgMaxRest bounds one rest, so a slow unit (a disk that stalled)
 	// does not park the fill for long.
