@@ -58,8 +58,13 @@ func (e *Engine) LookedUp() []string {
 	return names
 }
 
-// bucketCounts are a bucket's chunk lookups.
-type bucketCounts struct{ hits, misses atomic.Int64 }
+// bucketCounts are a bucket's chunk lookups, and its hit counters in
+// each tier once a hit looked them up (every lookup of a tier's returns
+// the same pair, so a race between two lookups stores equal values).
+type bucketCounts struct {
+	hits, misses atomic.Int64
+	hit          [len(hitTiers)]atomic.Pointer[hitSeries]
+}
 
 // bucketStats maps bucket names to their counts.
 type bucketStats struct{ m sync.Map }

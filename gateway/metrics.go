@@ -92,11 +92,25 @@ func newMetrics() *metrics {
 	return m
 }
 
-// hit counts a chunk of n bytes served from tier.
-func (m *metrics) hit(bucket, tier string, n int) {
+// The tiers a hit is counted in, as indexes of hitTiers.
+const (
+	hitRAM = iota
+	hitHot
+	hitDisk
+)
+
+// hitTiers are the tier label's values, by index.
+var hitTiers = [...]string{hitRAM: "ram", hitHot: "hot", hitDisk: "disk"}
+
+// hitSeries are the hit counters of one bucket in one tier. A bucket's
+// counts keep them (bucketCounts.hit) once looked up: looking them up by
+// label values hashes both values, twice per hit.
+type hitSeries struct{ count, bytes prometheus.Counter }
+
+// series returns bucket's hit counters in tier (an index of hitTiers).
+func (m *metrics) series(bucket string, tier int) *hitSeries {
 	b := m.buckets.label(bucket)
-	m.hits.WithLabelValues(b, tier).Inc()
-	m.hitBytes.WithLabelValues(b, tier).Add(float64(n))
+	return &hitSeries{m.hits.WithLabelValues(b, hitTiers[tier]), m.hitBytes.WithLabelValues(b, hitTiers[tier])}
 }
 
 // miss counts a chunk found in no tier.

@@ -15,12 +15,13 @@ import (
 )
 
 // TestBucketMetrics: a cold read counts a miss and origin bytes for its
-// bucket, a warm one a hit and its bytes, under the bucket's label.
+// bucket, each warm one a hit and its bytes (the first looks the bucket's
+// counters up, the second uses them as kept), under the bucket's label.
 func TestBucketMetrics(t *testing.T) {
 	r := newRig(t, rigOptions{fresh: Freshness{Mode: Immutable}})
 	data := randBytes(t, 10000)
 	r.seed("k", data)
-	for range 2 {
+	for range 3 {
 		if got := r.read("k", nil); !bytes.Equal(got, data) {
 			t.Fatal("wrong bytes")
 		}
@@ -33,11 +34,14 @@ func TestBucketMetrics(t *testing.T) {
 	if got := testutil.ToFloat64(r.e.m.originBytes.WithLabelValues(b)); got != float64(len(data)) {
 		t.Errorf("origin bytes{bucket=%s} = %v, want %d", b, got, len(data))
 	}
-	if got := testutil.ToFloat64(r.e.m.hits.WithLabelValues(b, "ram")); got != 1 {
-		t.Errorf("hits{bucket=%s,tier=ram} = %v, want 1", b, got)
+	if got := testutil.ToFloat64(r.e.m.hits.WithLabelValues(b, "ram")); got != 2 {
+		t.Errorf("hits{bucket=%s,tier=ram} = %v, want 2", b, got)
 	}
-	if got := testutil.ToFloat64(r.e.m.hitBytes.WithLabelValues(b, "ram")); got != float64(len(data)) {
-		t.Errorf("hit bytes{bucket=%s,tier=ram} = %v, want %d", b, got, len(data))
+	if got := testutil.ToFloat64(r.e.m.hitBytes.WithLabelValues(b, "ram")); got != float64(2*len(data)) {
+		t.Errorf("hit bytes{bucket=%s,tier=ram} = %v, want %d", b, got, 2*len(data))
+	}
+	if hits, _ := r.e.Lookups(b); hits != 2 {
+		t.Errorf("Lookups(%s) counts %d hits, want 2", b, hits)
 	}
 }
 

@@ -21,20 +21,20 @@ func tierGet(t store.Tier, id store.ChunkID, record bool) ([]byte, error) {
 // lookupRAM returns the chunk if the RAM tier, or the hot tier of copies
 // read from owners, holds it; a client's lookup counts a hit.
 func (e *Engine) lookupRAM(id store.ChunkID, record, client bool) ([]byte, bool) {
-	tier := "ram"
+	tier := hitRAM
 	var b []byte
 	err := store.ErrNotFound
 	if e.opts.RAM != nil {
 		b, err = tierGet(e.opts.RAM, id, record)
 	}
 	if err != nil && e.opts.Hot != nil {
-		tier = "hot"
+		tier = hitHot
 		b, err = tierGet(e.opts.Hot, id, record)
 	}
 	if err != nil {
 		return nil, false
 	}
-	if record && tier == "ram" {
+	if record && tier == hitRAM {
 		e.noteUnseen(id)
 	}
 	e.countHit(id.Bucket, tier, len(b), client)
@@ -58,11 +58,19 @@ func (e *Engine) noteUnseen(id store.ChunkID) {
 }
 
 // countHit counts a chunk a tier answered, if a client asked for it.
-func (e *Engine) countHit(bucket, tier string, n int, client bool) {
-	if client {
-		e.m.hit(bucket, tier, n)
-		e.buckets.of(bucket).hits.Add(1)
+func (e *Engine) countHit(bucket string, tier, n int, client bool) {
+	if !client {
+		return
 	}
+	c := e.buckets.of(bucket)
+	c.hits.Add(1)
+	s := c.hit[tier].Load()
+	if s == nil {
+		s = e.m.series(bucket, tier)
+		c.hit[tier].Store(s)
+	}
+	s.count.Inc()
+	s.bytes.Add(float64(n))
 }
 
 // lookupDisk returns the chunk if the disk tier holds it, and promotes
@@ -82,7 +90,7 @@ func (e *Engine) lookupDisk(id store.ChunkID, record, client bool) (b []byte, sp
 	if err != nil {
 		return nil, false, false
 	}
-	e.countHit(id.Bucket, "disk", len(b), client)
+	e.countHit(id.Bucket, hitDisk, len(b), client)
 	if e.opts.RAM != nil {
 		// Best effort: a full RAM tier just misses later.
 		spare = spare && refused(e.opts.RAM.Put(id, b))
