@@ -5,7 +5,9 @@ package api
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -153,10 +155,13 @@ func statusLabel(code int) string {
 
 // metrics are the request collectors. The vectors are safe for concurrent
 // use; duration is filled once in newMetrics and only read afterwards.
+// served keeps each operation's counter of 200s and 206s once looked up
+// (see counter).
 type metrics struct {
 	requests *prometheus.CounterVec
 	duration [numOps]prometheus.Observer
 	refused  prometheus.Counter // connections closed at accept (MaxConnsPerIP)
+	served   [numOps][2]atomic.Pointer[prometheus.Counter]
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -213,6 +218,27 @@ func (m *metrics) observe(o op, status int, seconds float64) {
 	if o >= numOps {
 		o = opUnknown
 	}
-	m.requests.WithLabelValues(opNames[o], statusLabel(status)).Inc()
+	m.counter(o, status).Inc()
 	m.duration[o].Observe(seconds)
+}
+
+// counter is o's request counter for status. A 200's or a 206's is kept
+// once looked up: a lookup by label values hashes both on every request,
+// and nearly every request ends in one of the two. A race stores the
+// same counter twice.
+func (m *metrics) counter(o op, status int) prometheus.Counter {
+	var i int
+	switch status {
+	case http.StatusOK:
+	case http.StatusPartialContent:
+		i = 1
+	default:
+		return m.requests.WithLabelValues(opNames[o], statusLabel(status))
+	}
+	if c := m.served[o][i].Load(); c != nil {
+		return *c
+	}
+	c := m.requests.WithLabelValues(opNames[o], statusLabel(status))
+	m.served[o][i].Store(&c)
+	return c
 }
