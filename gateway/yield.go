@@ -2,8 +2,9 @@
 // writing, a fill of what was just saved runs one unit (a chunk read into
 // the tiers, a chunk written to disk) at a time and rests between units,
 // so it takes at most a twentieth of a core's time; once clients are
-// quiet it runs at full speed again. Training reads never stop while a checkpoint
-// lands, and the checkpoint's fill is not on anyone's critical path.
+// quiet it runs at full speed again. Training reads never stop while a
+// checkpoint lands, and the checkpoint's fill is not on anyone's critical
+// path.
 package gateway
 
 import (
