@@ -189,9 +189,9 @@ func (t *Tier) halveUnits() {
 func (t *Tier) admitsLocked(prior, n int64) (bool, error) {
 	free := t.highWater()
 	if t.full {
-		free = int64(t.opts.LowWater * float64(t.opts.Capacity))
+		free = int64(t.opts.LowWater * float64(t.capacity()))
 	}
-	if t.used+n <= free {
+	if t.used.Load()+n <= free {
 		return true, nil
 	}
 	// The victim compared is the first evictable unit that holds chunks:
@@ -211,7 +211,7 @@ func (t *Tier) admitsLocked(prior, n int64) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if v == nil || t.used-empty+n <= free {
+	if v == nil || t.used.Load()-empty+n <= free {
 		return true, nil
 	}
 	// The candidate must beat the unit's mean, rounded up, by a whole
@@ -228,7 +228,7 @@ func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
 // highWater is the usage past which a Put triggers eviction.
 func (t *Tier) highWater() int64 {
-	return int64(t.opts.HighWater * float64(t.opts.Capacity))
+	return int64(t.opts.HighWater * float64(t.capacity()))
 }
 
 // noteWritten counts a chunk of n bytes of bucket just indexed in u with

@@ -202,8 +202,9 @@ func (t *Tier) admitFor(u *unit) func(old *index.Location) bool {
 // r.pinned) and indexes it with frequency est.
 func (t *Tier) putSmall(id store.ChunkID, data []byte, est int64, r reservation) error {
 	n := r.n
-	u, off, victims, err := t.reserveSegment(r)
+	u, off, victims, err := t.reserveSegment(&r)
 	t.finishEvictions(victims)
+	r.finish()
 	if err != nil {
 		return err
 	}
@@ -231,8 +232,9 @@ func (t *Tier) putSmall(id store.ChunkID, data []byte, est int64, r reservation)
 // putLarge writes data to a chunk file of its own (temp name, then
 // rename) and indexes it with frequency est.
 func (t *Tier) putLarge(id store.ChunkID, data []byte, est int64, r reservation) error {
-	u, victims, err := t.reserveFile(r)
+	u, victims, err := t.reserveFile(&r)
 	t.finishEvictions(victims)
+	r.finish()
 	if err != nil {
 		return err
 	}

@@ -96,6 +96,12 @@ type Options struct {
 	// store.ErrOverQuota before admission and eviction, changing nothing
 	// (see quota.go). Asked once per Put. Nil: no quotas.
 	Quotas store.Quotas
+	// Shared, if set, is a budget this tier shares with another (see
+	// shared.go); Capacity is then at most its total. Yields says this
+	// tier's chunks give way to the other's. A Shared has at most one
+	// tier of each kind; the owner's opens first.
+	Shared *Shared
+	Yields bool
 }
 
 // normalize validates o and fills in defaults.
@@ -157,7 +163,7 @@ type Tier struct {
 	mu       sync.Mutex
 	units    map[uint64]*unit // live (not detached) units
 	lru      unitList         // live evictable units, most recently accessed first
-	used     int64            // sum of live units' sizes; never > Capacity
+	used     atomic.Int64     // sum of live units' sizes; never > Capacity; changed under mu
 	active   *unit            // segment taking appends, or nil
 	nextUnit uint64           // next unit number; numbers are never reused
 	full     bool             // eviction has run since Open (see admitsLocked)
@@ -236,6 +242,9 @@ func Open(opts Options) (*Tier, error) {
 		_ = t.idx.Close()
 		return nil, err
 	}
+	if opts.Shared != nil {
+		opts.Shared.join(t, opts.Yields)
+	}
 	return t, nil
 }
 
@@ -294,11 +303,11 @@ func (t *Tier) closeFiles() {
 // Stats reports usage; UsedBytes counts data files as they lie on disk.
 func (t *Tier) Stats() store.TierStats {
 	t.mu.Lock()
-	used := t.used
+	used := t.used.Load()
 	t.mu.Unlock()
 	return store.TierStats{
 		UsedBytes:     used,
-		CapacityBytes: t.opts.Capacity,
+		CapacityBytes: t.capacity(),
 		Chunks:        t.idx.Count(),
 		Evictions:     t.evictions.Load(),
 		Declined:      t.declined.Load(),

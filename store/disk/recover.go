@@ -61,10 +61,10 @@ func (t *Tier) recover() error {
 	// The capacity may have shrunk since the last run.
 	t.mu.Lock()
 	var victims []*unit
-	if t.used > int64(t.opts.HighWater*float64(t.opts.Capacity)) {
-		victims, err = t.evictLocked(int64(t.opts.LowWater*float64(t.opts.Capacity)), false, false)
+	if t.used.Load() > t.highWater() {
+		victims, err = t.evictLocked(int64(t.opts.LowWater*float64(t.capacity())), false, false)
 	}
-	used, live := t.used, len(t.units)
+	used, live := t.used.Load(), len(t.units)
 	t.mu.Unlock()
 	t.finishEvictions(victims)
 	if err != nil {
@@ -102,7 +102,7 @@ func (t *Tier) adoptUnits(referenced []uint64, segs, files map[uint64]int64) ([]
 		t.mu.Lock()
 		t.units[id] = u
 		t.lru.pushFront(u)
-		t.used += u.size
+		t.used.Add(u.size)
 		t.mu.Unlock()
 	}
 	return missing, nil

@@ -186,7 +186,7 @@ func (t *Tier) detachLocked(u *unit) bool {
 	} else {
 		t.lru.remove(u)
 	}
-	t.used -= u.size
+	t.used.Add(-u.size)
 	t.bytesDetachedLocked(u)
 	if t.active == u {
 		t.active = nil
@@ -219,7 +219,7 @@ func (t *Tier) dropUnit(u *unit) {
 // Caller holds mu, which is released meanwhile if units must be judged:
 // the caller must not rely on state it read before the call.
 func (t *Tier) evictLocked(target int64, keepNewest, strict bool) ([]*unit, error) {
-	if t.used <= target {
+	if t.used.Load() <= target {
 		return nil, nil
 	}
 	w := t.newWalk()
@@ -227,7 +227,7 @@ func (t *Tier) evictLocked(target int64, keepNewest, strict bool) ([]*unit, erro
 	var picked []*unit
 	var freed int64
 	err := t.walkLocked(w, func() { picked, freed = picked[:0], 0 }, func(u *unit) bool {
-		if t.used-freed <= target || keepNewest && u == t.lru.front() {
+		if t.used.Load()-freed <= target || keepNewest && u == t.lru.front() {
 			return false
 		}
 		picked = append(picked, u)
@@ -237,7 +237,7 @@ func (t *Tier) evictLocked(target int64, keepNewest, strict bool) ([]*unit, erro
 	if err != nil {
 		return nil, err
 	}
-	if strict && t.used-freed > target {
+	if strict && t.used.Load()-freed > target {
 		return nil, store.ErrPinnedFull
 	}
 	for _, u := range picked {
@@ -272,7 +272,7 @@ func (t *Tier) finishEvictions(victims []*unit) {
 // store.ErrPinnedFull having evicted nothing (see evictLocked, also for
 // mu). Caller holds mu.
 func (t *Tier) makeRoomLocked(n int64) ([]*unit, error) {
-	return t.evictLocked(t.opts.Capacity-n, false, true)
+	return t.evictLocked(t.capacity()-n, false, true)
 }
 
 // reservation is the room a Put asks for: n bytes, in the pinned segment
@@ -283,6 +283,17 @@ type reservation struct {
 	pinned bool
 	check  bool
 	prior  int64
+	// shed, if set once granted, finishes the eviction of hot copies
+	// that gave way to it (see shedForLocked); run without locks held.
+	shed func()
+}
+
+// finish runs what the reservation left to do once the locks are
+// released.
+func (r *reservation) finish() {
+	if r.shed != nil {
+		r.shed()
+	}
 }
 
 // grantLocked decides r and makes room for it: store.ErrNotAdmitted if
@@ -291,7 +302,10 @@ type reservation struct {
 // concurrent Puts each see the room the others took: they cannot all
 // pass one check and together take the tier past HighWater. Caller
 // holds mu.
-func (t *Tier) grantLocked(r reservation) ([]*unit, error) {
+func (t *Tier) grantLocked(r *reservation) ([]*unit, error) {
+	if t.opts.Yields && r.n > t.capacity() {
+		return nil, store.ErrNotAdmitted // owned chunks leave no room
+	}
 	if r.check {
 		ok, err := t.admitsLocked(r.prior, r.n)
 		if err != nil {
@@ -301,7 +315,11 @@ func (t *Tier) grantLocked(r reservation) ([]*unit, error) {
 			return nil, store.ErrNotAdmitted
 		}
 	}
-	return t.makeRoomLocked(r.n)
+	victims, err := t.makeRoomLocked(r.n)
+	if err == nil {
+		r.shed = t.shedForLocked(r.n)
+	}
+	return victims, err
 }
 
 // reserveSegment reserves r.n bytes at the end of the active segment, or
@@ -309,7 +327,8 @@ func (t *Tier) grantLocked(r reservation) ([]*unit, error) {
 // evicting first if the budget requires. It returns the segment with a
 // reference taken (and, if pinned, a pinned writer counted: see
 // pinWriteDone), the offset, and the evicted units for finishEvictions.
-func (t *Tier) reserveSegment(r reservation) (*unit, int64, []*unit, error) {
+func (t *Tier) reserveSegment(r *reservation) (*unit, int64, []*unit, error) {
+	defer t.lockShared()()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n, pinned := r.n, r.pinned
@@ -329,7 +348,7 @@ func (t *Tier) reserveSegment(r reservation) (*unit, int64, []*unit, error) {
 	u := *active
 	off := u.size
 	u.size += n
-	t.used += n
+	t.used.Add(n)
 	u.refs++
 	if pinned {
 		u.pinWriters++
@@ -358,7 +377,8 @@ func (t *Tier) newSegmentLocked(active **unit) error {
 // reserveFile reserves a new chunk-file unit of r.n bytes, evicting
 // first if the budget requires. The unit is returned with a writer
 // reference (and, if pinned, a pinned writer counted).
-func (t *Tier) reserveFile(r reservation) (*unit, []*unit, error) {
+func (t *Tier) reserveFile(r *reservation) (*unit, []*unit, error) {
+	defer t.lockShared()()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n := r.n
@@ -373,7 +393,7 @@ func (t *Tier) reserveFile(r reservation) (*unit, []*unit, error) {
 	t.nextUnit++
 	t.units[u.id] = u
 	t.lru.pushFront(u)
-	t.used += n
+	t.used.Add(n)
 	return u, victims, nil
 }
 
@@ -384,14 +404,14 @@ func (t *Tier) reserveFile(r reservation) (*unit, []*unit, error) {
 // the LRU unit, so in a steady workload a batch would leave it empty).
 func (t *Tier) afterPut() {
 	high := t.highWater()
-	low := int64(t.opts.LowWater * float64(t.opts.Capacity))
+	low := int64(t.opts.LowWater * float64(t.capacity()))
 	if t.adm != nil {
 		low = max(low, high-t.opts.SegmentSize)
 	}
 	t.mu.Lock()
 	var victims []*unit
 	var err error
-	if t.used > high {
+	if t.used.Load() > high {
 		victims, err = t.evictLocked(low, true, false)
 	}
 	t.mu.Unlock()
