@@ -170,9 +170,7 @@ func (e *Engine) runFlight(id store.ChunkID, f *flight, body io.ReadCloser, loca
 	}
 	want = f.intent(&e.mu) // joiners may have added to it
 	if !local {
-		if !e.storeHot(id, data) {
-			f.spare.Store(true) // a hop no tier kept: its buffer is spare
-		}
+		e.storeHot(id, data, f)
 		return
 	}
 	if want.has(wantAsked) {
@@ -226,7 +224,7 @@ func (e *Engine) storeChunk(id store.ChunkID, data []byte, keep, toDisk bool, fl
 		kept = e.putTier(e.opts.RAM, "ram", id, data, keep)
 	}
 	if e.filler != nil && toDisk {
-		e.filler.enqueue(id, data, keep, false, fl)
+		e.filler.enqueue(fillJob{id: id, data: data, keep: keep, from: fl})
 	}
 	if fl != nil && !kept {
 		fl.spare.Store(true)

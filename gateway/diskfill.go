@@ -21,6 +21,9 @@ type fillJob struct {
 	keep  bool    // past the tier's admission policy
 	paced bool    // background work: yields to clients (yield.go)
 	from  *flight // if set, data is its buffer, held until written
+	// tier is where it goes: nil for the filler's tier (owned chunks),
+	// else the hot copies on disk.
+	tier store.Tier
 }
 
 // fillWorkers is how many chunks the disk filler writes at once: the disk
@@ -69,31 +72,32 @@ func newDiskFiller(e *Engine, tier store.Tier, max int64) *diskFiller {
 }
 
 // enqueue queues a chunk for the disk, or drops it when the queue is full
-// or closed. A paced chunk (a fill's, not a client's miss) is written as
-// background work. If data is flight from's buffer (else from is nil), a
-// queued job holds from until written; the caller holds it meanwhile.
-func (f *diskFiller) enqueue(id store.ChunkID, data []byte, keep, paced bool, from *flight) {
+// or closed. A paced chunk (a fill's or a hot copy, not a client's miss)
+// is written as background work. If the data is flight from's buffer
+// (else from is nil), a queued job holds from until written; the caller
+// holds it meanwhile.
+func (f *diskFiller) enqueue(job fillJob) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if f.closed {
 		return
 	}
-	n := int64(len(data))
+	n := int64(len(job.data))
 	if f.queued.Add(n) > f.max {
 		f.queued.Add(-n)
 		f.dropped.Inc()
 		return
 	}
-	if from != nil {
-		from.hold() // before the send: the job may be written at once
+	if job.from != nil {
+		job.from.hold() // before the send: the job may be written at once
 	}
 	select {
-	case f.jobs <- fillJob{id: id, data: data, keep: keep, paced: paced, from: from}:
+	case f.jobs <- job:
 	default:
 		f.queued.Add(-n)
 		f.dropped.Inc()
-		if from != nil {
-			from.letGo()
+		if job.from != nil {
+			job.from.letGo()
 		}
 	}
 }
@@ -102,7 +106,11 @@ func (f *diskFiller) enqueue(id store.ChunkID, data []byte, keep, paced bool, fr
 func (f *diskFiller) run() {
 	defer f.workers.Done()
 	for job := range f.jobs {
-		put := func() { f.e.putTier(f.tier, "disk", job.id, job.data, job.keep) }
+		tier, name := f.tier, "disk"
+		if job.tier != nil {
+			tier, name = job.tier, "hot-disk"
+		}
+		put := func() { f.e.putTier(tier, name, job.id, job.data, job.keep) }
 		if job.paced {
 			f.e.background(f.e.fillCtx, put)
 		} else {

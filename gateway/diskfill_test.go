@@ -22,10 +22,10 @@ func TestDiskFillerWritesQueuedAndDropsOverflow(t *testing.T) {
 	f := newDiskFiller(e, d, 1<<20)
 	small := store.ChunkID{Bucket: "b", Key: "small", ETag: "e"}
 	big := store.ChunkID{Bucket: "b", Key: "big", ETag: "e"}
-	f.enqueue(small, make([]byte, 1000), false, false, nil)
-	f.enqueue(big, make([]byte, 2<<20), false, false, nil) // over the 1 MiB queue bound
+	f.enqueue(fillJob{id: small, data: make([]byte, 1000)})
+	f.enqueue(fillJob{id: big, data: make([]byte, 2<<20)}) // over the 1 MiB queue bound
 	f.close()
-	f.enqueue(store.ChunkID{Bucket: "b", Key: "late", ETag: "e"}, []byte("x"), false, false, nil) // after close: ignored, no panic
+	f.enqueue(fillJob{id: store.ChunkID{Bucket: "b", Key: "late", ETag: "e"}, data: []byte("x")}) // after close: ignored, no panic
 
 	if b, err := d.Get(small); err != nil || len(b) != 1000 {
 		t.Fatalf("queued chunk not on disk: %d bytes, %v", len(b), err)

@@ -117,6 +117,7 @@ type Engine struct {
 
 	spares   spareBufs            // buffers no tier kept (spares.go)
 	intoDisk store.IntoGetter     // opts.Disk, if it reads into buffers (else nil)
+	intoHot  store.IntoGetter     // opts.HotDisk, likewise
 	spareFor func(n int64) []byte // spares.get, bound once (a method value allocates)
 
 	mu      sync.Mutex // guards flights, flight.retired and flight.charge
@@ -147,6 +148,7 @@ func New(opts Options) (*Engine, error) {
 	}
 	e.noter, _ = opts.Disk.(store.ReadNoter)
 	e.intoDisk, _ = opts.Disk.(store.IntoGetter)
+	e.intoHot, _ = opts.HotDisk.(store.IntoGetter)
 	e.spareFor = e.spares.get
 	e.fillCtx, e.stopFills = context.WithCancel(context.Background())
 	e.peer.run(e.peerLoop)
@@ -161,7 +163,7 @@ func New(opts Options) (*Engine, error) {
 		collectors = append(collectors, e.filler.dropped)
 	}
 	if opts.Registerer != nil {
-		if err := m.register(opts.Registerer, opts.RAM, opts.Disk, opts.Hot, collectors...); err != nil {
+		if err := m.register(opts.Registerer, e.Tiers(), collectors...); err != nil {
 			e.Close()
 			return nil, fmt.Errorf("gateway: metrics: %w", err)
 		}
@@ -224,11 +226,9 @@ func (e *Engine) forgetObject(bucket, key string) {
 // bucket's listings, but not its metadata.
 func (e *Engine) forgetData(bucket, key string) {
 	e.lists.dropBucket(bucket)
-	for _, t := range []store.Tier{e.opts.RAM, e.opts.Hot, e.opts.Disk} {
-		if t != nil {
-			if err := t.DeleteObject(bucket, key); err != nil {
-				e.log.Warn().Err(err).Str("bucket", bucket).Str("key", key).Msg("tier invalidate failed")
-			}
+	for _, t := range e.Tiers() {
+		if err := t.DeleteObject(bucket, key); err != nil {
+			e.log.Warn().Err(err).Str("bucket", bucket).Str("key", key).Str("tier", t.Name).Msg("tier invalidate failed")
 		}
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/granary-dev/granary/cluster/peer"
 	"github.com/granary-dev/granary/store"
 	"github.com/granary-dev/granary/store/catalog"
+	"github.com/granary-dev/granary/store/disk"
 	"github.com/granary-dev/granary/store/ram"
 )
 
@@ -53,6 +54,7 @@ type fakeClusterOptions struct {
 	catalog   bool                            // each engine gets a catalog
 	fresh     *Freshness                      // the engines' rule (default immutable)
 	hot       int64                           // each hot tier's capacity (default 64 MiB)
+	disk      int64                           // if set, each engine's disk budget, shared by owned chunks and hot copies
 }
 
 func newFakeCluster(t *testing.T, o fakeClusterOptions) *fakeCluster {
@@ -89,6 +91,10 @@ func newFakeCluster(t *testing.T, o fakeClusterOptions) *fakeCluster {
 		if m, ok := o.modes["rig"]; ok {
 			opts.WriteModes = map[string]WriteMode{c.bucket: m}
 		}
+		if o.disk > 0 {
+			opts.Disk, opts.HotDisk = openSharedDisk(t, o.disk)
+			opts.DiskQueueBytes = 64 << 20
+		}
 		if o.catalog {
 			cat, err := catalog.Open(catalog.Options{Path: filepath.Join(t.TempDir(), "catalog.db"), Logger: zerolog.Nop()})
 			if err != nil {
@@ -107,6 +113,23 @@ func newFakeCluster(t *testing.T, o fakeClusterOptions) *fakeCluster {
 		c.regs = append(c.regs, reg)
 	}
 	return c
+}
+
+// openSharedDisk opens a disk tier of owned chunks and one of hot copies
+// over one budget, as a cluster node's are.
+func openSharedDisk(t *testing.T, budget int64) (owned, hot *disk.Tier) {
+	t.Helper()
+	s := disk.NewShared(budget)
+	var err error
+	if owned, err = disk.Open(disk.Options{Dir: t.TempDir(), Capacity: budget, Shared: s}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { owned.Close() })
+	if hot, err = disk.Open(disk.Options{Dir: t.TempDir(), Capacity: budget, Shared: s, Yields: true}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hot.Close() })
+	return owned, hot
 }
 
 // live is the members not down, in ID order.

@@ -101,7 +101,7 @@ func (e *Engine) fillFrom(ctx context.Context, info store.ObjectInfo) {
 		}
 		if b, err := ref.bytesAt(ctx, 0); err == nil && int64(len(b)) == n {
 			e.filler.waitRoom(ctx, n)
-			e.filler.enqueue(w.id, b, true, true, nil) // held already: a lookup
+			e.filler.enqueue(fillJob{id: w.id, data: b, keep: true, paced: true}) // held already: a lookup
 		}
 	}
 }

@@ -17,10 +17,15 @@ type NamedTier struct {
 	store.Tier
 }
 
-// Tiers returns the engine's tiers, RAM first, then hot, then disk.
+// Copies reports whether the tier holds copies of chunks other members
+// own (a hot tier, in RAM or on disk) rather than this node's own.
+func (t NamedTier) Copies() bool { return t.Name == "hot" || t.Name == "hot-disk" }
+
+// Tiers returns the engine's tiers: RAM, hot, disk, then hot copies on
+// disk.
 func (e *Engine) Tiers() []NamedTier {
 	var ts []NamedTier
-	for _, t := range []NamedTier{{"ram", e.opts.RAM}, {"hot", e.opts.Hot}, {"disk", e.opts.Disk}} {
+	for _, t := range []NamedTier{{"ram", e.opts.RAM}, {"hot", e.opts.Hot}, {"disk", e.opts.Disk}, {"hot-disk", e.opts.HotDisk}} {
 		if t.Tier != nil {
 			ts = append(ts, t)
 		}

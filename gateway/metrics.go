@@ -97,10 +97,11 @@ const (
 	hitRAM = iota
 	hitHot
 	hitDisk
+	hitHotDisk
 )
 
 // hitTiers are the tier label's values, by index.
-var hitTiers = [...]string{hitRAM: "ram", hitHot: "hot", hitDisk: "disk"}
+var hitTiers = [...]string{hitRAM: "ram", hitHot: "hot", hitDisk: "disk", hitHotDisk: "hot-disk"}
 
 // hitSeries are the hit counters of one bucket in one tier. A bucket's
 // counts keep them (bucketCounts.hit) once looked up: looking them up by
@@ -151,14 +152,12 @@ func (b *bucketLabels) label(bucket string) string {
 	return bucket
 }
 
-func (m *metrics) register(reg prometheus.Registerer, ram, disk, hot store.Tier, extra ...prometheus.Collector) error {
+func (m *metrics) register(reg prometheus.Registerer, tiers []NamedTier, extra ...prometheus.Collector) error {
 	cs := append([]prometheus.Collector{m.hits, m.hitBytes, m.misses, m.joins, m.metaHits, m.metaMisses,
 		m.staleServed, m.revalidations, m.originReqs, m.originBytes, m.originLatency, m.fills,
 		m.listIndexed, m.peerReads, m.peerErrors}, extra...)
-	for name, t := range map[string]store.Tier{"ram": ram, "disk": disk, "hot": hot} {
-		if t != nil {
-			cs = append(cs, tierCollectors(name, t)...)
-		}
+	for _, t := range tiers {
+		cs = append(cs, tierCollectors(t.Name, t.Tier)...)
 	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {

@@ -130,8 +130,12 @@ type Options struct {
 	Peers  Peers
 	Owners int
 	// Hot, if set, holds copies of chunks this node read from their owner
-	// for its clients (bounded by its own budget; never on disk).
-	Hot store.Tier
+	// for its clients, in RAM (the room the RAM tier's owned chunks
+	// leave). HotDisk, if set, holds them on disk (the room the disk
+	// tier's owned chunks leave): a data set that fits every node's disk
+	// is read locally everywhere once read. Neither ever holds a chunk
+	// in place of an owned one (store/ram/shared.go, store/disk/shared.go).
+	Hot, HotDisk store.Tier
 	// Tee, if set, is where write-through uploads keep a local copy of
 	// their parts (opened empty), so the completed object fills the
 	// cache without a download; nil means no such fill. The engine owns

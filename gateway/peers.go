@@ -174,11 +174,10 @@ func (e *Engine) placeChunk(id store.ChunkID, data []byte, want intent, toDisk b
 		e.pushChunk(m, id, data)
 		fl = nil // the push holds data: never spare
 	}
-	switch {
-	case mine:
+	if mine {
 		e.storeChunk(id, data, keep, toDisk, fl)
-	case !e.storeHot(id, data) && fl != nil:
-		fl.spare.Store(true)
+	} else {
+		e.storeHot(id, data, fl)
 	}
 }
 
@@ -198,12 +197,23 @@ func (e *Engine) pushChunk(m cluster.Member, id store.ChunkID, data []byte) {
 	}()
 }
 
-// storeHot keeps a copy of a chunk this node served for an owner, in the
-// bounded hot tier (if any): never on disk, never in the RAM tier that
-// holds the chunks this node owns. It reports whether the tier may have
-// kept data (putTier).
-func (e *Engine) storeHot(id store.ChunkID, data []byte) (kept bool) {
-	return e.opts.Hot != nil && e.putTier(e.opts.Hot, "hot", id, data, false)
+// storeHot keeps a copy of a chunk this node read from its owner for a
+// client: in the hot tier in RAM (if any), else queued for the hot
+// copies on disk (if any) as background work, each as its admission
+// policy decides; never in the tiers that hold the chunks this node
+// owns. A copy RAM keeps is not written to disk as well: while the RAM
+// tier has room for copies, a hop costs no disk write, and once it has
+// none, the copies it declines go to disk. If data is flight fl's buffer
+// (else fl is nil) and RAM does not keep it, the buffer is spare once
+// the disk queue is through with it.
+func (e *Engine) storeHot(id store.ChunkID, data []byte, fl *flight) {
+	kept := e.opts.Hot != nil && e.putTier(e.opts.Hot, "hot", id, data, false)
+	if !kept && e.filler != nil && e.opts.HotDisk != nil {
+		e.filler.enqueue(fillJob{id: id, data: data, paced: true, from: fl, tier: e.opts.HotDisk})
+	}
+	if fl != nil && !kept {
+		fl.spare.Store(true)
+	}
 }
 
 // invalidate forgets bucket/key here and on every other member (an object

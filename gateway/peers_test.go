@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
 
+	"github.com/granary-dev/granary/internal/poll"
 	"github.com/granary-dev/granary/store"
 	"github.com/granary-dev/granary/store/writeback"
 )
@@ -342,5 +343,74 @@ func TestClusterFirstReadOfAnOlderOwner(t *testing.T) {
 	}
 	if n := peerErrors(c.engines[reader], "head"); n != 0 {
 		t.Fatalf("%v peer errors for an older owner", n)
+	}
+}
+
+// TestClusterHotCopiesOnDiskServeRepeats: a node whose RAM keeps no hot
+// copies keeps the chunks it read from their owners on its disk, in the
+// room its owned chunks leave; a repeat is read there, asking no owner.
+// Dropping the object drops the copies.
+func TestClusterHotCopiesOnDiskServeRepeats(t *testing.T) {
+	const cs = 64 << 10
+	c := newFakeCluster(t, fakeClusterOptions{n: 3, owners: 1, chunk: cs, hot: 1, disk: 64 << 20}) // no hot copies in RAM
+	data := randBytes(t, 6*cs)
+	newRigFor(t, c).seed("obj", data)
+	reader := 0
+	hops := 0
+	for i := range int64(6) {
+		if c.chunkOwner("obj", i) != reader {
+			hops++
+		}
+	}
+	if hops == 0 {
+		t.Fatal("every chunk is the reader's own: the test reads nothing through its owners")
+	}
+	got, err := c.read(reader, "obj")
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("first read: %d bytes, %v", len(got), err)
+	}
+	e := c.engines[reader]
+	poll.Until(t, "the hot copies on disk", func() bool { return e.opts.HotDisk.Stats().Chunks == int64(hops) })
+	asked := func() int { return c.count(reader, (reader+1)%3, "get") + c.count(reader, (reader+2)%3, "get") }
+	before := asked()
+	got, err = c.read(reader, "obj")
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("repeat: %d bytes, %v", len(got), err)
+	}
+	if n := asked() - before; n != 0 {
+		t.Fatalf("the repeat asked owners %d times, want 0: its copies are on this node's disk", n)
+	}
+	if n := testutil.ToFloat64(e.m.hits.WithLabelValues(c.bucket, "hot-disk")); n != float64(hops) {
+		t.Fatalf("hot-disk hits %v, want %d", n, hops)
+	}
+	if n := e.opts.Disk.Stats().Chunks; n != int64(6-hops) {
+		t.Fatalf("the disk tier of owned chunks holds %d, want the reader's own %d", n, 6-hops)
+	}
+	e.forgetData(c.bucket, "obj")
+	if n := e.opts.HotDisk.Stats().Chunks; n != 0 {
+		t.Fatalf("%d hot copies on disk outlived the object's invalidation", n)
+	}
+}
+
+// TestClusterHotCopiesInRAMAreNotWrittenToDisk: while the hot tier in RAM
+// has room for a copy, the copy costs no disk write.
+func TestClusterHotCopiesInRAMAreNotWrittenToDisk(t *testing.T) {
+	const cs = 64 << 10
+	c := newFakeCluster(t, fakeClusterOptions{n: 3, owners: 1, chunk: cs, disk: 64 << 20})
+	data := randBytes(t, 6*cs)
+	newRigFor(t, c).seed("obj", data)
+	hops := 0
+	for i := range int64(6) {
+		if c.chunkOwner("obj", i) != 0 {
+			hops++
+		}
+	}
+	if got, err := c.read(0, "obj"); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read: %d bytes, %v", len(got), err)
+	}
+	e := c.engines[0]
+	poll.Until(t, "the hot copies in RAM", func() bool { return e.opts.Hot.Stats().Chunks == int64(hops) })
+	if q, n := e.filler.queued.Load(), e.opts.HotDisk.Stats().Chunks; q != 0 || n != 0 {
+		t.Fatalf("copies RAM keeps: %d bytes queued for the disk and %d copies there, want none", q, n)
 	}
 }

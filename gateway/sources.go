@@ -73,29 +73,43 @@ func (e *Engine) countHit(bucket string, tier, n int, client bool) {
 	s.bytes.Add(float64(n))
 }
 
-// lookupDisk returns the chunk if the disk tier holds it, and promotes
-// it; a client's lookup counts a hit. spare says b is a buffer from
-// spares that no tier kept: its holder may give it back (chunkRef.pool).
+// lookupDisk returns the chunk if the disk tier, or the disk's hot copies
+// of chunks other members own, holds it, and promotes it (an owned chunk
+// to the RAM tier, a copy to the hot tier); a client's lookup counts a
+// hit. spare says b is a buffer from spares that no tier kept: its
+// holder may give it back (chunkRef.pool).
 func (e *Engine) lookupDisk(id store.ChunkID, record, client bool) (b []byte, spare, ok bool) {
-	if e.opts.Disk == nil {
+	tier, front := hitDisk, e.opts.RAM
+	b, spare, ok = e.diskGet(e.opts.Disk, e.intoDisk, id, record)
+	if !ok {
+		tier, front = hitHotDisk, e.opts.Hot
+		b, spare, ok = e.diskGet(e.opts.HotDisk, e.intoHot, id, record)
+	}
+	if !ok {
+		return nil, false, false
+	}
+	e.countHit(id.Bucket, tier, len(b), client)
+	if front != nil {
+		// Best effort: a full RAM tier just misses later.
+		spare = spare && refused(front.Put(id, b))
+	}
+	return b, spare, true
+}
+
+// diskGet reads id from the disk tier t (nil: none), into a spare buffer
+// if it can (into, else nil), which spare reports.
+func (e *Engine) diskGet(t store.Tier, into store.IntoGetter, id store.ChunkID, record bool) (b []byte, spare, ok bool) {
+	if t == nil {
 		return nil, false, false
 	}
 	var err error
-	if e.intoDisk != nil {
-		b, err = e.intoDisk.GetInto(id, record, e.spareFor)
+	if into != nil {
+		b, err = into.GetInto(id, record, e.spareFor)
 		spare = true
 	} else {
-		b, err = tierGet(e.opts.Disk, id, record)
+		b, err = tierGet(t, id, record)
 	}
-	if err != nil {
-		return nil, false, false
-	}
-	e.countHit(id.Bucket, hitDisk, len(b), client)
-	if e.opts.RAM != nil {
-		// Best effort: a full RAM tier just misses later.
-		spare = spare && refused(e.opts.RAM.Put(id, b))
-	}
-	return b, spare, true
+	return b, spare, err == nil
 }
 
 // opener reads n bytes of an object version from offset off.

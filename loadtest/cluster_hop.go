@@ -215,7 +215,7 @@ func (h *hopBench) checkOwners(ctx context.Context, units []hopUnit) error {
 			return err
 		}
 		for n, id := range clusterIDs {
-			if got := held[id]; got["ram"] != want[keys[i]][n] || got["hot"] != 0 {
+			if got := held[id]; got["ram"] != want[keys[i]][n] || got["hot"] != 0 || got["hot-disk"] != 0 {
 				return fmt.Errorf("%s: node %s holds %v, want %d bytes in RAM (the ring's share) and no hot copy",
 					keys[i], id, got, want[keys[i]][n])
 			}

@@ -119,7 +119,7 @@ func (s *nodeSet) tails() string {
 
 // clusterStatus is the part of a cluster member's GET /_granary/status
 // answer the scenario reads: every live member, and what each holds of
-// the object asked about, per tier ("ram", "hot", "disk").
+// the object asked about, per tier ("ram", "hot", "disk", "hot-disk").
 type clusterStatus struct {
 	Nodes []struct {
 		ID      string `json:"id"`
@@ -235,7 +235,7 @@ func headObject(ctx context.Context, cl *client, key string) error {
 // servedCounts say where a set of nodes served reads from, summed over the
 // nodes: so far, or over an interval.
 type servedCounts struct {
-	ram, hot, disk float64 // chunk cache hits by tier (an owner's hit for a peer counts too)
+	ram, hot, disk float64 // chunk cache hits by tier (an owner's hit for a peer counts too; hot: copies in RAM or on disk)
 	misses         float64
 	peerReads      float64 // chunks a node read from their owner instead of the origin
 	originGets     float64 // object reads sent to the origin (any result)
@@ -249,7 +249,7 @@ func servedOf(ms []metricSet) servedCounts {
 	var c servedCounts
 	for _, m := range ms {
 		c.ram += m.sumLabel("granary_cache_hits_total", `tier="ram"`)
-		c.hot += m.sumLabel("granary_cache_hits_total", `tier="hot"`)
+		c.hot += m.sumLabel("granary_cache_hits_total", `tier="hot"`) + m.sumLabel("granary_cache_hits_total", `tier="hot-disk"`)
 		c.disk += m.sumLabel("granary_cache_hits_total", `tier="disk"`)
 		c.misses += m.sum("granary_cache_misses_total")
 		c.peerReads += m.sum("granary_peer_chunk_reads_total")

@@ -229,8 +229,8 @@ func (o *Ops) addHeld(bs *BucketStatus, obj store.ObjectInfo, pinned func(string
 	}
 }
 
-// dataTiers drops the hot tier: it holds copies of chunks other nodes
+// dataTiers drops the hot tiers: they hold copies of chunks other nodes
 // own, so a bucket's figures would count what this node does not keep.
 func dataTiers(ts []gateway.NamedTier) []gateway.NamedTier {
-	return slices.DeleteFunc(ts, func(t gateway.NamedTier) bool { return t.Name == "hot" })
+	return slices.DeleteFunc(ts, gateway.NamedTier.Copies)
 }

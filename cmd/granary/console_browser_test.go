@@ -20,6 +20,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/minio/minio-go/v7"
 
+	"github.com/granary-dev/granary/gateway"
 	"github.com/granary-dev/granary/ops"
 )
 
@@ -158,9 +159,9 @@ func (r *consoleRig) browseCluster(tab context.Context, bucket, key string, memb
 		if err := json.Unmarshal(n.Status, &ns); err != nil || ns.Object == nil {
 			r.t.Fatalf("member %s: %v %s", n.ID, err, n.Status)
 		}
-		var own int64 // the hot tier's copies are of chunks other members own
+		var own int64 // the hot tiers' copies are of chunks other members own
 		for tier, n := range ns.Object.ByTier {
-			if tier != "hot" {
+			if !(gateway.NamedTier{Name: tier}).Copies() {
 				own = max(own, n)
 			}
 		}

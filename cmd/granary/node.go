@@ -121,11 +121,11 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, keys *access.Regist
 			n.gossip = g.Addr()
 		}
 	}
-	ramTier, diskTier, hotTier, err := openTiers(cfg, pinSet, cl != nil, n, log)
+	tiers, err := openTiers(cfg, pinSet, cl != nil, n, log)
 	if err != nil {
 		return n, err
 	}
-	warnBudgets(cfg, diskTier, log)
+	warnBudgets(cfg, tiers, log)
 	if cl != nil {
 		if err := reg.Register(cl.membersGauge()); err != nil {
 			return n, err
@@ -162,9 +162,9 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, keys *access.Regist
 		peers = cl.peers()
 	}
 	eng, err := gateway.New(gateway.Options{
-		Peers: peers, Owners: cfg.Cluster.Owners, Hot: hotTier,
+		Peers: peers, Owners: cfg.Cluster.Owners, Hot: tiers.hot, HotDisk: tiers.hotDisk,
 		Catalog: cat, Pins: pinSet, Quotas: cfg.Quotas(),
-		Origin: wb, Staging: wb, RAM: ramTier, Disk: diskTier, ChunkSize: int64(cfg.ChunkSize),
+		Origin: wb, Staging: wb, RAM: tiers.ram, Disk: tiers.disk, ChunkSize: int64(cfg.ChunkSize),
 		WorkingBytes: reserve / 2, DiskQueueBytes: diskQueueBytes(reserve, int64(cfg.ChunkSize)),
 		Freshness: fresh, Buckets: buckets, WriteMode: mode, WriteModes: modes,
 		Tee: tee, OriginTimeout: time.Duration(cfg.OriginTimeout), Health: g,
@@ -267,45 +267,86 @@ func openOrigin(spec originSpec, access, secret string, timeout time.Duration) (
 	return nil, usageError{fmt.Errorf("origin: unknown scheme %q", spec.Scheme)}
 }
 
+// nodeTiers are a node's cache tiers; nil where its budget is zero (the
+// engine then skips it) or, for the hot tiers, where it is not in a
+// cluster.
+type nodeTiers struct {
+	ram, disk    store.Tier // the chunks this node owns
+	hot, hotDisk store.Tier // copies of chunks other members own
+}
+
+// diskUsed is what the disk tiers hold.
+func (ts nodeTiers) diskUsed() int64 {
+	var n int64
+	for _, t := range []store.Tier{ts.disk, ts.hotDisk} {
+		if t != nil {
+			n += t.Stats().UsedBytes
+		}
+	}
+	return n
+}
+
 // openTiers opens the RAM tier and the disk tier under <data-dir>/cache,
-// registering each with n for closing as soon as it is open; a zero budget
-// leaves that tier nil (the engine then skips it).
-func openTiers(cfg Config, pins store.PinSet, clustered bool, n *node, log zerolog.Logger) (ramTier, diskTier, hotTier store.Tier, err error) {
+// and in a cluster the hot tiers beside them, registering each with n for
+// closing as soon as it is open.
+//
+// In a cluster, copies of chunks read from their owners share each
+// tier's budget: they use the room owned chunks leave and give it back
+// when owned chunks need it, never the other way (store/ram/shared.go,
+// store/disk/shared.go). A data set that fits every node is held by
+// every node, in RAM or on disk; a large one stays sharded.
+func openTiers(cfg Config, pins store.PinSet, clustered bool, n *node, log zerolog.Logger) (ts nodeTiers, err error) {
 	if cfg.RAM > 0 {
 		capacity := ramTierBytes(int64(cfg.RAM))
 		var shared *ram.Shared
 		if clustered {
-			// Copies of chunks read from their owners share the RAM
-			// tier's budget: they use the room owned chunks leave and
-			// give it back when owned chunks need it, never the other way
-			// (store/ram/shared.go). A data set that fits every node is
-			// held by every node; a large one stays sharded.
 			shared = ram.NewShared(capacity)
 			hot := ram.New(ram.Options{Capacity: capacity, Policy: cfg.Eviction, Shared: shared, Yields: true})
 			n.closers = append([]namedCloser{{"hot", hot}}, n.closers...)
-			hotTier = hot
+			ts.hot = hot
 		}
 		r := ram.New(ram.Options{Capacity: capacity, Policy: cfg.Eviction, Pins: pins, Quotas: cfg.Quotas(), Shared: shared})
 		n.closers = append([]namedCloser{{"ram", r}}, n.closers...)
-		ramTier = r
+		ts.ram = r
 	}
-	if cfg.Disk > 0 {
-		// Chunk IDs do not carry the chunk size, so each size gets its own
-		// cache directory: a restart with another size never serves chunks
-		// cut under the old one (their directory can be deleted by hand).
-		dir := filepath.Join(cfg.DataDir, "cache", "chunk-"+strconv.FormatInt(int64(cfg.ChunkSize), 10))
-		if err := os.MkdirAll(dir, store.PrivateDirMode); err != nil {
-			return nil, nil, nil, fmt.Errorf("disk tier: %w", err)
-		}
-		d, err := disk.Open(disk.Options{Dir: dir, Capacity: int64(cfg.Disk), Policy: cfg.Eviction, Pins: pins, Quotas: cfg.Quotas(),
-			Logger: log.With().Str("component", "disk").Logger()})
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("disk tier: %w", err)
-		}
-		n.closers = append([]namedCloser{{"disk", d}}, n.closers...)
-		diskTier = d
+	if cfg.Disk == 0 {
+		return ts, nil
 	}
-	return ramTier, diskTier, hotTier, nil
+	var shared *disk.Shared
+	if clustered {
+		shared = disk.NewShared(int64(cfg.Disk))
+	}
+	// Chunk IDs do not carry the chunk size, so each size gets its own
+	// cache directory: a restart with another size never serves chunks
+	// cut under the old one (their directory can be deleted by hand).
+	size := strconv.FormatInt(int64(cfg.ChunkSize), 10)
+	d, err := openDisk(cfg, "disk", "chunk-"+size, disk.Options{Pins: pins, Quotas: cfg.Quotas(), Shared: shared}, n, log)
+	if err != nil {
+		return ts, err
+	}
+	ts.disk = d
+	if clustered {
+		if ts.hotDisk, err = openDisk(cfg, "hot-disk", "hot-"+size, disk.Options{Shared: shared, Yields: true}, n, log); err != nil {
+			return ts, err
+		}
+	}
+	return ts, nil
+}
+
+// openDisk opens a disk tier named name in <data-dir>/cache/dir with
+// the disk budget and o's other options.
+func openDisk(cfg Config, name, dir string, o disk.Options, n *node, log zerolog.Logger) (store.Tier, error) {
+	o.Dir = filepath.Join(cfg.DataDir, "cache", dir)
+	if err := os.MkdirAll(o.Dir, store.PrivateDirMode); err != nil {
+		return nil, fmt.Errorf("%s tier: %w", name, err)
+	}
+	o.Capacity, o.Policy, o.Logger = int64(cfg.Disk), cfg.Eviction, log.With().Str("component", name).Logger()
+	d, err := disk.Open(o)
+	if err != nil {
+		return nil, fmt.Errorf("%s tier: %w", name, err)
+	}
+	n.closers = append([]namedCloser{{name, d}}, n.closers...)
+	return d, nil
 }
 
 // The memory budget (--ram) covers the RAM tier and the node's working

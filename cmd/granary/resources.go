@@ -13,8 +13,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
-
-	"github.com/granary-dev/granary/store"
 )
 
 // cgroupRoot is where the kernel mounts the cgroup hierarchy.
@@ -79,14 +77,14 @@ func budgetWarnings(disk, ram Size, room budgetRoom) []string {
 	return w
 }
 
-// warnBudgets logs budgetWarnings for cfg; diskTier (nil: none) is
-// asked what it holds already.
-func warnBudgets(cfg Config, diskTier store.Tier, log zerolog.Logger) {
+// warnBudgets logs budgetWarnings for cfg; the disk tiers are asked what
+// they hold already.
+func warnBudgets(cfg Config, tiers nodeTiers, log zerolog.Logger) {
 	var room budgetRoom
 	room.memLimit, _ = memoryLimit(cgroupRoot)
-	if diskTier != nil {
+	if tiers.disk != nil {
 		if free, err := fsFree(cfg.DataDir); err == nil {
-			room.diskRoom = free + diskTier.Stats().UsedBytes
+			room.diskRoom = free + tiers.diskUsed()
 		}
 	}
 	for _, w := range budgetWarnings(cfg.Disk, cfg.RAM, room) {

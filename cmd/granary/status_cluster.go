@@ -96,7 +96,7 @@ func printLocation(tw io.Writer, cs api.ClusterStatus, reports []*ops.Status) {
 		if o.Size > 0 {
 			pct = 100 * float64(o.Held) / float64(o.Size)
 		}
-		fmt.Fprintf(tw, "%s\t%.1f%%\t%s\t%s\t%s\n", n.ID, pct, humanBytes(o.ByTier["ram"]), humanBytes(o.ByTier["hot"]), humanBytes(o.ByTier["disk"]))
+		fmt.Fprintf(tw, "%s\t%.1f%%\t%s\t%s\t%s\n", n.ID, pct, humanBytes(o.ByTier["ram"]), humanBytes(o.ByTier["hot"]+o.ByTier["hot-disk"]), humanBytes(o.ByTier["disk"]))
 	}
 }
 

@@ -100,8 +100,9 @@
   }
 
   // ownHeld is what a member holds of an object as its own: the most of
-  // any tier but hot, which keeps copies of chunks other members own.
-  const ownHeld = (m) => (m.o ? Math.max(0, ...Object.entries(m.o.heldByTier || {}).filter(([t]) => t !== 'hot').map(([, n]) => n)) : 0);
+  // any tier but the hot ones (hot, hot-disk), which keep copies of chunks
+  // other members own.
+  const ownHeld = (m) => (m.o ? Math.max(0, ...Object.entries(m.o.heldByTier || {}).filter(([t]) => t !== 'hot' && t !== 'hot-disk').map(([, n]) => n)) : 0);
 
   // cachedShare is the share of o the cluster (or node) holds, at most 1
   // (a chunk may have more than one owner); null for an empty object.
