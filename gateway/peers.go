@@ -199,17 +199,22 @@ func (e *Engine) pushChunk(m cluster.Member, id store.ChunkID, data []byte) {
 
 // storeHot keeps a copy of a chunk this node read from its owner for a
 // client: in the hot tier in RAM (if any), else queued for the hot
-// copies on disk (if any) as background work, each as its admission
-// policy decides; never in the tiers that hold the chunks this node
-// owns. A copy RAM keeps is not written to disk as well: while the RAM
-// tier has room for copies, a hop costs no disk write, and once it has
-// none, the copies it declines go to disk. If data is flight fl's buffer
-// (else fl is nil) and RAM does not keep it, the buffer is spare once
-// the disk queue is through with it.
+// copies on disk (if any), each as its admission policy decides; never
+// in the tiers that hold the chunks this node owns.
+//
+// A copy RAM keeps is not written to disk as well: while RAM has room
+// for copies a hop costs no disk write, and once it has none, the copies
+// it declines go to disk. Like an owned chunk a client missed, a disk
+// copy is not paced as background work: at a twentieth of a core while
+// clients read, most copies of a busy pass were dropped from the full
+// queue, and the next pass hopped again.
+//
+// If data is flight fl's buffer (else fl is nil) and RAM does not keep
+// it, the buffer is spare once the disk queue is through with it.
 func (e *Engine) storeHot(id store.ChunkID, data []byte, fl *flight) {
 	kept := e.opts.Hot != nil && e.putTier(e.opts.Hot, "hot", id, data, false)
 	if !kept && e.filler != nil && e.opts.HotDisk != nil {
-		e.filler.enqueue(fillJob{id: id, data: data, paced: true, from: fl, tier: e.opts.HotDisk})
+		e.filler.enqueue(fillJob{id: id, data: data, from: fl, tier: e.opts.HotDisk})
 	}
 	if fl != nil && !kept {
 		fl.spare.Store(true)

@@ -176,7 +176,8 @@ func (r *clusterReport) scaleTable(b *strings.Builder) {
 	fmt.Fprintf(b, "## Scaling: the set fits the cluster, not one node\n\n%d objects of %s read whole, each through every node "+
 		"of a layout in each pass (each node its own shuffled order, %d workers per node, all nodes at once). One node alone: "+
 		"--ram %s. The cluster: --ram %s per node, so each node's RAM tier holds its third of the set and not the whole "+
-		"(hot copies of the rest get the room its third leaves, as the admission policy decides); then three nodes with the "+
+		"(hot copies of the rest get the room its third leaves, as the admission policy decides, and those RAM declines go to the "+
+		"room its owned chunks leave in its --disk); then three nodes with the "+
 		"node alone's --ram, where copies of the whole set fit beside each node's third. The nodes share this "+
 		"machine's cores, so the throughput of three nodes is not three nodes' throughput; their CPU per read is what a read "+
 		"costs, on any machine.\n\n", p.scaleCount, sizeName(int64(p.scaleSize)), p.workers, mib(r.scaleAloneRAM), mib(r.scaleRAM))
@@ -197,6 +198,6 @@ func (r *clusterReport) scaleTable(b *strings.Builder) {
 	}
 	b.WriteString("\nThe ideal is 1.00x: a read through any node costing the cluster what a read costs one node holding the set. " +
 		"A read through a node that owns the object costs about that; one through another node is a peer hop (two requests, " +
-		"and the answer authenticated on both sides) unless its hot tier holds a copy. Page faults (minor, from /proc/PID/stat) count " +
+		"and the answer authenticated on both sides) unless it holds a hot copy (hot hits: in RAM or on disk). Page faults (minor, from /proc/PID/stat) count " +
 		"the pages the nodes touched for the first time: each one zeroed by the kernel, a cost that does not depend on the load.\n\n")
 }

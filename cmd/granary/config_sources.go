@@ -81,7 +81,7 @@ var serveSettings = []setting{
 		func(c *Config) *string { return &c.DataDir }),
 	sizeSetting("ram", "memory budget of the node: the RAM tier gets it less a working reserve (1/8, at most 256MiB) for chunks in flight (past half of it, read-ahead stops and new reads wait, then get 503 SlowDown); a `size` in bytes; units B, KB, MB, GB (x1000) or KiB, MiB, GiB (x1024), e.g. 512MiB, 1.5GB; 0 disables the RAM tier",
 		func(c *Config) *Size { return &c.RAM }),
-	sizeSetting("disk", "disk cache budget, a `size` (units as --ram); 0 disables the disk tier",
+	sizeSetting("disk", "disk cache budget, a `size` (units as --ram); 0 disables the disk tier; in a cluster, copies of chunks other members own use what owned chunks leave",
 		func(c *Config) *Size { return &c.Disk }),
 	stringSetting("origin", "`URL` of the data: file:///ABS/DIR (each sub-directory a bucket), s3://HOST:PORT?secure=false&region=us-east-1 "+
 		"or hdfs://NN1:8020[,NN2:8020]/BASE (each directory under BASE a bucket; see the --hdfs-* flags); "+

@@ -325,10 +325,17 @@ func openTiers(cfg Config, pins store.PinSet, clustered bool, n *node, log zerol
 		return ts, err
 	}
 	ts.disk = d
-	if clustered {
-		if ts.hotDisk, err = openDisk(cfg, "hot-disk", "hot-"+size, disk.Options{Shared: shared, Yields: true}, n, log); err != nil {
-			return ts, err
+	hot := "hot-" + size
+	if !clustered {
+		// Copies kept while this node was a member are outside the
+		// budget now, and their owners hold them: drop them.
+		if err := os.RemoveAll(filepath.Join(cfg.DataDir, "cache", hot)); err != nil {
+			log.Warn().Err(err).Msg("removing the hot copies of a former cluster member")
 		}
+		return ts, nil
+	}
+	if ts.hotDisk, err = openDisk(cfg, "hot-disk", hot, disk.Options{Shared: shared, Yields: true}, n, log); err != nil {
+		return ts, err
 	}
 	return ts, nil
 }
