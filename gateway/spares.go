@@ -12,6 +12,8 @@ package gateway
 import (
 	"sync"
 	"sync/atomic"
+
+	"github.com/granary-dev/granary/internal/prefault"
 )
 
 // maxSpareSizes bounds how many distinct buffer lengths are pooled; a
@@ -31,7 +33,9 @@ type spareBufs struct {
 }
 
 // get returns a buffer of n bytes: a spare one (its old bytes still in
-// it: a flight overwrites every byte before it publishes it) or a new one.
+// it: a flight overwrites every byte before it publishes it) or a new
+// one, whose pages, if it is large, are mapped at once rather than
+// faulted in one by one as the flight writes it (internal/prefault).
 func (s *spareBufs) get(n int64) []byte {
 	if p, ok := s.pools.Load(n); ok {
 		if b, ok := p.(*sync.Pool).Get().(*[]byte); ok {
@@ -39,7 +43,9 @@ func (s *spareBufs) get(n int64) []byte {
 			return *b
 		}
 	}
-	return make([]byte, n)
+	b := make([]byte, n)
+	prefault.Populate(b)
+	return b
 }
 
 // put gives b back for a later get of its length.
