@@ -73,9 +73,9 @@ func newDiskFiller(e *Engine, tier store.Tier, max int64) *diskFiller {
 
 // enqueue queues a chunk for the disk, or drops it when the queue is full
 // or closed. A paced chunk (a fill's, not a client's miss) is written as
-// background work. If the data is flight from's buffer
-// (else from is nil), a queued job holds from until written; the caller
-// holds it meanwhile.
+// background work. If the data is flight from's buffer (else from is
+// nil), a queued job holds from until written; the caller holds it
+// meanwhile.
 func (f *diskFiller) enqueue(job fillJob) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
