@@ -75,10 +75,13 @@ func (t *Tier) capacity() int64 {
 // holds Shared.mu and t.mu.
 func (t *Tier) shedForLocked(n int64) func() {
 	s := t.opts.Shared
-	if s == nil || t.opts.Yields || s.yielder.Load() == nil {
+	if s == nil || t.opts.Yields {
 		return nil
 	}
 	y := s.yielder.Load()
+	if y == nil {
+		return nil
+	}
 	over := t.used.Load() + y.used.Load() + n - s.total
 	if over <= 0 {
 		return nil
