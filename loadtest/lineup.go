@@ -20,6 +20,10 @@ const (
 	roleReference                   // the reference cache the one under test is judged against
 	roleSubject                     // the cache under test
 	roleSubjectUnsigned             // the cache under test read unsigned, as the reference is
+	// roleReferenceSigned is the reference read, once warm, with the signed
+	// GETs the cache under test gets: the same requests, which it does not
+	// check.
+	roleReferenceSigned
 )
 
 // targetKind is what the report knows of a target apart from where it
@@ -45,8 +49,8 @@ type targetKind struct {
 }
 
 // The kinds of the local lineup: MinIO direct, the trivial server, nginx
-// proxy_cache in front of MinIO, and granary in front of MinIO, read
-// signed and then unsigned.
+// proxy_cache in front of MinIO (read unsigned, then signed once warm),
+// and granary in front of MinIO, read signed and then unsigned.
 var (
 	kindMinio   = targetKind{role: roleDirect, title: "MinIO"}
 	kindTrivial = targetKind{role: roleCeiling, cpuNote: "in the client"}
@@ -54,6 +58,8 @@ var (
 		about: "nginx (Debian's, proxy_cache on tmpfs in front of the same MinIO, upstream keepalive, proxy_cache_lock) " +
 			"is read with unsigned GETs of a public-read bucket, so it does less work per request than granary, which checks " +
 			"every SigV4 signature. First pass: both caches empty."}
+	kindNginxSigned = targetKind{role: roleReferenceSigned,
+		readNote: "nginx read once more with the signed GETs granary gets (\"nginx signed\", after its warm pass; it does not check them)"}
 	kindGranary         = targetKind{role: roleSubject, cache: true, heading: "Granary"}
 	kindGranaryUnsigned = targetKind{role: roleSubjectUnsigned}
 )

@@ -29,8 +29,8 @@ func TestQuickRun(t *testing.T) {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
 	p := quickPlan()
-	// minio, trivial, nginx cold and nginx warm.
-	if want := len(p.sizes) * len(p.concs) * 4; len(rep.small) != want {
+	// minio, trivial, nginx cold, nginx warm and nginx signed.
+	if want := len(p.sizes) * len(p.concs) * 5; len(rep.small) != want {
 		t.Fatalf("%d small results, want %d", len(rep.small), want)
 	}
 	cpu := map[string]time.Duration{} // per target and party, over every set
@@ -38,8 +38,10 @@ func TestQuickRun(t *testing.T) {
 		if r.n != p.count || r.opsPerSec() <= 0 || r.p50 <= 0 || r.p99 < r.p50 {
 			t.Errorf("small result %+v", r)
 		}
-		// Every warm nginx answer is a hit, every cold one a miss.
-		if r.target == "nginx warm" && (r.cacheHits != int64(r.n) || r.cacheOthers != 0) ||
+		// Every warm nginx answer is a hit (signed ones too), every cold
+		// one a miss.
+		warm := r.target == "nginx warm" || r.target == nginxSigned
+		if warm && (r.cacheHits != int64(r.n) || r.cacheOthers != 0) ||
 			r.target == "nginx cold" && (r.cacheHits != 0 || r.cacheOthers != int64(r.n)) {
 			t.Errorf("nginx pass %s %s c%d: %d hits, %d others", r.target, r.set, r.conc, r.cacheHits, r.cacheOthers)
 		}
@@ -52,24 +54,24 @@ func TestQuickRun(t *testing.T) {
 	}
 	// MinIO serves its own GETs and nginx's misses, nginx's workers serve
 	// nginx's GETs; summed over the sets, each is tens of 10 ms ticks.
-	for _, party := range []string{"minio server", "nginx cold origin", "nginx cold server", "nginx warm server"} {
+	for _, party := range []string{"minio server", "nginx cold origin", "nginx cold server", "nginx warm server", "nginx signed server"} {
 		if cpu[party] <= 0 {
 			t.Errorf("no CPU time charged to %s: %v", party, cpu)
 		}
 	}
-	if len(rep.large) != 8 {
-		t.Fatalf("%d large results, want 8", len(rep.large))
+	if len(rep.large) != 10 {
+		t.Fatalf("%d large results, want 10", len(rep.large))
 	}
 	for _, r := range rep.large {
 		if r.bytes != p.largeSize || r.mbPerSec() <= 0 {
 			t.Errorf("large result %+v", r)
 		}
-		if r.target == "nginx warm" && r.cacheOthers != 0 {
+		if (r.target == "nginx warm" || r.target == nginxSigned) && r.cacheOthers != 0 {
 			t.Errorf("nginx warm %s: %d answers not from the cache", r.mode, r.cacheOthers)
 		}
 	}
 	md := rep.markdown()
-	for _, want := range []string{"| 4KiB | 16 | minio |", "| 100KiB | 64 | trivial |", "| 4KiB | 64 | nginx warm |",
+	for _, want := range []string{"| 4KiB | 16 | minio |", "| 100KiB | 64 | trivial |", "| 4KiB | 64 | nginx warm |", "| 4KiB | 64 | nginx signed |",
 		"| 8 ranges | minio |", "| 8 ranges | nginx cold |", "quick mode",
 		"## CPU per GET", "| 4KiB | 16 | trivial | in the client | - | none |"} {
 		if !strings.Contains(md, want) {

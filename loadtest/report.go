@@ -44,6 +44,7 @@ func (r *report) markdown() string {
 	r.largeTables(&b)
 	r.nginxTables(&b)
 	r.nginxTargets(&b)
+	r.cpuAgainstReference(&b)
 	r.cpuTable(&b)
 	r.fillTable(&b)
 	if subj, ok := r.byRole(roleSubject); ok && r.granaryRAM > 0 {

@@ -136,6 +136,7 @@ func (r *report) nginxTargets(b *strings.Builder) {
 		goal(fmt.Sprintf("warm %s, %s", sizeName(l.bytes), l.mode), fmt.Sprintf("%.2fx %s", x, R), fmt.Sprintf("≥ 1.50x %s", R), x >= 1.5, g.bytes > 0)
 	}
 	r.coldTargets(goal, R)
+	r.cpuTargets(goal, R)
 	b.WriteString("\n")
 }
 

@@ -49,6 +49,34 @@ func TestNginxReportTargets(t *testing.T) {
 // them, without their servers.
 func localLineup() []target {
 	return []target{{name: "minio", targetKind: kindMinio}, {name: "trivial", targetKind: kindTrivial},
-		{name: "nginx", targetKind: kindNginx}, {name: "granary", targetKind: kindGranary},
+		{name: "nginx", targetKind: kindNginx}, {name: nginxSigned, targetKind: kindNginxSigned}, {name: "granary", targetKind: kindGranary},
 		{name: granaryUnsigned, targetKind: kindGranaryUnsigned}}
+}
+
+// TestCPUAgainstNginxPairsLikeRequests checks that the CPU comparison
+// sets granary's signed pass against nginx read signed and its unsigned
+// pass against nginx's warm pass, and judges the signed one.
+func TestCPUAgainstNginxPairsLikeRequests(t *testing.T) {
+	pass := func(target string, cpu time.Duration) smallResult {
+		return smallResult{set: "100KiB", conc: 64, target: target, n: 1000, elapsed: time.Second,
+			cpu: cpuUse{server: 1000 * cpu, serverMeasured: true}}
+	}
+	rep := &report{plan: quickPlan(), targets: localLineup(), small: []smallResult{
+		pass("nginx cold", 300*time.Microsecond), pass("nginx warm", 30*time.Microsecond),
+		pass(nginxSigned, 36*time.Microsecond), pass("granary cold", 200*time.Microsecond),
+		pass("granary warm", 40*time.Microsecond), pass(granaryUnsigned, 27*time.Microsecond),
+	}}
+	md := rep.markdown()
+	for _, want := range []string{
+		"| 100KiB | 64 | 1.11x (40 against 36 µs) | 0.90x (27 against 30 µs) |",
+		"| CPU per warm 100KiB GET, 64 clients, signed | 1.11x (40 against 36 µs) | ≤ 1.00x nginx read signed | **no** |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	rep.small[4] = pass("granary warm", 35*time.Microsecond)
+	if want := "| 0.97x (35 against 36 µs) | ≤ 1.00x nginx read signed | yes |"; !strings.Contains(rep.markdown(), want) {
+		t.Errorf("report lacks %q", want)
+	}
 }
