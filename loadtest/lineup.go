@@ -57,7 +57,8 @@ var (
 	kindNginx   = targetKind{role: roleReference, cache: true, heading: "nginx proxy_cache", readNote: "unsigned GETs for nginx",
 		about: "nginx (Debian's, proxy_cache on tmpfs in front of the same MinIO, upstream keepalive, proxy_cache_lock) " +
 			"is read with unsigned GETs of a public-read bucket, so it does less work per request than granary, which checks " +
-			"every SigV4 signature. First pass: both caches empty."}
+			"every SigV4 signature; once warm it is also read with granary's signed GETs (nginx signed), which it does not check. " +
+			"First pass: both caches empty."}
 	kindNginxSigned = targetKind{role: roleReferenceSigned,
 		readNote: "nginx read once more with the signed GETs granary gets (\"nginx signed\", after its warm pass; it does not check them)"}
 	kindGranary         = targetKind{role: roleSubject, cache: true, heading: "Granary"}
