@@ -67,7 +67,7 @@ func TestQuickRun(t *testing.T) {
 			t.Errorf("large result %+v", r)
 		}
 		if (r.target == "nginx warm" || r.target == nginxSigned) && r.cacheOthers != 0 {
-			t.Errorf("nginx warm %s: %d answers not from the cache", r.mode, r.cacheOthers)
+			t.Errorf("%s %s: %d answers not from the cache", r.target, r.mode, r.cacheOthers)
 		}
 	}
 	md := rep.markdown()

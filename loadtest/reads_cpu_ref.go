@@ -8,6 +8,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // cpuPair is one comparison of CPU per warm GET: the subject's pass and
@@ -19,9 +20,13 @@ func (p cpuPair) have() bool {
 	return p.subj.n > 0 && p.ref.n > 0 && p.subj.cpu.serverMeasured && p.ref.cpu.serverMeasured
 }
 
-// times returns the subject's and the reference's CPU per GET, in µs.
+// times returns the subject's and the reference's CPU per GET, in µs
+// (unrounded: the ratio and the goal use them as they are).
 func (p cpuPair) times() (subj, ref float64) {
-	return float64(p.subj.cpu.perGet(p.subj.n).server.Microseconds()), float64(p.ref.cpu.perGet(p.ref.n).server.Microseconds())
+	perGet := func(r smallResult) float64 {
+		return float64(r.cpu.perGet(r.n).server) / float64(time.Microsecond)
+	}
+	return perGet(p.subj), perGet(p.ref)
 }
 
 // String is the pair's ratio with its two figures, or "n/a".
@@ -35,8 +40,11 @@ func (p cpuPair) String() string {
 
 // cheaper tells whether the subject cost at most what the reference did.
 func (p cpuPair) cheaper() bool {
+	if !p.have() {
+		return false
+	}
 	s, r := p.times()
-	return p.have() && s <= r
+	return s <= r
 }
 
 // cpuPairs returns, for the reference's warm pass of one small set, the
