@@ -174,7 +174,7 @@ func (e *Engine) objectInfo(ctx context.Context, bucket, key string, first inten
 // stale entry exists, else a first fetch.
 func (e *Engine) loadInfo(ctx context.Context, bucket, key string, first intent) (loaded, error) {
 	k := metaKey(bucket, key)
-	seq := e.meta.sequence()
+	seq := e.meta.sequence(k)
 	stale, had := e.meta.get(k)
 	owns := first.has(wantAsked) || e.ownsFirstChunk(bucket, key)
 	chunk := !had && first != wantNoChunk && !e.holdsVersions(bucket, key)

@@ -63,7 +63,8 @@ func (w *writes) begin(k string) func() (alone bool) {
 // an entry dropped meanwhile by a write through another member stays
 // dropped (the sequence check).
 func (e *Engine) rememberWrite(info store.ObjectInfo, alone bool) {
-	if seq := e.meta.sequence(); alone && info.ETag != "" && !info.LastModified.IsZero() {
-		e.meta.putIf(seq, metaKey(info.Bucket, info.Key), info, e.opts.Now())
+	k := metaKey(info.Bucket, info.Key)
+	if seq := e.meta.sequence(k); alone && info.ETag != "" && !info.LastModified.IsZero() {
+		e.meta.putIf(seq, k, info, e.opts.Now())
 	}
 }
