@@ -30,16 +30,17 @@ const (
 // the whole holds at most the max it was made with.
 //
 // A warm read writes nothing shared but its shard's lock: a hit marks its
-// node used instead of moving it in the ring, and eviction gives a used
-// node at the back a second chance (moves it to the front, unmarked).
+// node used instead of moving it in a list, and eviction is a CLOCK: the
+// hand passes used nodes (a second chance, unmarking them) and evicts the
+// first it finds unused.
 type metaCache struct {
 	seed   maphash.Seed
 	shards []metaShard
 }
 
-// metaShard: mu guards m, the ring and seq. The ring is circular through
-// root, front = root.next = most recently inserted or given a second
-// chance.
+// metaShard: mu guards m, clock, hand and seq. Every node in m sits in
+// one slot of clock (node.slot); a dropped node leaves its slot nil, for
+// the hand to reuse.
 //
 // seq counts drops. A load reads seq before it asks the origin and stores
 // its answer only if no drop of its shard happened since (putIf compares
@@ -47,19 +48,20 @@ type metaCache struct {
 // origin gave before a write through this node never outlives the write's
 // drop.
 type metaShard struct {
-	mu   sync.Mutex
-	max  int
-	m    map[string]*metaNode
-	root metaNode
-	seq  uint64
-	_    [64]byte // keep neighbouring shards' locks off one cache line
+	mu    sync.Mutex
+	max   int
+	m     map[string]*metaNode
+	clock []*metaNode
+	hand  int
+	seq   uint64
+	_     [64]byte // keep neighbouring shards' locks off one cache line
 }
 
-// metaNode is an entry in its shard's ring.
+// metaNode is an entry in its shard's clock.
 type metaNode struct {
 	metaEntry
-	used       bool // read since it was inserted or last given a second chance
-	prev, next *metaNode
+	used bool // read since it was stored or the hand last passed it
+	slot int
 }
 
 func newMetaCache(max int) *metaCache {
@@ -75,7 +77,6 @@ func newMetaCache(max int) *metaCache {
 			s.max++
 		}
 		s.m = make(map[string]*metaNode)
-		s.root.prev, s.root.next = &s.root, &s.root
 	}
 	return c
 }
@@ -135,7 +136,7 @@ func (c *metaCache) drop(k string) {
 	defer s.mu.Unlock()
 	s.seq++
 	if n, ok := s.m[k]; ok {
-		s.unlink(n)
+		s.clock[n.slot] = nil
 		delete(s.m, k)
 	}
 }
@@ -147,14 +148,17 @@ func (c *metaCache) dropAll() {
 		s.mu.Lock()
 		s.seq++
 		clear(s.m)
-		s.root.prev, s.root.next = &s.root, &s.root
+		clear(s.clock)
+		s.clock, s.hand = s.clock[:0], 0
 		s.mu.Unlock()
 	}
 }
 
-// put stores info, evicting first to make room for a new key; s.mu must
-// be held. The new node goes in unused, like a CLOCK's page: a full turn
-// of second chances ends at the oldest node, never at the one stored.
+// put stores info; s.mu must be held. A new key takes a slot never used
+// while the clock has fewer than max, else the first slot from the hand
+// that is empty or holds a node not used since the hand last passed it
+// (evicting that node), clearing the marks it passes: a full turn ends
+// where it began, at the node stored longest ago, never at the new one.
 func (s *metaShard) put(k string, info store.ObjectInfo, checked time.Time) {
 	if n, ok := s.m[k]; ok {
 		n.info, n.checked, n.used = info, checked, true
@@ -163,40 +167,33 @@ func (s *metaShard) put(k string, info store.ObjectInfo, checked time.Time) {
 	if s.max <= 0 {
 		return
 	}
-	for len(s.m) >= s.max {
-		s.evictOne()
-	}
 	n := &metaNode{metaEntry: metaEntry{key: k, info: info, checked: checked}}
-	s.m[k] = n
-	s.pushFront(n)
-}
-
-// evictOne removes the node nearest the back not used since it was
-// inserted or passed, giving each used node it passes a second chance.
-// The shard must hold a node.
-func (s *metaShard) evictOne() {
-	for {
-		n := s.root.prev
-		s.unlink(n)
-		if !n.used {
-			delete(s.m, n.key)
-			return
-		}
-		n.used = false
-		s.pushFront(n)
+	if len(s.clock) < s.max {
+		n.slot = len(s.clock)
+		s.clock = append(s.clock, n)
+	} else {
+		n.slot = s.freeSlot()
+		s.clock[n.slot] = n
 	}
+	s.m[k] = n
 }
 
-func (s *metaShard) pushFront(n *metaNode) {
-	n.prev, n.next = &s.root, s.root.next
-	s.root.next.prev = n
-	s.root.next = n
-}
-
-func (s *metaShard) unlink(n *metaNode) {
-	n.prev.next = n.next
-	n.next.prev = n.prev
-	n.prev, n.next = nil, nil
+// freeSlot advances the hand to a slot a new node may take, evicting the
+// node in it, and leaves the hand past it.
+func (s *metaShard) freeSlot() int {
+	for {
+		i := s.hand
+		s.hand = (s.hand + 1) % len(s.clock)
+		switch old := s.clock[i]; {
+		case old == nil:
+			return i
+		case old.used:
+			old.used = false
+		default:
+			delete(s.m, old.key)
+			return i
+		}
+	}
 }
 
 // fresh reports whether metadata confirmed at checked may be used at now.

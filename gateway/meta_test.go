@@ -28,8 +28,8 @@ func TestMetaSecondChance(t *testing.T) {
 		}
 	}
 	// a, c and d were all read just now: a full turn of second chances
-	// ends where it began, at c (a moved ahead of it at d's put), and
-	// never at the key being stored.
+	// ends where it began, at c (where d's put left the hand), and never
+	// at the key being stored.
 	c.set("e", metaInfo("e"), now)
 	if _, ok := c.get("e"); !ok {
 		t.Error("the key just stored was evicted")
@@ -39,6 +39,22 @@ func TestMetaSecondChance(t *testing.T) {
 	}
 	if got, ok := c.get("d"); !ok || got.info.ETag != "d" {
 		t.Errorf("d: %+v, %v", got.info, ok)
+	}
+}
+
+// TestMetaDropFreesSlot: a dropped key's slot takes the next key, and
+// nothing else is evicted for it.
+func TestMetaDropFreesSlot(t *testing.T) {
+	c := newMetaCache(2)
+	now := time.Now()
+	c.set("a", metaInfo("a"), now)
+	c.set("b", metaInfo("b"), now)
+	c.drop("a")
+	c.set("c", metaInfo("c"), now)
+	for k, want := range map[string]bool{"a": false, "b": true, "c": true} {
+		if _, ok := c.get(k); ok != want {
+			t.Errorf("%s held %v, want %v", k, ok, want)
+		}
 	}
 }
 
