@@ -79,3 +79,4 @@ bench: deps bench-deps build
 	$(GO) test ./store/origin/hdfs -run '^$$' -bench BenchmarkListOverSlowLink -benchtime 3x
 	$(GO) test ./api/sigv4 -run '^$$' -bench 'BenchmarkVerify' -benchmem -benchtime 2s
 	$(GO) test ./gateway -run '^$$' -bench BenchmarkMetaGet -cpu 1,$$(nproc) -benchtime 2s
+	$(GO) test ./api -run '^$$' -bench BenchmarkRequestContext -cpu 1,$$(nproc) -benchtime 2s

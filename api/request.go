@@ -72,9 +72,10 @@ type core struct {
 	metrics   *metrics
 	served    servedBytes // object bytes sent, for the monitor's history
 	ioTimeout time.Duration
-	// baseCtx parents every request's context; the Server cancels it when
-	// a Shutdown runs out of time.
+	// baseCtx parents every request's context, through parents; the
+	// Server cancels it (and them) when a Shutdown runs out of time.
 	baseCtx context.Context
+	parents *parents
 }
 
 // reqLog returns the request's logger, which carries its id. It is built
@@ -94,7 +95,7 @@ func (s *Server) entry(c *fiber.Ctx) error {
 		start:  time.Now(),
 		method: methodString(c.Request().Header.Method()),
 	}
-	r.ctx = gateway.WithRequestID(s.baseCtx, r.id)
+	r.ctx = gateway.WithRequestID(s.parents.pick(), r.id)
 	r.tooLarge = restoreTooLarge(&c.Request().Header)
 	h := &c.Response().Header
 	h.Set("X-Amz-Request-Id", r.id)

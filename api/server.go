@@ -140,7 +140,9 @@ func New(opts Options, faces Faces) (*Server, error) {
 		faces: faces.claimers(),
 		s3:    faces.S3,
 	}
-	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
+	base, cancel := context.WithCancel(context.Background())
+	s.baseCtx, s.parents = base, newParents(base)
+	s.cancelBase = func() { s.parents.stop(); cancel() }
 	s.s3.mount(s.core)
 	for _, f := range s.faces {
 		f.mount(s.core)
