@@ -154,6 +154,9 @@ func (c *trackedConn) Write(p []byte) (int, error) {
 // Hold keeps the next Writes for the next WriteBuffers or Release.
 func (c *trackedConn) Hold() { c.hold = true }
 
+// Held reports whether a Hold keeps written bytes now.
+func (c *trackedConn) Held() bool { return c.hold && len(c.held) > 0 }
+
 // Release sends what Hold kept, if anything, and ends the hold.
 func (c *trackedConn) Release() error {
 	if !c.hold {

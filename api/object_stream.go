@@ -5,7 +5,6 @@
 package api
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -50,12 +49,12 @@ func (o *objectStream) Read(p []byte) (int, error) {
 
 // WriteTo writes the body to w straight from the engine's memory,
 // renewing the write deadline as it goes (a slow client is fine, a stalled
-// one times out). Past w's buffer, when w is the connection's writer: the
-// first bytes leave with the head the connection holds (membody.Stream),
-// in one writev, and the rest straight to the connection.
+// one times out). Past w, when the connection holds this answer's head
+// (membody.Stream): the first bytes leave with the head, in one writev,
+// and the rest straight to the connection.
 func (o *objectStream) WriteTo(w io.Writer) (int64, error) {
-	if bw, ok := w.(*bufio.Writer); ok && o.conn != nil {
-		w = &headFirst{bw: bw, conn: o.conn}
+	if membody.Held(o.conn) {
+		w = &headFirst{conn: o.conn}
 	} else if err := membody.Release(o.conn); err != nil { // the head goes first
 		return 0, err
 	}
@@ -75,11 +74,10 @@ func (o *objectStream) WriteTo(w io.Writer) (int64, error) {
 	return n, err
 }
 
-// headFirst writes its first bytes with the head bw buffers or the
-// connection holds, in one writev (membody.After), and the rest straight
-// to the connection.
+// headFirst writes its first bytes with the head the connection holds,
+// in one writev (membody.After), and the rest straight to the
+// connection.
 type headFirst struct {
-	bw   *bufio.Writer
 	conn net.Conn
 	sent bool
 }
@@ -90,7 +88,7 @@ func (h *headFirst) Write(p []byte) (int, error) {
 	}
 	h.sent = true
 	v := net.Buffers{p}
-	n, err := membody.After(h.bw, h.conn, &v)
+	n, err := membody.After(h.conn, &v)
 	return int(n), err
 }
 

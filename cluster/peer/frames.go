@@ -4,7 +4,6 @@
 package peer
 
 import (
-	"bufio"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -121,15 +120,16 @@ func (f *frameWriter) frame(max int) error {
 	return nil
 }
 
-// WriteTo writes the frames to w. A chunk held whole goes past w (the
-// connection's buffered writer, whose headers leave with the first
-// frames) straight to the connection, frameBatch frames per writev; a
-// streamed one, a frame at a time (its buffer is reused).
+// WriteTo writes the frames to w. A chunk held whole, on a connection
+// that holds the answer's headers (membody.Stream), goes past w straight
+// to the connection, the headers with the first frames, frameBatch
+// frames per writev; a streamed one, a frame at a time (its buffer is
+// reused).
 func (f *frameWriter) WriteTo(w io.Writer) (int64, error) {
 	batch := 1
-	var head *bufio.Writer // the headers, sent with the first frames
-	if bw, ok := w.(*bufio.Writer); ok && f.direct() {
-		head, w, batch = bw, f.conn, frameBatch
+	head := false // the headers the connection holds, sent with the first frames
+	if f.direct() && membody.Held(f.conn) {
+		head, w, batch = true, f.conn, frameBatch
 	} else if err := membody.Release(f.conn); err != nil { // the head goes first
 		return 0, err
 	}
@@ -142,9 +142,9 @@ func (f *frameWriter) WriteTo(w io.Writer) (int64, error) {
 		}
 		var n int64
 		var err error
-		if head != nil {
-			n, err = membody.After(head, f.conn, &f.pending)
-			head = nil
+		if head {
+			n, err = membody.After(f.conn, &f.pending)
+			head = false
 		} else {
 			n, err = writeBuffers(w, &f.pending)
 		}

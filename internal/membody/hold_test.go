@@ -43,6 +43,8 @@ func (c *recConn) Write(p []byte) (int, error) {
 
 func (c *recConn) Hold() { c.hold = true }
 
+func (c *recConn) Held() bool { return c.hold && len(c.held) > 0 }
+
 func (c *recConn) Release() error {
 	head := c.held
 	c.hold, c.held = false, nil

@@ -7,7 +7,6 @@
 package membody
 
 import (
-	"bufio"
 	"bytes"
 	"io"
 	"net"
@@ -28,13 +27,15 @@ type BuffersWriter interface {
 }
 
 // Conn is a connection that can send a response's head with its body.
-// fasthttp flushes a head before any body over 8 KiB; after Hold, Writes
-// (that head) are kept until the next WriteBuffers, which sends them
-// ahead of its own buffers in the same writev, or Release, which sends
-// them alone. Either ends the hold.
+// After Hold, Writes (the head fasthttp flushes before a streamed body:
+// Stream asks it to) are kept until the next WriteBuffers, which sends
+// them ahead of its own buffers in the same writev, or Release, which
+// sends them alone. Either ends the hold. Held reports whether a Hold
+// keeps written bytes now: fasthttp is writing that response's body.
 type Conn interface {
 	BuffersWriter
 	Hold()
+	Held() bool
 	Release() error
 }
 
@@ -56,8 +57,17 @@ func Set(resp *fasthttp.Response, b []byte, conn net.Conn) {
 func Stream(resp *fasthttp.Response, body io.ReadCloser, size int, conn net.Conn) {
 	resp.SetBodyStream(body, size) // closes the body it replaces first
 	if c, ok := conn.(Conn); ok {
+		resp.ImmediateHeaderFlush = true // the head reaches the hold before the body is asked for
 		c.Hold()
 	}
+}
+
+// Held reports whether conn is a Conn that holds a response's head now:
+// the body being written goes to conn, and may go past the writer
+// fasthttp hands it (whose buffer the head's flush emptied) with After.
+func Held(conn net.Conn) bool {
+	c, ok := conn.(Conn)
+	return ok && c.Held()
 }
 
 // Release sends what conn holds, if it is a Conn, and ends the hold.
@@ -85,19 +95,18 @@ func New(b []byte, conn net.Conn) *Body {
 	return &Body{Reader: bytes.NewReader(b), b: b, conn: conn}
 }
 
-// WriteTo writes the rest of the body to w, or past w straight to the
-// connection, with the head it holds, when w is the connection's
-// buffered writer.
+// WriteTo writes the rest of the body straight to the connection, with
+// the head it holds, when the connection holds one (fasthttp is writing
+// this response), else to w.
 func (m *Body) WriteTo(w io.Writer) (int64, error) {
-	bw, ok := w.(*bufio.Writer)
-	if !ok || m.conn == nil {
+	if !Held(m.conn) {
 		if err := Release(m.conn); err != nil { // the head goes first
 			return 0, err
 		}
 		return m.Reader.WriteTo(w)
 	}
 	v := net.Buffers{m.b[len(m.b)-m.Len():]}
-	n, err := After(bw, m.conn, &v)
+	n, err := After(m.conn, &v)
 	m.Reader.Seek(n, io.SeekCurrent) //nolint:errcheck // n is at most what was left
 	return n, err
 }
@@ -105,22 +114,10 @@ func (m *Body) WriteTo(w io.Writer) (int64, error) {
 // Close ends the connection's hold (see Stream).
 func (m *Body) Close() error { return Release(m.conn) }
 
-// After sends what bw buffers and what conn holds (a response's head),
-// then v, to conn, the connection bw writes to: in one writev where conn
-// is a Conn, else a flush and then v. It returns how many of v's bytes
-// were written.
-func After(bw *bufio.Writer, conn net.Conn, v *net.Buffers) (int64, error) {
-	c, ok := conn.(Conn)
-	if ok {
-		c.Hold()
-	}
-	if err := bw.Flush(); err != nil { // kept by a Conn: only a writer's earlier error
-		Release(conn) //nolint:errcheck // the flush's error is the one to report
-		return 0, err
-	}
-	if ok {
-		return c.WriteBuffers(v)
-	}
+// After sends what conn holds (a response's head), then v, to conn: in
+// one writev where conn is a Conn. It returns how many of v's bytes were
+// written.
+func After(conn net.Conn, v *net.Buffers) (int64, error) {
 	if c, ok := conn.(BuffersWriter); ok {
 		return c.WriteBuffers(v)
 	}

@@ -1,17 +1,16 @@
-// Body: headers buffered before it leave first, then the body as it is,
-// straight to the connection; without the connection's writer it is an
-// ordinary reader.
+// Body: on a connection that holds the response's head, the head and the
+// body leave together, straight to the connection, past the writer
+// fasthttp hands it; otherwise it is an ordinary reader.
 package membody
 
 import (
-	"bufio"
 	"bytes"
 	"io"
 	"net"
 	"testing"
 )
 
-func TestWritesAfterTheHeaders(t *testing.T) {
+func TestWritesPastTheWriterWithTheHeldHead(t *testing.T) {
 	body := bytes.Repeat([]byte("sample-"), 20000) // 140,000 bytes
 	client, server := net.Pipe()
 	defer client.Close()
@@ -20,14 +19,19 @@ func TestWritesAfterTheHeaders(t *testing.T) {
 		b, _ := io.ReadAll(client)
 		got <- b
 	}()
-	bw := bufio.NewWriterSize(server, 256<<10) // larger than the body: a copy would fit
-	bw.WriteString("HTTP/1.1 200 OK\r\n\r\n")
-	n, err := New(body, server).WriteTo(bw)
+	rc := &recConn{Conn: server}
+	rc.Hold()
+	rc.Write([]byte("HTTP/1.1 200 OK\r\n\r\n")) // the head fasthttp flushes first
+	var w bytes.Buffer
+	n, err := New(body, rc).WriteTo(&w)
 	if err != nil || n != int64(len(body)) {
 		t.Fatalf("WriteTo = %d, %v", n, err)
 	}
-	if bw.Buffered() != 0 {
-		t.Fatalf("%d bytes left in the buffer", bw.Buffered())
+	if w.Len() != 0 {
+		t.Fatalf("%d bytes copied into the writer", w.Len())
+	}
+	if sends := rc.log(); len(sends) != 1 || sends[0] != "writev" {
+		t.Fatalf("sent as %v, want one writev", sends)
 	}
 	server.Close()
 	want := append([]byte("HTTP/1.1 200 OK\r\n\r\n"), body...)
