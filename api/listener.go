@@ -136,6 +136,7 @@ type trackedConn struct {
 	hold bool
 	held []byte
 	bufs [8][]byte
+	all  net.Buffers // WriteBuffers' vector, kept so a writev allocates nothing
 }
 
 // Write sends p, unless the connection was silenced; after Hold, it
@@ -188,8 +189,9 @@ func (c *trackedConn) WriteBuffers(v *net.Buffers) (int64, error) {
 	if len(head) == 0 {
 		return v.WriteTo(c.Conn)
 	}
-	all := append(append(net.Buffers(c.bufs[:0]), head), *v...)
-	n, err := all.WriteTo(c.Conn)
+	c.all = append(append(net.Buffers(c.bufs[:0]), head), *v...)
+	n, err := c.all.WriteTo(c.Conn)
+	c.all = nil
 	clear(c.bufs[:]) // no body outlives its answer here
 	*v = nil
 	return max(n-int64(len(head)), 0), err

@@ -44,7 +44,10 @@ func (s objects) getObject(c *fiber.Ctx, r *request) error {
 		rng, kind = part.rng, rangeValid
 	}
 	cond, hasCond := parseConditions(h, getConditions)
-	ctx, cancel := context.WithCancel(r.ctx)
+	// No context of its own: a Get served from memory starts nothing that
+	// outlives it (metadata loads and flights run detached), and a reader
+	// cancels its own context when its stream is closed.
+	ctx := r.ctx
 	var obj *gateway.Object
 	var err error
 	if kind == rangeNone && !hasCond {
@@ -53,13 +56,11 @@ func (s objects) getObject(c *fiber.Ctx, r *request) error {
 		obj, err = s.getChecked(ctx, c, r, rng, kind, cond, hasCond)
 	}
 	if err != nil {
-		cancel()
 		return err
 	}
 	small, err := readSmall(obj)
 	if err != nil {
 		obj.Close()
-		cancel()
 		return err
 	}
 	setObjectHeaders(c, obj.Info)
@@ -72,7 +73,7 @@ func (s objects) getObject(c *fiber.Ctx, r *request) error {
 	} else {
 		resp.SetStatusCode(http.StatusOK)
 	}
-	s.attachBody(c, r, obj, small, cancel)
+	s.attachBody(c, r, obj, small)
 	return nil
 }
 
@@ -136,24 +137,22 @@ func readSmall(obj *gateway.Object) (*[]byte, error) {
 // attachBody sets the response body: the engine's in-memory bytes as they
 // are, a small body read whole, or a stream that fasthttp closes once sent
 // (or once the client is gone).
-func (s objects) attachBody(c *fiber.Ctx, r *request, obj *gateway.Object, small *[]byte, cancel context.CancelFunc) {
+func (s objects) attachBody(c *fiber.Ctx, r *request, obj *gateway.Object, small *[]byte) {
 	resp := c.Response()
 	if small != nil {
 		resp.SetBody((*small)[:obj.Length]) // copies
 		smallBufs.Put(small)
 		obj.Close()
-		cancel()
 		return
 	}
 	if b, ok := obj.Bytes(); ok && int64(len(b)) == obj.Length {
 		membody.Set(resp, b, c.Context().Conn()) // immutable: the engine never modifies it
 		obj.Close()
-		cancel()
 		return
 	}
 	r.streaming = true
 	conn := c.Context().Conn()
-	membody.Stream(resp, newObjectStream(s.core, r, obj, cancel, conn), int(obj.Length), conn)
+	membody.Stream(resp, newObjectStream(s.core, r, obj, conn), int(obj.Length), conn)
 }
 
 func (s objects) headObject(c *fiber.Ctx, r *request) error {

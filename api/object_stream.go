@@ -1,11 +1,10 @@
 // The streamed body of a large GetObject. fasthttp writes it after the
 // handler returned and closes it once written or once the client is gone;
-// Close releases the engine's reader, cancels the request's context and
-// reports the request with the bytes actually sent.
+// Close releases the engine's reader (which cancels its work) and reports
+// the request with the bytes actually sent.
 package api
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net"
@@ -24,7 +23,6 @@ type objectStream struct {
 	s       *core
 	r       *request
 	obj     *gateway.Object
-	cancel  context.CancelFunc
 	conn    net.Conn
 	renewed time.Time
 	sent    int64 // bytes taken from the engine
@@ -32,8 +30,8 @@ type objectStream struct {
 	closed  bool
 }
 
-func newObjectStream(s *core, r *request, obj *gateway.Object, cancel context.CancelFunc, conn net.Conn) *objectStream {
-	return &objectStream{s: s, r: r, obj: obj, cancel: cancel, conn: conn}
+func newObjectStream(s *core, r *request, obj *gateway.Object, conn net.Conn) *objectStream {
+	return &objectStream{s: s, r: r, obj: obj, conn: conn}
 }
 
 // Read implements io.Reader; fasthttp prefers WriteTo.
@@ -141,7 +139,6 @@ func (o *objectStream) Close() error {
 	if rerr := membody.Release(o.conn); err == nil {
 		err = rerr
 	}
-	o.cancel()
 	if o.err == nil && o.sent < o.obj.Length {
 		o.err = errClientGone // fasthttp stopped asking: the write failed
 	}

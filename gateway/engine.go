@@ -64,7 +64,8 @@ type Object struct {
 	Offset int64
 	Length int64
 	io.ReadCloser
-	whole []byte // the body as one slice, when it is already in memory
+	whole []byte      // the body as one slice, when it is already in memory
+	mem   bytesReader // ReadCloser when whole is set: one allocation per Get
 }
 
 // WriteTo writes the body to w, straight from the cache's memory where the

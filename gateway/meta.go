@@ -90,6 +90,26 @@ func (c *metaCache) shard(k string) *metaShard {
 	return &c.shards[maphash.String(c.seed, k)%metaShards]
 }
 
+// lookup is get(metaKey(bucket, key)) without building the key on the
+// heap: a warm read allocates nothing here (a map index by string(b)
+// does not copy b, and maphash.Bytes hashes as maphash.String does).
+func (c *metaCache) lookup(bucket, key string) (metaEntry, bool) {
+	var buf [192]byte
+	b := append(append(append(buf[:0], bucket...), 0), key...)
+	s := &c.shards[0]
+	if len(c.shards) > 1 {
+		s = &c.shards[maphash.Bytes(c.seed, b)%metaShards]
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, ok := s.m[string(b)]
+	if !ok {
+		return metaEntry{}, false
+	}
+	n.used = true
+	return n.metaEntry, true
+}
+
 func (c *metaCache) get(k string) (metaEntry, bool) {
 	s := c.shard(k)
 	s.mu.Lock()

@@ -56,7 +56,7 @@ func (e *Engine) Get(ctx context.Context, bucket, key string, opts GetOptions) (
 	if n == 0 {
 		fl.release()
 		obj.whole = []byte{}
-		obj.ReadCloser = &bytesReader{}
+		obj.ReadCloser = &obj.mem
 		return obj, nil
 	}
 	// Fast path: a range inside one chunk that RAM holds is a sub-slice
@@ -73,7 +73,8 @@ func (e *Engine) Get(ctx context.Context, bucket, key string, opts GetOptions) (
 			fl.release()
 			within := off - idx*e.opts.ChunkSize
 			obj.whole = got.ref.data[within : within+n]
-			obj.ReadCloser = &bytesReader{data: obj.whole}
+			obj.mem.data = obj.whole
+			obj.ReadCloser = &obj.mem
 			return obj, nil
 		}
 	}
@@ -122,9 +123,8 @@ type loaded struct {
 // and then gets the stale entry or, under NoStale, ErrUnavailable. A
 // warm-up (wantKept) always waits: it must see the origin's version.
 func (e *Engine) objectInfo(ctx context.Context, bucket, key string, first intent) (store.ObjectInfo, chunkRef, error) {
-	k := metaKey(bucket, key)
 	f := e.freshness(bucket)
-	ent, had := e.meta.get(k)
+	ent, had := e.meta.lookup(bucket, key)
 	if had && f.fresh(ent.checked, e.opts.Now()) {
 		e.m.metaHits.Inc()
 		return ent.info, chunkRef{}, nil
@@ -135,7 +135,7 @@ func (e *Engine) objectInfo(ctx context.Context, bucket, key string, first inten
 		return ent.info, chunkRef{}, nil
 	}
 	e.m.metaMisses.Inc()
-	ch := e.sf.DoChan(k, func() (any, error) {
+	ch := e.sf.DoChan(metaKey(bucket, key), func() (any, error) {
 		growstack.Grow() // a fresh goroutine, about to go deep (origin, index)
 		ctx, cancel := e.detached(ctx)
 		defer cancel()

@@ -85,14 +85,20 @@ func Release(conn net.Conn) error {
 // fasthttp's Response.Body() reads it into a buffer, which undoes that:
 // read a response's length from its Content-Length instead.
 type Body struct {
-	*bytes.Reader
+	bytes.Reader
 	b    []byte
 	conn net.Conn
+	// one and v are WriteTo's vector: kept here, a GET allocates the
+	// Body alone.
+	one [1][]byte
+	v   net.Buffers
 }
 
 // New is a body of b for the connection conn (nil: an ordinary reader).
 func New(b []byte, conn net.Conn) *Body {
-	return &Body{Reader: bytes.NewReader(b), b: b, conn: conn}
+	m := &Body{b: b, conn: conn}
+	m.Reset(b)
+	return m
 }
 
 // WriteTo writes the rest of the body straight to the connection, with
@@ -105,8 +111,10 @@ func (m *Body) WriteTo(w io.Writer) (int64, error) {
 		}
 		return m.Reader.WriteTo(w)
 	}
-	v := net.Buffers{m.b[len(m.b)-m.Len():]}
-	n, err := After(m.conn, &v)
+	m.one[0] = m.b[len(m.b)-m.Len():]
+	m.v = m.one[:]
+	n, err := After(m.conn, &m.v)
+	m.one[0] = nil
 	m.Reader.Seek(n, io.SeekCurrent) //nolint:errcheck // n is at most what was left
 	return n, err
 }
