@@ -193,9 +193,14 @@ func (s *Server) fiberConfig() fiber.Config {
 // reads the first body bytes: the body gets IOTimeout from here on, not
 // what is left of the header phase's ReadHeaderTimeout, and a PUT too
 // large to take is kept from a 100 Continue (markTooLarge). The zero
-// fields keep the server's body limit and write timeout.
+// fields keep the server's body limit and write timeout. A request that
+// declares no body (a GET, a HEAD) keeps its deadline: nothing more is
+// read for it, and moving the deadline is a timer change per request.
 func (s *Server) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 	markTooLarge(h)
+	if h.ContentLength() == 0 {
+		return fasthttp.RequestConfig{}
+	}
 	return fasthttp.RequestConfig{ReadTimeout: s.opts.IOTimeout}
 }
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"testing"
 	"time"
 
@@ -142,4 +143,52 @@ func TestIdleKeepAliveOutlastsHeaderTimeout(t *testing.T) {
 			t.Fatalf("request %d: %d", i, resp.StatusCode)
 		}
 	}
+}
+
+// TestSlowGetOutlastsHeaderTimeout: a GET whose answer the client reads
+// slowly, for several header timeouts, is sent whole, and the next request
+// on the same kept-alive connection is served: a request without a body
+// keeps its header-phase read deadline while its answer is written (it
+// reads nothing more), and the next request's wait gets a fresh one.
+func TestSlowGetOutlastsHeaderTimeout(t *testing.T) {
+	const headerTimeout = 500 * time.Millisecond
+	e := newEnv(t, backends[0], func(o *nodeOptions) {
+		o.ReadHeaderTimeout = headerTimeout
+		o.IOTimeout = time.Minute
+		o.IdleTimeout = time.Minute
+	})
+	bucket := e.makeBucket(t, "slowget")
+	data := bytes.Repeat([]byte("slow-get-0123456"), 1<<20) // 16 MiB: more than the sockets buffer
+	e.put(t, bucket, "big", data, minio.PutObjectOptions{})
+	tr := &http.Transport{MaxConnsPerHost: 1, DisableCompression: true}
+	defer tr.CloseIdleConnections()
+	get := func(i int, pace time.Duration) {
+		req := e.buildRequest(t, rawRequest{method: http.MethodGet, path: "/" + bucket + "/big"})
+		reused := false
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+			GotConn: func(c httptrace.GotConnInfo) { reused = c.Reused }}))
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatalf("GET %d: %v", i, err)
+		}
+		defer resp.Body.Close()
+		var got bytes.Buffer
+		for {
+			n, err := io.CopyN(&got, resp.Body, 1<<20)
+			if err != nil || n == 0 {
+				break
+			}
+			if pace > 0 {
+				<-time.After(pace) // the slow reader under test
+			}
+		}
+		if resp.StatusCode != http.StatusOK || !bytes.Equal(got.Bytes(), data) {
+			t.Fatalf("GET %d: %d, %d of %d bytes", i, resp.StatusCode, got.Len(), len(data))
+		}
+		if i > 0 && !reused {
+			t.Errorf("GET %d came on a new connection: the slow GET's was closed", i)
+		}
+	}
+	get(0, headerTimeout/2) // 16 pieces: eight header timeouts
+	get(1, 0)
 }
