@@ -14,7 +14,8 @@ const parentCount = 16
 // a share of the requests' contexts. A context.WithCancel under a
 // cancelable parent records itself with that parent, under the parent's
 // lock, and takes itself off again when cancelled: with one parent for
-// every request, each warm GET took that one lock twice, from every
+// every request, each GET that made one (every GET once; now a reader of
+// an object not whole in memory) took that one lock twice, from every
 // core. Cancelling the base cancels every parent, and so every request,
 // as before.
 type parents struct {

@@ -102,20 +102,20 @@ func (c *metaCache) lookup(bucket, key string) (metaEntry, bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n, ok := s.m[string(b)]
-	if !ok {
-		return metaEntry{}, false
-	}
-	n.used = true
-	return n.metaEntry, true
+	return s.hitLocked(s.m[string(b)])
 }
 
 func (c *metaCache) get(k string) (metaEntry, bool) {
 	s := c.shard(k)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n, ok := s.m[k]
-	if !ok {
+	return s.hitLocked(s.m[k])
+}
+
+// hitLocked returns n's entry, marking it read, or reports none if n is
+// nil. The caller holds s.mu.
+func (s *metaShard) hitLocked(n *metaNode) (metaEntry, bool) {
+	if n == nil {
 		return metaEntry{}, false
 	}
 	n.used = true
