@@ -37,6 +37,9 @@ func (s objects) getObject(c *fiber.Ctx, r *request) error {
 	}
 	h := &c.Request().Header
 	rng, kind := parseRange(h.Peek("Range"))
+	if sent, err := s.redirectToOwner(c, r, rng, kind); sent {
+		return err
+	}
 	if part, err := s.partOf(c, r, kind); err != nil || part != nil {
 		if err != nil {
 			return err

@@ -48,6 +48,7 @@ const (
 	ServiceUnavailable            Code = "ServiceUnavailable"
 	SignatureDoesNotMatch         Code = "SignatureDoesNotMatch"
 	SlowDown                      Code = "SlowDown"
+	TemporaryRedirect             Code = "TemporaryRedirect"
 	XAmzContentSHA256Mismatch     Code = "XAmzContentSHA256Mismatch"
 	InvalidChunkSizeError         Code = "InvalidChunkSizeError"
 	MalformedTrailerError         Code = "MalformedTrailerError"
@@ -122,6 +123,7 @@ var catalogue = map[Code]entry{
 	ServiceUnavailable:            {http.StatusServiceUnavailable, "The origin is unavailable; please retry."},
 	SignatureDoesNotMatch:         {http.StatusForbidden, "The request signature we calculated does not match the signature you provided."},
 	SlowDown:                      {http.StatusServiceUnavailable, "Please reduce your request rate."},
+	TemporaryRedirect:             {http.StatusTemporaryRedirect, "Please re-send this request to the member in the Location header, which holds the data."},
 	UnexpectedContent:             {http.StatusBadRequest, "This request does not support content."},
 	XAmzContentSHA256Mismatch:     {http.StatusBadRequest, "The provided 'x-amz-content-sha256' header does not match what was computed."},
 }

@@ -1,0 +1,69 @@
+// Owner routing for clients that ask for it: a GET sent with
+//
+//	X-Granary-Route: owner
+//
+// to a member that does not own the chunk the read starts in is answered
+// 307 TemporaryRedirect, its Location the same request path-style at the
+// member that owns that chunk (X-Granary-Owner names it). The client sends
+// the request again there, signed for that host, and the cluster reads the
+// chunk once, at its owner, instead of relaying it through this node. A
+// client that does not ask is never redirected: S3 SDKs do not follow
+// redirects by themselves (clients/python/granary_route.py makes boto3
+// do so).
+package api
+
+import (
+	"net/url"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/granary-dev/granary/api/s3err"
+	"github.com/granary-dev/granary/gateway"
+)
+
+// Owner routing's headers.
+const (
+	routeHeader = "X-Granary-Route" // a client's ask: "owner"
+	ownerHeader = "X-Granary-Owner" // the member a redirect names
+)
+
+// redirectToOwner answers the GET with a redirect to the owner of the
+// chunk it starts in, if the client asked for one and this node would
+// relay that chunk; it reports whether it did (the error to return then).
+// A presigned request is served here: its signature names this host.
+func (s objects) redirectToOwner(c *fiber.Ctx, r *request, rng gateway.Range, kind rangeKind) (bool, error) {
+	h := &c.Request().Header
+	ask := h.Peek(routeHeader)
+	if len(ask) == 0 || !asciiEqualFold(trimSpace(ask), "owner") {
+		return false, nil
+	}
+	var off int64
+	switch kind {
+	case rangeNone:
+	case rangeValid:
+		if rng.Suffix > 0 {
+			return false, nil // where it starts depends on the size
+		}
+		off = rng.Start
+	default:
+		return false, nil
+	}
+	args := c.Request().URI().QueryArgs()
+	if args.Has("X-Amz-Signature") || args.Has("Signature") || args.Has("partNumber") {
+		return false, nil
+	}
+	m, ok := s.engine.OwnerOf(r.bucket, r.key, off)
+	if !ok {
+		return false, nil
+	}
+	scheme := "http"
+	if connState(c.Context().Conn()) != nil {
+		scheme = "https"
+	}
+	loc := url.URL{Scheme: scheme, Host: m.Addr, Path: "/" + r.bucket + "/" + r.key,
+		RawQuery: string(c.Request().URI().QueryString())}
+	resp := &c.Response().Header
+	resp.Set("Location", loc.String())
+	resp.Set(ownerHeader, m.ID)
+	return true, s3err.New(s3err.TemporaryRedirect, "")
+}

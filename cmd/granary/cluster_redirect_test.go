@@ -1,0 +1,232 @@
+// Owner routing on a real cluster: a GET that asks for it is redirected
+// to the member owning the chunk it starts in, and boto3 with
+// clients/python/granary_route.py reads through one member without that
+// member relaying a chunk.
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7/pkg/signer"
+
+	"github.com/granary-dev/granary/cluster"
+	"github.com/granary-dev/granary/internal/miniotest"
+)
+
+// Owner routing's headers (api/object_redirect.go).
+const (
+	routeHeader = "X-Granary-Route"
+	ownerHeader = "X-Granary-Owner"
+)
+
+// routeRig is a three-node cluster with 1 MiB chunks and a signed GET.
+type routeRig struct {
+	*clusterRig
+	ring *cluster.Ring
+}
+
+// get sends a GET of bucket/key to base (scheme://host:port), signed,
+// with extra headers; the answer is not followed.
+func (r routeRig) get(t *testing.T, base, bucket, key string, hdr map[string]string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, base+"/"+bucket+"/"+key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Amz-Content-Sha256", "UNSIGNED-PAYLOAD")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	req = signer.SignV4(*req, r.env["GRANARY_ACCESS_KEY"], r.env["GRANARY_SECRET_KEY"], "", "us-east-1")
+	cl := &http.Client{Timeout: time.Minute, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}
+	resp, err := cl.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+// owner is the member the ring places chunk idx of bucket/key on.
+func (r routeRig) owner(bucket, key string, idx int64) string {
+	return r.ring.Owners(cluster.ChunkKey(bucket, key, idx), 1)[0]
+}
+
+// addrOf is member id's address.
+func (r routeRig) addrOf(t *testing.T, id string) string {
+	for i, x := range r.ids {
+		if x == id {
+			return r.addrs[i]
+		}
+	}
+	t.Fatalf("no member %q", id)
+	return ""
+}
+
+// body reads resp's body whole, failing on status other than want.
+func body(t *testing.T, resp *http.Response, want int) []byte {
+	t.Helper()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != want {
+		t.Fatalf("%s: status %d, want %d: %s", resp.Request.URL, resp.StatusCode, want, b)
+	}
+	return b
+}
+
+func TestClusterRedirectsToOwners(t *testing.T) {
+	mio := miniotest.StartT(t)
+	cr := startCluster(t, mio, "s3://"+mio.Endpoint+"?secure=false", 3, "--ram", "64MiB", "--disk", "0", "--chunk-size", "1MiB")
+	ring, err := cluster.NewRing(cr.ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := routeRig{cr, ring}
+	origin, err := newS3Client("http://"+mio.Endpoint, envMap(minioEnv(mio)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes := map[string]int{"big.bin": 5<<20 + 123}
+	for i := range 12 {
+		sizes[fmt.Sprintf("go/%02d", i)] = 100<<10 + i
+		sizes[fmt.Sprintf("boto/%02d", i)] = 100<<10 + i
+	}
+	sums := seed(t, origin, "data", "", sizes)
+	n1 := "http://" + r.addrs[0]
+	ask := map[string]string{routeHeader: "owner"}
+
+	// Asked: redirected to the owner unless n1 is the owner; the owner
+	// serves the request sent on, signed for it, whatever it is asked.
+	redirected, served := 0, 0
+	for i := range 12 {
+		key := fmt.Sprintf("go/%02d", i)
+		resp := r.get(t, n1, "data", key, ask)
+		own := r.owner("data", key, 0)
+		if own == r.ids[0] {
+			served++
+			if b := body(t, resp, http.StatusOK); sha256.Sum256(b) != sums[key] {
+				t.Fatalf("%s served by its owner: wrong bytes", key)
+			}
+			continue
+		}
+		redirected++
+		body(t, resp, http.StatusTemporaryRedirect)
+		loc, err := url.Parse(resp.Header.Get("Location"))
+		if err != nil || loc.Host != r.addrOf(t, own) || loc.Path != "/data/"+key || resp.Header.Get(ownerHeader) != own {
+			t.Fatalf("%s: Location %q, %s %q; want %s at %s", key, resp.Header.Get("Location"), ownerHeader,
+				resp.Header.Get(ownerHeader), own, r.addrOf(t, own))
+		}
+		again := r.get(t, "http://"+loc.Host, "data", key, ask)
+		if b := body(t, again, http.StatusOK); sha256.Sum256(b) != sums[key] {
+			t.Fatalf("%s at its owner: wrong bytes", key)
+		}
+	}
+	if redirected == 0 || served == 0 {
+		t.Fatalf("%d redirected, %d served by n1: the ring gave n1 all or none of 12 keys", redirected, served)
+	}
+
+	// A range is routed by the chunk it starts in; a suffix range, and a
+	// GET that does not ask, are served here.
+	for idx := int64(0); idx < 6; idx++ {
+		rng := fmt.Sprintf("bytes=%d-%d", idx<<20+7, idx<<20+99)
+		resp := r.get(t, n1, "data", "big.bin", map[string]string{routeHeader: "owner", "Range": rng})
+		if own := r.owner("data", "big.bin", idx); own != r.ids[0] {
+			body(t, resp, http.StatusTemporaryRedirect)
+			if resp.Header.Get(ownerHeader) != own {
+				t.Fatalf("%s: redirected to %q, want %s", rng, resp.Header.Get(ownerHeader), own)
+			}
+		} else if b := body(t, resp, http.StatusPartialContent); len(b) != 93 {
+			t.Fatalf("%s at n1: %d bytes", rng, len(b))
+		}
+	}
+	suffix := r.get(t, n1, "data", "big.bin", map[string]string{routeHeader: "owner", "Range": "bytes=-10"})
+	body(t, suffix, http.StatusPartialContent)
+	// A member that holds a copy in memory serves it rather than redirect.
+	for i := range 12 {
+		key := fmt.Sprintf("go/%02d", i)
+		if r.owner("data", key, 0) == r.ids[0] {
+			continue
+		}
+		if b := body(t, r.get(t, n1, "data", key, nil), http.StatusOK); sha256.Sum256(b) != sums[key] {
+			t.Fatalf("%s via n1, not asked: wrong bytes", key)
+		}
+		body(t, r.get(t, n1, "data", key, ask), http.StatusOK)
+		break
+	}
+
+	// boto3 with the helper, through n1: every object whole, and n1 relays
+	// no chunk of them.
+	hops := metric(t, r.addrs[0], "granary_peer_chunk_reads_total")
+	moved := metric(t, r.addrs[0], "granary_requests_total", `code="307"`)
+	botoRoutedReads(t, n1, r.env, "boto/", sums)
+	if d := metric(t, r.addrs[0], "granary_peer_chunk_reads_total") - hops; d != 0 {
+		t.Errorf("n1 read %v chunks from its peers while boto3 read through it with owner routing", d)
+	}
+	if d := metric(t, r.addrs[0], "granary_requests_total", `code="307"`) - moved; d == 0 {
+		t.Error("n1 redirected none of boto3's GETs: the helper did not ask")
+	}
+}
+
+// botoRoutedReads reads every object of sums under prefix with boto3
+// through endpoint, owner routing on (clients/python/granary_route.py),
+// comparing bytes.
+func botoRoutedReads(t *testing.T, endpoint string, env map[string]string, prefix string, sums map[string][32]byte) {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal("python3 not found (make deps installs it)")
+	}
+	helper, err := filepath.Abs("../../clients/python")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const script = `
+import hashlib, sys, boto3
+from granary_route import route_to_owners
+s3 = route_to_owners(boto3.client("s3", endpoint_url=sys.argv[1], region_name="us-east-1",
+                     aws_access_key_id=sys.argv[2], aws_secret_access_key=sys.argv[3]))
+for key in sys.argv[4:]:
+    body = s3.get_object(Bucket="data", Key=key)["Body"].read()
+    print(key, hashlib.sha256(body).hexdigest())
+`
+	var keys []string
+	for k := range sums {
+		if strings.HasPrefix(k, prefix) {
+			keys = append(keys, k)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	args := append([]string{"-c", script, endpoint, env["GRANARY_ACCESS_KEY"], env["GRANARY_SECRET_KEY"]}, keys...)
+	cmd := exec.CommandContext(ctx, py, args...)
+	cmd.Env = append(os.Environ(), "AWS_EC2_METADATA_DISABLED=true", "PYTHONPATH="+helper)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("boto3: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != len(keys) {
+		t.Fatalf("boto3 read %d objects, want %d:\n%s", len(lines), len(keys), out)
+	}
+	for _, l := range lines {
+		k, sum, _ := strings.Cut(l, " ")
+		if want := fmt.Sprintf("%x", sums[k]); sum != want {
+			t.Fatalf("boto3 %s: sha256 %s, want %s", k, sum, want)
+		}
+	}
+}
