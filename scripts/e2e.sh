@@ -194,6 +194,8 @@ for py in $pythons; do
 	fi
 	E2E_BUCKET=e2e E2E_PREFIX="py$i" run "boto3-$i" timeout 600 "$py" "$here/e2e_boto3.py"
 	E2E_BUCKET=e2e-wb E2E_PREFIX="wb$i" E2E_WRITE_BACK=1 run "boto3-writeback-$i" timeout 600 "$py" "$here/e2e_boto3.py"
+	# The owner-routing helper for boto3, against stand-in members.
+	run "route-$i" timeout 120 "$py" "$here/../clients/python/test_granary_route.py"
 	if [ "${E2E_DIRECT:-}" != 1 ]; then
 		# Both assert Granary's own answers (grants; where MinIO differs from AWS).
 		E2E_BUCKET=e2e-compat E2E_PREFIX="compat$i" run "compat-$i" timeout 600 "$py" "$here/e2e_compat.py"

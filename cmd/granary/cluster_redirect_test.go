@@ -180,6 +180,13 @@ func TestClusterRedirectsToOwners(t *testing.T) {
 	if d := metric(t, r.addrs[0], "granary_requests_total", `code="307"`) - moved; d == 0 {
 		t.Error("n1 redirected none of boto3's GETs: the helper did not ask")
 	}
+
+	// An owner stopped: whether n1 still redirects to it (its probes
+	// have not noticed yet) or not, boto3 with the helper reads every
+	// byte through n1 (a redirect to a dead owner goes back to n1).
+	r.nodes[2].stop(t)
+	r.nodes[2] = nil
+	botoRoutedReads(t, n1, r.env, "boto/", sums)
 }
 
 // botoRoutedReads reads every object of sums under prefix with boto3
