@@ -45,7 +45,9 @@ func newClient(t target, bucket string, conns int) *client {
 		ForceAttemptHTTP2:   false,
 		TLSClientConfig:     &tls.Config{RootCAs: t.roots}, // HTTP/1.1 over TLS: no ALPN offered
 	}
-	return &client{t: t, bucket: bucket, http: &http.Client{Transport: tr, Timeout: 10 * time.Minute}}
+	// A redirect is followed by get, re-signed for its host, never by net/http.
+	noFollow := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &client{t: t, bucket: bucket, http: &http.Client{Transport: tr, Timeout: 10 * time.Minute, CheckRedirect: noFollow}}
 }
 
 func (c *client) close() { c.http.CloseIdleConnections() }
@@ -58,24 +60,20 @@ func (c *client) cacheHits() (hits, others int64) { return c.hits.Load(), c.othe
 // is true) and checks them against want. buf is the caller's scratch
 // buffer. It returns the bytes read.
 func (c *client) get(ctx context.Context, key string, off int64, want []byte, whole bool, buf []byte) (int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.t.endpoint+"/"+c.bucket+"/"+key, nil)
-	if err != nil {
-		return 0, err
-	}
+	rng := ""
 	if !whole {
-		req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", off, off+int64(len(want))-1))
+		rng = fmt.Sprintf("bytes=%d-%d", off, off+int64(len(want))-1)
 	}
-	if !c.t.anonymous {
-		req.Header.Set("X-Amz-Content-Sha256", emptySHA256)
-		region := c.t.region
-		if region == "" {
-			region = "us-east-1"
-		}
-		req = signer.SignV4(*req, c.t.access, c.t.secret, "", region)
-	}
-	resp, err := c.http.Do(req)
+	resp, err := c.send(ctx, c.t.endpoint+"/"+c.bucket+"/"+key, rng, c.t.route)
 	if err != nil {
 		return 0, err
+	}
+	if loc := ownerLocation(resp); loc != "" {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // read whole, the connection is kept
+		resp.Body.Close()
+		if resp, err = c.send(ctx, loc, rng, false); err != nil {
+			return 0, err
+		}
 	}
 	defer resp.Body.Close()
 	countCacheStatus(resp.Header, &c.hits, &c.others)
@@ -91,6 +89,39 @@ func (c *client) get(ctx context.Context, key string, off int64, want []byte, wh
 		return 0, fmt.Errorf("%s %s: Content-Length %s, want %d", c.t.name, key, cl, len(want))
 	}
 	return verifyBody(resp.Body, want, buf, c.t.name+" "+key)
+}
+
+// send GETs url with the Range rng (none if empty), signed unless the
+// target is anonymous, asking for owner routing if route is set.
+func (c *client) send(ctx context.Context, url, rng string, route bool) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	if rng != "" {
+		req.Header.Set("Range", rng)
+	}
+	if route {
+		req.Header.Set("X-Granary-Route", "owner")
+	}
+	if !c.t.anonymous {
+		req.Header.Set("X-Amz-Content-Sha256", emptySHA256)
+		region := c.t.region
+		if region == "" {
+			region = "us-east-1"
+		}
+		req = signer.SignV4(*req, c.t.access, c.t.secret, "", region)
+	}
+	return c.http.Do(req)
+}
+
+// ownerLocation is where a Granary member redirected a GET that asked
+// for owner routing, or "" if resp is no such redirect.
+func ownerLocation(resp *http.Response) string {
+	if resp.StatusCode != http.StatusTemporaryRedirect || resp.Header.Get("X-Granary-Owner") == "" {
+		return ""
+	}
+	return resp.Header.Get("Location")
 }
 
 // verifyBody reads r to its end, comparing it with want as it goes, so a

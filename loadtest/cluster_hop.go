@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -28,6 +29,7 @@ const (
 	rowPeer   = "warm, first read via non-owner (peer hop)"
 	rowFresh  = "warm, first read via the other non-owner, no metadata yet"
 	rowHot    = "warm, repeat via non-owner (hot copy)"
+	rowRouted = "warm, first read via non-owner, redirected to the owner"
 )
 
 // directTarget is the client index of MinIO read directly.
@@ -79,19 +81,38 @@ type hopBench struct {
 	floor *relayFloor
 	// clients: one per node, then MinIO direct (directTarget), the relay
 	// floor's file server (floorDirectTarget) and its relay
-	// (floorRelayTarget), both read unsigned.
+	// (floorRelayTarget), both read unsigned, then one per node asking
+	// for owner routing (routedTarget).
 	clients []*client
 }
 
+// routedTarget is the client index of node read with owner routing.
+func routedTarget(node int) int { return floorRelayTarget + 1 + node }
+
 func newHopBench(r *clusterRun, ns *nodeSet, floor *relayFloor) *hopBench {
 	h := &hopBench{r: r, ns: ns, floor: floor}
+	// The nodes' clients share their connections, so a read redirected to
+	// an owner goes over a connection as warm as a read sent to it.
+	var shared *http.Client
+	node := func(t target) *client {
+		c := newClient(t, clusterBucket, 64)
+		if shared == nil {
+			shared = c.http
+		}
+		c.http = shared
+		return c
+	}
 	for i, g := range ns.nodes {
-		h.clients = append(h.clients, newClient(target{name: ns.ids[i], endpoint: g.endpoint(), access: granaryAccess, secret: granarySecret}, clusterBucket, 64))
+		h.clients = append(h.clients, node(target{name: ns.ids[i], endpoint: g.endpoint(), access: granaryAccess, secret: granarySecret}))
 	}
 	mio := target{name: "minio", endpoint: r.mio.URL(), access: r.mio.AccessKey, secret: r.mio.SecretKey}
 	h.clients = append(h.clients, newClient(mio, clusterBucket, 64),
 		newClient(target{name: "nginx files", endpoint: floor.files.endpoint(), anonymous: true}, clusterBucket, 64),
 		newClient(target{name: "nginx relay", endpoint: floor.relay.endpoint(), anonymous: true}, clusterBucket, 64))
+	for i, g := range ns.nodes {
+		t := target{name: ns.ids[i] + " routed", endpoint: g.endpoint(), access: granaryAccess, secret: granarySecret, route: true}
+		h.clients = append(h.clients, node(t))
+	}
 	return h
 }
 
@@ -107,7 +128,9 @@ func (h *hopBench) close() {
 // before it knows the object: the hop as a training job's first epoch
 // makes it, metadata and chunk from the owner. A HEAD of every object
 // through every node then comes before the other warm rows (so each node
-// has the metadata, and their reads are chunk reads alone).
+// has the metadata, and their reads are chunk reads alone). The routed
+// row reads through the non-owner before the peer row does, so that node
+// holds no copy yet and redirects every read to the owner.
 func (h *hopBench) measureSet(ctx context.Context, set hopSet) error {
 	owner := func(u hopUnit) int { return u.owner }
 	if err := h.row(ctx, set, rowDirect, func(hopUnit) int { return directTarget }); err != nil {
@@ -128,7 +151,8 @@ func (h *hopBench) measureSet(ctx context.Context, set hopSet) error {
 	for _, row := range []struct {
 		name  string
 		route func(hopUnit) int
-	}{{rowOwner, owner}, {rowPeer, nonOwner}, {rowHot, nonOwner},
+	}{{rowOwner, owner}, {rowRouted, func(u hopUnit) int { return routedTarget(nonOwner(u)) }},
+		{rowPeer, nonOwner}, {rowHot, nonOwner},
 		{rowFloorDirect, func(hopUnit) int { return floorDirectTarget }},
 		{rowFloorRelay, func(hopUnit) int { return floorRelayTarget }}} {
 		if err := h.row(ctx, set, row.name, row.route); err != nil {
@@ -181,13 +205,13 @@ func (h *hopBench) row(ctx context.Context, set hopSet, name string, route func(
 }
 
 // serverCPU is the CPU time the servers a row reads have used: the three
-// nodes' (in 10 ms ticks), both nginx's workers' for the relay floor's
-// rows (to the nanosecond: a direct read of the small set may take only
-// a few ticks) and the relay's alone, none measured for MinIO direct.
+// nodes', or both nginx's workers' for the relay floor's rows, to the
+// nanosecond (a row of the small set may take only a few 10 ms ticks),
+// and the relay's alone; none measured for MinIO direct.
 func (h *hopBench) serverCPU(row string) (all, relay time.Duration, err error) {
 	switch {
 	case servedByNodes(row):
-		all, err = h.ns.cpu()
+		all, err = h.ns.runTime()
 		return all, 0, err
 	case row == rowDirect:
 		return 0, 0, nil

@@ -121,7 +121,10 @@ func (r *clusterReport) hopTable(b *strings.Builder) {
 		"slow origin. *Warm, via owner* reads each chunk through its owner again: a local RAM hit. *Warm, first read via " +
 		"non-owner* reads each chunk through a node that does not own it, for the first time: that node asks the owner " +
 		"over the peer protocol (one hop on loopback) and keeps a copy in its hot tier; every node has the objects' metadata " +
-		"(a HEAD of each through each node comes first). *Warm, first read via the other non-owner, no metadata yet* is " +
+		"(a HEAD of each through each node comes first). *Warm, first read via non-owner, redirected to the owner* sends " +
+		"the same reads to the same nodes, before that row, asking for owner routing (X-Granary-Route: owner): the " +
+		"node answers 307 with the owner's address and the client sends the GET again there, signed for it, as " +
+		"clients/python/granary_route.py makes boto3 do; its CPU columns count both answers. *Warm, first read via the other non-owner, no metadata yet* is " +
 		"that hop as a training job's first epoch makes it, before the HEADs, through the third node: the owner of the " +
 		"first chunk answers the metadata with it (one call); a range past the first chunk asks for the metadata and its " +
 		"chunk apart. *Warm, repeat via non-owner* reads " +
@@ -134,7 +137,7 @@ func (r *clusterReport) hopTable(b *strings.Builder) {
 		"counts a RAM hit too, so a peer-hop row shows a RAM hit per chunk, at the owner), granary_peer_chunk_reads_total " +
 		"(chunks a node read from their owner) and granary_origin_requests_total (every op). p50 and p99 are per GET, to its " +
 		"last byte; the ratios compare rows of the same set. The CPU columns divide the CPU time (user and system) over " +
-		"the row by its reads: the servers' (the three nodes', /proc/PID/stat, 10 ms ticks; nginx's workers' for the relay floor, " +
+		"the row by its reads: the servers' (the three nodes', or nginx's workers' for the relay floor, " +
 		"/proc/PID/task/*/schedstat, to the nanosecond) and the load test's own (getrusage: its " +
 		"clients, and its slow proxy, idle in warm rows). Client, nodes and MinIO share the machine's cores, so a row's " +
 		"throughput falls as its CPU per read rises.\n\n")
@@ -153,9 +156,17 @@ func (r *clusterReport) hopSummary(b *strings.Builder) {
 			set, peer.mbPerSec()/owner.mbPerSec(), ms(peer.p50), ms(owner.p50), ms(peer.p50-owner.p50),
 			hot.mbPerSec()/owner.mbPerSec(), ms(hot.p50))
 		ownerRow, peerRow := r.findHop(set, rowOwner), r.findHop(set, rowPeer)
-		if oc, pc := ownerRow.perRead(ownerRow.nodeCPU), peerRow.perRead(peerRow.nodeCPU); oc > 0 && pc > 0 {
+		oc := ownerRow.perRead(ownerRow.nodeCPU)
+		if pc := peerRow.perRead(peerRow.nodeCPU); oc > 0 && pc > 0 {
 			fmt.Fprintf(b, "  The nodes' CPU per read: %s through the owner, %s through a non-owner (%.2fx); the client's: %s and %s.\n",
 				us(oc), us(pc), float64(pc)/float64(oc), us(ownerRow.perRead(ownerRow.clientCPU)), us(peerRow.perRead(peerRow.clientCPU)))
+		}
+		if routed := r.findHop(set, rowRouted); routed.stats.reads > 0 && oc > 0 {
+			rc := routed.perRead(routed.nodeCPU)
+			fmt.Fprintf(b, "  Redirected to the owner instead (owner routing): %.2fx the throughput through the owner "+
+				"(p50 %s), the nodes' CPU per read %s (%.2fx the owner's), the client's %s.\n",
+				routed.stats.mbPerSec()/owner.mbPerSec(), ms(routed.stats.p50), us(rc), float64(rc)/float64(oc),
+				us(routed.perRead(routed.clientCPU)))
 		}
 		if fresh := r.findHop(set, rowFresh).stats; fresh.reads > 0 {
 			fmt.Fprintf(b, "  Before the node had the metadata: %.2fx (p50 %s).\n", fresh.mbPerSec()/owner.mbPerSec(), ms(fresh.p50))

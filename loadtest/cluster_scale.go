@@ -22,6 +22,7 @@ const (
 	scaleAlone   = "one node alone, RAM holds the set"
 	scaleCluster = "3 nodes, the set fits the cluster, not one node"
 	scaleEvery   = "3 nodes, each with RAM for the whole set"
+	scaleRouted  = "3 nodes, the set fits the cluster, reads routed to owners"
 )
 
 // scaleRow is one pass of the scaling part.
@@ -61,16 +62,20 @@ func (p clusterPlan) scaleRAM() (cluster, alone int64) {
 	return max(cluster, 64<<20), set*2 + 256<<20
 }
 
-// scaling measures the passes of one node alone, then of the cluster.
+// scaling measures the passes of one node alone, then of the cluster:
+// read as any S3 client reads it, and with owner routing.
 func (r *clusterRun) scaling(ctx context.Context) error {
 	clusterRAM, aloneRAM := r.plan.scaleRAM()
 	r.rep.scaleRAM, r.rep.scaleAloneRAM = clusterRAM, aloneRAM
+	n := len(clusterIDs)
 	for _, l := range []struct {
 		layout string
 		nodes  int
 		ram    int64
-	}{{scaleAlone, 1, aloneRAM}, {scaleCluster, len(clusterIDs), clusterRAM}, {scaleEvery, len(clusterIDs), aloneRAM}} {
-		if err := r.scaleLayout(ctx, l.layout, l.nodes, l.ram); err != nil {
+		route  bool
+	}{{scaleAlone, 1, aloneRAM, false}, {scaleCluster, n, clusterRAM, false}, {scaleEvery, n, aloneRAM, false},
+		{scaleRouted, n, clusterRAM, true}} {
+		if err := r.scaleLayout(ctx, l.layout, l.nodes, l.ram, l.route); err != nil {
 			return fmt.Errorf("%s: %w", l.layout, err)
 		}
 	}
@@ -80,8 +85,9 @@ func (r *clusterRun) scaling(ctx context.Context) error {
 // scalePasses is how many times each layout reads the set.
 const scalePasses = 3
 
-// scaleLayout starts fresh nodes and measures their passes.
-func (r *clusterRun) scaleLayout(ctx context.Context, layout string, nodes int, ram int64) error {
+// scaleLayout starts fresh nodes and measures their passes, the clients
+// asking for owner routing if route is set.
+func (r *clusterRun) scaleLayout(ctx context.Context, layout string, nodes int, ram int64, route bool) error {
 	ns, err := startNodes(ctx, nodes, r.bin, r.proxy.Addr(), r.mio.AccessKey, r.mio.SecretKey, ram, r.plan.disk, nodes > 1,
 		"--freshness", "immutable")
 	if err != nil {
@@ -90,7 +96,8 @@ func (r *clusterRun) scaleLayout(ctx context.Context, layout string, nodes int, 
 	defer ns.stop()
 	clients := make([]*client, nodes)
 	for i, g := range ns.nodes {
-		clients[i] = newClient(target{name: ns.ids[i], endpoint: g.endpoint(), access: granaryAccess, secret: granarySecret}, clusterBucket, 64)
+		t := target{name: ns.ids[i], endpoint: g.endpoint(), access: granaryAccess, secret: granarySecret, route: route}
+		clients[i] = newClient(t, clusterBucket, 64)
 		defer clients[i].close()
 	}
 	reads := scaleReads(r.objs.scale, nodes)
@@ -178,7 +185,9 @@ func (r *clusterReport) scaleTable(b *strings.Builder) {
 		"--ram %s. The cluster: --ram %s per node, so each node's RAM tier holds its third of the set and not the whole "+
 		"(hot copies of the rest get the room its third leaves, as the admission policy decides, and those RAM declines go to the "+
 		"room its owned chunks leave in its --disk); then three nodes with the "+
-		"node alone's --ram, where copies of the whole set fit beside each node's third. The nodes share this "+
+		"node alone's --ram, where copies of the whole set fit beside each node's third; then the first cluster again, its "+
+		"clients asking for owner routing (X-Granary-Route: owner: a node that would relay a read redirects it to the owner, "+
+		"and the client sends it there). The nodes share this "+
 		"machine's cores, so the throughput of three nodes is not three nodes' throughput; their CPU per read is what a read "+
 		"costs, on any machine.\n\n", p.scaleCount, sizeName(int64(p.scaleSize)), p.workers, mib(r.scaleAloneRAM), mib(r.scaleRAM))
 	b.WriteString("| layout | pass | reads | reads/s | p50 | RAM hits | hot hits | peer chunk reads | origin requests | nodes' CPU per read | CPU per read / one node's | page faults per read |\n")

@@ -47,8 +47,8 @@ func TestClusterScenario(t *testing.T) {
 		setSmall: {p.smallCount, int64(p.smallCount * p.smallSize)},
 		setLarge: {int(p.largeSize / clusterChunk * int64(p.largeCount)), p.largeSize * int64(p.largeCount)},
 	}
-	if len(rep.hops) != 16 {
-		t.Fatalf("%d peer-hop rows, want 16", len(rep.hops))
+	if len(rep.hops) != 18 {
+		t.Fatalf("%d peer-hop rows, want 18", len(rep.hops))
 	}
 	for _, h := range rep.hops {
 		want := sets[h.set]
@@ -64,7 +64,7 @@ func TestClusterScenario(t *testing.T) {
 	checkScale(t, rep, p)
 	checkFanout(t, rep, p)
 	md := rep.markdown()
-	for _, want := range []string{"| small objects | " + rowPeer + " |", "| large objects | " + rowHot + " |", "| small objects | " + rowFresh + " |",
+	for _, want := range []string{"| small objects | " + rowPeer + " |", "| large objects | " + rowHot + " |", "| small objects | " + rowFresh + " |", "| large objects | " + rowRouted + " |",
 		"| " + savedCluster + " |", "| independent / cluster |", "## Origin requests saved",
 		"## Scaling", "## Fan-out", "| " + scaleCluster + " | 2 |"} {
 		if !strings.Contains(md, want) {
@@ -89,6 +89,8 @@ func checkServed(t *testing.T, h hopRow, n float64) {
 		ok = s.peerReads == n && s.ram == n && s.hot == 0 && s.originReqs == 0
 	case rowHot:
 		ok = s.hot == n && s.peerReads == 0 && s.originReqs == 0
+	case rowRouted: // each read redirected, then a RAM hit at the owner
+		ok = s.ram == n && s.hot == 0 && s.peerReads == 0 && s.originReqs == 0
 	case rowFresh: // metadata and chunks from the owners; a small object's from one call
 		ok = s.peerReads == n && s.ram == n && s.hot == 0 && s.originGets == 0 && (h.set == setLarge || s.originReqs == 0)
 	}
@@ -197,8 +199,8 @@ func TestServedCounts(t *testing.T) {
 // them), and the warm passes never.
 func checkScale(t *testing.T, rep *clusterReport, p clusterPlan) {
 	t.Helper()
-	if len(rep.scale) != 3*scalePasses {
-		t.Fatalf("%d scaling rows, want %d", len(rep.scale), 3*scalePasses)
+	if len(rep.scale) != 4*scalePasses {
+		t.Fatalf("%d scaling rows, want %d", len(rep.scale), 4*scalePasses)
 	}
 	for _, s := range rep.scale {
 		nodes := 1
@@ -225,6 +227,10 @@ func checkScale(t *testing.T, rep *clusterReport, p clusterPlan) {
 		// kept, so the later passes read locally only.
 		if s.layout == scaleEvery && s.pass > 1 && (s.served.peerReads != 0 || s.served.hot != float64(2*p.scaleCount)) {
 			t.Errorf("%s pass %d: %+v; want every other node's share from hot copies, no peer read", s.layout, s.pass, s.served)
+		}
+		// Routed: every read at the owner, none relayed.
+		if s.layout == scaleRouted && (s.served.peerReads != 0 || s.served.hot != 0 || (s.pass > 1 && s.served.ram != float64(want))) {
+			t.Errorf("%s pass %d: %+v; want every read served by its owner", s.layout, s.pass, s.served)
 		}
 	}
 }

@@ -129,5 +129,9 @@ func selfCPU() time.Duration {
 // cpuTime returns the CPU time the node's process has used.
 func (g *granaryProc) cpuTime() (time.Duration, error) { return procCPU(g.cmd.Process.Pid) }
 
+// runTime returns the time the node's threads have run, to the
+// nanosecond (procRunTime: a Go process keeps its threads).
+func (g *granaryProc) runTime() (time.Duration, error) { return procRunTime(g.cmd.Process.Pid) }
+
 // faults returns the minor page faults the node's process has taken.
 func (g *granaryProc) faults() (int64, error) { return procFaults(g.cmd.Process.Pid) }

@@ -32,9 +32,13 @@ type target struct {
 	endpoint  string // http://host:port, or https://
 	access    string
 	secret    string
-	region    string         // what requests are signed for; "" is us-east-1
-	anonymous bool           // unsigned GETs (nginx: a public-read bucket)
-	roots     *x509.CertPool // what an https endpoint is verified against
+	region    string // what requests are signed for; "" is us-east-1
+	anonymous bool   // unsigned GETs (nginx: a public-read bucket)
+	// route asks a cluster member to redirect each GET to the owner of
+	// the chunk it starts in (X-Granary-Route: owner); the client follows
+	// such a redirect once, signed for the owner.
+	route bool
+	roots *x509.CertPool // what an https endpoint is verified against
 	// procs and origin are the target's own processes and, for a cache,
 	// its origin's, whose CPU time the reads scenario charges per GET
 	// (reads_cpu.go); nil where there are none apart from the client.
