@@ -57,6 +57,8 @@ type Admin struct {
 	engine *gateway.Engine
 	access *access.Registry
 	ops    *ops.Ops
+	// partitions is the ring call's table of primaries (admin_ring.go).
+	partitions partitionTable
 }
 
 // NewAdmin returns the admin face of o.

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs, skipping what is already there:
-# the MinIO server binary, Debian's boto3 and aws cli, fuse3 (the
+# the MinIO server binary, Debian's boto3, xxhash (the boto3 helper
+# clients/python/granary_route.py places chunks by the ring with it) and
+# aws cli, fuse3 (the
 # fusermount3 helper the FUSE sidecar's tests mount and unmount with),
 # nginx (the loadtest's proxy_cache reference target, tested over MinIO),
 # chromium (the web console's tests drive it headless) and prometheus
@@ -18,6 +20,7 @@ fi
 
 need=()
 /usr/bin/python3 -c 'import boto3' 2>/dev/null || need+=(python3-boto3)
+/usr/bin/python3 -c 'import xxhash' 2>/dev/null || need+=(python3-xxhash)
 [ -x /usr/bin/aws ] || need+=(awscli)
 command -v fusermount3 >/dev/null 2>&1 || need+=(fuse3)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx)

@@ -9,6 +9,7 @@ per case, "PASS <name>" or "FAIL <name>: <why>", and exits 1 if any failed.
 """
 
 import http.server
+import json
 import os
 import socket
 import sys
@@ -18,17 +19,32 @@ import traceback
 import boto3
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from granary_route import route_to_owners  # noqa: E402
+import granary_route  # noqa: E402
+from granary_route import route_to_owners, xxhash  # noqa: E402
 
 BODY = b"the owner's bytes\n"
 
 
+class Skip(Exception):
+    """A case that cannot run with this Python (it says why)."""
+
+
 class Member(http.server.BaseHTTPRequestHandler):
-    """Redirects GETs that ask for routing to self.server.owner (if set);
-    serves BODY otherwise. Records (Host, route header, signed?) per GET."""
+    """Answers GET /_granary/ring with self.server.ring (404 if None);
+    redirects other GETs that ask for routing to self.server.owner (if
+    set); serves BODY otherwise. Records (Host, route header, signed?)
+    per GET but the ring's, and counts the ring's in self.server.rings."""
 
     def do_GET(self):
         srv = self.server
+        if self.path.startswith("/_granary/ring"):
+            srv.rings += 1
+            body = json.dumps(srv.ring).encode() if srv.ring else b""
+            self.send_response(200 if srv.ring else 404)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
         srv.seen.append((self.headers.get("Host"), self.headers.get("X-Granary-Route"),
                          "Authorization" in self.headers))
         if self.headers.get("X-Granary-Route") == "owner" and srv.owner:
@@ -48,9 +64,9 @@ class Member(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def member(owner=None):
+def member(owner=None, ring=None):
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Member)
-    srv.owner, srv.seen = owner, []
+    srv.owner, srv.ring, srv.seen, srv.rings = owner, ring, [], 0
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     return srv
 
@@ -79,8 +95,9 @@ def case_follows_to_owner():
     got = client(first).get_object(Bucket="b", Key="k/x")["Body"].read()
     assert got == BODY, got
     assert first.seen == [(addr(first), "owner", True)], first.seen
-    # Sent on once: signed for the owner's host, without asking again.
-    assert owner.seen == [(addr(owner), None, True)], owner.seen
+    # Sent on once, signed for the owner's host (still asking: a member
+    # whose ring moved on may redirect it once more).
+    assert owner.seen == [(addr(owner), "owner", True)], owner.seen
 
 
 def case_dead_owner_goes_back():
@@ -97,12 +114,47 @@ def case_plain_answer_untouched():
     assert only.seen == [(addr(only), "owner", True)], only.seen
 
 
+def case_ring_places_without_redirect():
+    if xxhash is None:
+        raise Skip("no xxhash module")
+    owner = member()
+    # A ring of two members whose every partition is the owner's.
+    ring = {"self": "n1", "chunkSize": 1 << 20, "partitions": [1] * 2039,
+            "members": [{"id": "n1", "addr": "placeholder"}, {"id": "n2", "addr": addr(owner)}]}
+    first = member(ring=ring)
+    ring["members"][0]["addr"] = addr(first)
+    s3 = client(first)
+    for key in ("a", "b/c d", "e"):
+        assert s3.get_object(Bucket="b", Key=key)["Body"].read() == BODY
+    assert first.seen == [], first.seen  # asked for the ring alone
+    assert first.rings == 1, first.rings
+    assert [h for h, _, _ in owner.seen] == [addr(owner)] * 3, owner.seen
+    # A suffix range's start depends on the size: sent where boto3 sends it.
+    s3.get_object(Bucket="b", Key="a", Range="bytes=-5")
+    assert first.seen == [(addr(first), "owner", True)], first.seen
+
+
+def case_ring_place_from_the_chunk_key():
+    if xxhash is None:
+        raise Skip("no xxhash module")
+    # The chunk's ring key is bucket NUL key NUL index, hashed with XXH64
+    # (seed 0) modulo the partitions (internal/ring's TestPartitionIsTheLibrarys
+    # holds the nodes to it); 4952883123889572249 is XXH64("abc").
+    assert xxhash.xxh64_intdigest(b"abc") == 4952883123889572249
+    parts = list(range(7))
+    ring = granary_route._Ring({"members": [{"addr": "m%d" % i} for i in range(7)], "chunkSize": 10, "partitions": parts})
+    want = xxhash.xxh64_intdigest(b"bkt\x00k/1\x0012") % 7
+    assert ring.owner("bkt", "k/1", 12) == "m%d" % want
+
+
 def main():
     failed = 0
     for name, fn in sorted((n, f) for n, f in globals().items() if n.startswith("case_")):
         try:
             fn()
             print("PASS route-" + name[5:])
+        except Skip as why:
+            print("SKIP route-%s: %s" % (name[5:], why))
         except Exception:
             failed += 1
             why = traceback.format_exc().strip().splitlines()[-1]

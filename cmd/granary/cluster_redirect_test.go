@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,10 +15,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/minio/minio-go/v7/pkg/signer"
 
 	"github.com/granary-dev/granary/cluster"
@@ -169,16 +172,34 @@ func TestClusterRedirectsToOwners(t *testing.T) {
 		break
 	}
 
-	// boto3 with the helper, through n1: every object whole, and n1 relays
-	// no chunk of them.
-	hops := metric(t, r.addrs[0], "granary_peer_chunk_reads_total")
-	moved := metric(t, r.addrs[0], "granary_requests_total", `code="307"`)
-	botoRoutedReads(t, n1, r.env, "boto/", sums)
-	if d := metric(t, r.addrs[0], "granary_peer_chunk_reads_total") - hops; d != 0 {
-		t.Errorf("n1 read %v chunks from its peers while boto3 read through it with owner routing", d)
+	// The ring call's partitions place chunks as the nodes' ring does.
+	checkRingAnswer(t, r, n1)
+
+	// boto3 with the helper, through n1, with each Python: every object
+	// whole, and n1 relays no chunk of them. With xxhash the helper sends
+	// each GET to its owner by the ring (n1 redirects none); without it,
+	// n1 redirects those it does not own.
+	redirects := func() (n float64) {
+		for _, a := range r.addrs {
+			n += metric(t, a, "granary_requests_total", `code="307"`)
+		}
+		return n
 	}
-	if d := metric(t, r.addrs[0], "granary_requests_total", `code="307"`) - moved; d == 0 {
-		t.Error("n1 redirected none of boto3's GETs: the helper did not ask")
+	for _, py := range pythons(t) {
+		hops := metric(t, r.addrs[0], "granary_peer_chunk_reads_total")
+		moved := redirects()
+		mode := botoRoutedReads(t, py, n1, r.env, "boto/", sums)
+		t.Logf("%s: the helper placed by %s", py, mode)
+		if d := metric(t, r.addrs[0], "granary_peer_chunk_reads_total") - hops; d != 0 {
+			t.Errorf("%s: n1 read %v chunks from its peers while boto3 read through it with owner routing", py, d)
+		}
+		d := redirects() - moved
+		switch {
+		case mode == "ring" && d != 0:
+			t.Errorf("%s: placing by the ring, boto3 was still redirected %v times: a GET reached a non-owner", py, d)
+		case mode == "redirect" && d == 0:
+			t.Errorf("%s: no member redirected boto3's GETs: the helper did not ask", py)
+		}
 	}
 
 	// An owner stopped: whether n1 still redirects to it (its probes
@@ -186,25 +207,70 @@ func TestClusterRedirectsToOwners(t *testing.T) {
 	// byte through n1 (a redirect to a dead owner goes back to n1).
 	r.nodes[2].stop(t)
 	r.nodes[2] = nil
-	botoRoutedReads(t, n1, r.env, "boto/", sums)
+	for _, py := range pythons(t) {
+		botoRoutedReads(t, py, n1, r.env, "boto/", sums)
+	}
+}
+
+// checkRingAnswer fetches GET /_granary/ring from base and checks that its
+// partitions give every chunk of a few keys the owner the ring gives it.
+func checkRingAnswer(t *testing.T, r routeRig, base string) {
+	t.Helper()
+	var ans struct {
+		Members    []struct{ ID string }
+		Partitions []int
+	}
+	if err := json.Unmarshal(body(t, r.get(t, base, "_granary", "ring", nil), http.StatusOK), &ans); err != nil {
+		t.Fatal(err)
+	}
+	if len(ans.Members) != 3 || len(ans.Partitions) == 0 {
+		t.Fatalf("ring answer: %d members, %d partitions", len(ans.Members), len(ans.Partitions))
+	}
+	for i := range 300 {
+		key := cluster.ChunkKey("data", fmt.Sprintf("k%d", i), int64(i%4))
+		p := xxhash.Sum64(key) % uint64(len(ans.Partitions))
+		if got, want := ans.Members[ans.Partitions[p]].ID, r.ring.Owners(key, 1)[0]; got != want {
+			t.Fatalf("%q: the ring answer places it on %s, the ring on %s", key, got, want)
+		}
+	}
+}
+
+// pythons are the distinct Python interpreters with boto3 (Debian's,
+// and the one first on PATH): the helper must work with each botocore.
+func pythons(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, name := range []string{"/usr/bin/python3", "python3"} {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			continue
+		}
+		if real, err := filepath.EvalSymlinks(p); err == nil && !slices.Contains(out, real) &&
+			exec.Command(real, "-c", "import boto3").Run() == nil {
+			out = append(out, real)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no python3 with boto3 (make deps installs Debian's)")
+	}
+	return out
 }
 
 // botoRoutedReads reads every object of sums under prefix with boto3
-// through endpoint, owner routing on (clients/python/granary_route.py),
-// comparing bytes.
-func botoRoutedReads(t *testing.T, endpoint string, env map[string]string, prefix string, sums map[string][32]byte) {
+// (Python py) through endpoint, owner routing on
+// (clients/python/granary_route.py), comparing bytes. It returns how the
+// helper placed the reads: "ring" or "redirect".
+func botoRoutedReads(t *testing.T, py, endpoint string, env map[string]string, prefix string, sums map[string][32]byte) string {
 	t.Helper()
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Fatal("python3 not found (make deps installs it)")
-	}
 	helper, err := filepath.Abs("../../clients/python")
 	if err != nil {
 		t.Fatal(err)
 	}
 	const script = `
 import hashlib, sys, boto3
+import granary_route
 from granary_route import route_to_owners
+print("mode", "redirect" if granary_route.xxhash is None else "ring")
 s3 = route_to_owners(boto3.client("s3", endpoint_url=sys.argv[1], region_name="us-east-1",
                      aws_access_key_id=sys.argv[2], aws_secret_access_key=sys.argv[3]))
 for key in sys.argv[4:]:
@@ -227,13 +293,15 @@ for key in sys.argv[4:]:
 		t.Fatalf("boto3: %v\n%s", err, out)
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) != len(keys) {
-		t.Fatalf("boto3 read %d objects, want %d:\n%s", len(lines), len(keys), out)
+	mode, _ := strings.CutPrefix(lines[0], "mode ")
+	if lines = lines[1:]; len(lines) != len(keys) {
+		t.Fatalf("%s: boto3 read %d objects, want %d:\n%s", py, len(lines), len(keys), out)
 	}
 	for _, l := range lines {
 		k, sum, _ := strings.Cut(l, " ")
 		if want := fmt.Sprintf("%x", sums[k]); sum != want {
-			t.Fatalf("boto3 %s: sha256 %s, want %s", k, sum, want)
+			t.Fatalf("%s: boto3 %s: sha256 %s, want %s", py, k, sum, want)
 		}
 	}
+	return mode
 }

@@ -254,6 +254,27 @@ func (r *Ring) Owners(key []byte, n int) []string {
 	return row[:n:n]
 }
 
+// Primaries returns the primary owner of every partition, by partition:
+// with Partition, what a client needs to place a key without this
+// package (nil when there are no members).
+func (r *Ring) Primaries() []string {
+	if r == nil || r.hash == nil {
+		return nil
+	}
+	out := make([]string, len(r.table))
+	for p, row := range r.table {
+		out[p] = row[0]
+	}
+	return out
+}
+
+// Partition returns the partition key falls in, of partitions in all:
+// its XXH64 (seed 0) modulo partitions, as the library's FindPartitionID
+// computes it (TestPartitionIsTheLibrarys).
+func Partition(key []byte, partitions int) int {
+	return int(xxhash.Sum64(key) % uint64(partitions))
+}
+
 // Members returns the ring's members, sorted.
 func (r *Ring) Members() []string {
 	if r == nil {
