@@ -32,6 +32,9 @@ type client struct {
 	// hits and others count the answers carrying a cache status header
 	// (nginx's): HIT, and anything else (MISS, EXPIRED, ...).
 	hits, others atomic.Int64
+	// place, if set, sends each read to its chunk's owner (a cluster
+	// read by the ring); else reads go to the target.
+	place *placer
 }
 
 func newClient(t target, bucket string, conns int) *client {
@@ -64,7 +67,11 @@ func (c *client) get(ctx context.Context, key string, off int64, want []byte, wh
 	if !whole {
 		rng = fmt.Sprintf("bytes=%d-%d", off, off+int64(len(want))-1)
 	}
-	resp, err := c.send(ctx, c.t.endpoint+"/"+c.bucket+"/"+key, rng, c.t.route)
+	base := c.t.endpoint
+	if c.place != nil {
+		base = c.place.endpoint(c.bucket, key, off)
+	}
+	resp, err := c.send(ctx, base+"/"+c.bucket+"/"+key, rng, c.t.route)
 	if err != nil {
 		return 0, err
 	}

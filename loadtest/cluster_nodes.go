@@ -242,6 +242,7 @@ type servedCounts struct {
 	originStats    float64 // metadata requests (HEAD) sent to the origin
 	originReqs     float64 // every request sent to the origin
 	originBytes    float64 // object bytes read from the origin
+	redirects      float64 // GETs redirected to their owner (owner routing)
 }
 
 // servedOf sums the counters of every node's metrics.
@@ -253,6 +254,7 @@ func servedOf(ms []metricSet) servedCounts {
 		c.disk += m.sumLabel("granary_cache_hits_total", `tier="disk"`)
 		c.misses += m.sum("granary_cache_misses_total")
 		c.peerReads += m.sum("granary_peer_chunk_reads_total")
+		c.redirects += m.sumLabel("granary_requests_total", `code="307"`)
 		c.originGets += m.originGets()
 		c.originStats += m.sumLabel("granary_origin_requests_total", `op="stat"`)
 		c.originReqs += m.sum("granary_origin_requests_total")
@@ -266,7 +268,7 @@ func (c servedCounts) minus(e servedCounts) servedCounts {
 	return servedCounts{ram: c.ram - e.ram, hot: c.hot - e.hot, disk: c.disk - e.disk, misses: c.misses - e.misses,
 		peerReads: c.peerReads - e.peerReads, originGets: c.originGets - e.originGets,
 		originStats: c.originStats - e.originStats, originReqs: c.originReqs - e.originReqs,
-		originBytes: c.originBytes - e.originBytes}
+		originBytes: c.originBytes - e.originBytes, redirects: c.redirects - e.redirects}
 }
 
 // cpu returns the CPU time the nodes have used, summed.

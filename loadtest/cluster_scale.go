@@ -22,7 +22,17 @@ const (
 	scaleAlone   = "one node alone, RAM holds the set"
 	scaleCluster = "3 nodes, the set fits the cluster, not one node"
 	scaleEvery   = "3 nodes, each with RAM for the whole set"
-	scaleRouted  = "3 nodes, the set fits the cluster, reads routed to owners"
+	scaleRouted  = "3 nodes, the set fits the cluster, reads redirected to owners"
+	scaleRing    = "3 nodes, the set fits the cluster, clients place reads by the ring"
+)
+
+// routing is how a layout's clients reach the owners.
+type routing int
+
+const (
+	viaNode    routing = iota // as any S3 client: the node it is pointed at serves
+	byRedirect                // X-Granary-Route: owner, each redirect followed
+	byRing                    // each read sent to its owner by the ring call, redirects followed
 )
 
 // scaleRow is one pass of the scaling part.
@@ -72,9 +82,9 @@ func (r *clusterRun) scaling(ctx context.Context) error {
 		layout string
 		nodes  int
 		ram    int64
-		route  bool
-	}{{scaleAlone, 1, aloneRAM, false}, {scaleCluster, n, clusterRAM, false}, {scaleEvery, n, aloneRAM, false},
-		{scaleRouted, n, clusterRAM, true}} {
+		route  routing
+	}{{scaleAlone, 1, aloneRAM, viaNode}, {scaleCluster, n, clusterRAM, viaNode}, {scaleEvery, n, aloneRAM, viaNode},
+		{scaleRouted, n, clusterRAM, byRedirect}, {scaleRing, n, clusterRAM, byRing}} {
 		if err := r.scaleLayout(ctx, l.layout, l.nodes, l.ram, l.route); err != nil {
 			return fmt.Errorf("%s: %w", l.layout, err)
 		}
@@ -86,8 +96,8 @@ func (r *clusterRun) scaling(ctx context.Context) error {
 const scalePasses = 3
 
 // scaleLayout starts fresh nodes and measures their passes, the clients
-// asking for owner routing if route is set.
-func (r *clusterRun) scaleLayout(ctx context.Context, layout string, nodes int, ram int64, route bool) error {
+// reaching the owners as route says.
+func (r *clusterRun) scaleLayout(ctx context.Context, layout string, nodes int, ram int64, route routing) error {
 	ns, err := startNodes(ctx, nodes, r.bin, r.proxy.Addr(), r.mio.AccessKey, r.mio.SecretKey, ram, r.plan.disk, nodes > 1,
 		"--freshness", "immutable")
 	if err != nil {
@@ -96,9 +106,18 @@ func (r *clusterRun) scaleLayout(ctx context.Context, layout string, nodes int, 
 	defer ns.stop()
 	clients := make([]*client, nodes)
 	for i, g := range ns.nodes {
-		t := target{name: ns.ids[i], endpoint: g.endpoint(), access: granaryAccess, secret: granarySecret, route: route}
+		t := target{name: ns.ids[i], endpoint: g.endpoint(), access: granaryAccess, secret: granarySecret, route: route != viaNode}
 		clients[i] = newClient(t, clusterBucket, 64)
 		defer clients[i].close()
+	}
+	if route == byRing {
+		p, err := fetchPlacer(ctx, clients[0])
+		if err != nil {
+			return err
+		}
+		for _, c := range clients {
+			c.place = p
+		}
 	}
 	reads := scaleReads(r.objs.scale, nodes)
 	for pass := 1; pass <= scalePasses; pass++ {
@@ -108,9 +127,9 @@ func (r *clusterRun) scaleLayout(ctx context.Context, layout string, nodes int, 
 		}
 		row.layout, row.pass = layout, pass
 		s := row.served
-		r.logf("%-48s pass %d %6d reads %8.0f ops/s p50 %-9v ram %.0f hot %.0f disk %.0f peer %.0f origin %.0f cpu/read nodes %v faults/read %.1f",
+		r.logf("%-48s pass %d %6d reads %8.0f ops/s p50 %-9v ram %.0f hot %.0f disk %.0f peer %.0f redirects %.0f origin %.0f cpu/read nodes %v faults/read %.1f",
 			layout, pass, row.stats.reads, row.stats.opsPerSec(), row.stats.p50.Round(time.Microsecond),
-			s.ram, s.hot, s.disk, s.peerReads, s.originReqs, row.perRead().Round(time.Microsecond), row.faultsPerRead())
+			s.ram, s.hot, s.disk, s.peerReads, s.redirects, s.originReqs, row.perRead().Round(time.Microsecond), row.faultsPerRead())
 		r.rep.scale = append(r.rep.scale, row)
 	}
 	return nil
@@ -187,11 +206,13 @@ func (r *clusterReport) scaleTable(b *strings.Builder) {
 		"room its owned chunks leave in its --disk); then three nodes with the "+
 		"node alone's --ram, where copies of the whole set fit beside each node's third; then the first cluster again, its "+
 		"clients asking for owner routing (X-Granary-Route: owner: a node that would relay a read redirects it to the owner, "+
-		"and the client sends it there). The nodes share this "+
+		"and the client sends it there); then with clients that place each read on its owner themselves (the ring call, "+
+		"GET /_granary/ring, asked once of the node each client is pointed at), as granary mount and the boto3 helper "+
+		"clients/python/granary_route.py with xxhash do. The nodes share this "+
 		"machine's cores, so the throughput of three nodes is not three nodes' throughput; their CPU per read is what a read "+
 		"costs, on any machine.\n\n", p.scaleCount, sizeName(int64(p.scaleSize)), p.workers, mib(r.scaleAloneRAM), mib(r.scaleRAM))
-	b.WriteString("| layout | pass | reads | reads/s | p50 | RAM hits | hot hits | peer chunk reads | origin requests | nodes' CPU per read | CPU per read / one node's | page faults per read |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| layout | pass | reads | reads/s | p50 | RAM hits | hot hits | peer chunk reads | redirects | origin requests | nodes' CPU per read | CPU per read / one node's | page faults per read |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, s := range r.scale {
 		base := r.findScale(scaleAlone, s.pass).perRead()
 		if s.pass == 1 { // the first pass fills: compare the warm cost
@@ -202,8 +223,8 @@ func (r *clusterReport) scaleTable(b *strings.Builder) {
 			ratio = fmt.Sprintf("%.2fx", float64(s.perRead())/float64(base))
 		}
 		st, sv := s.stats, s.served
-		fmt.Fprintf(b, "| %s | %d | %d | %.0f | %s | %.0f | %.0f | %.0f | %.0f | %d µs | %s | %.1f |\n", s.layout, s.pass, st.reads,
-			st.opsPerSec(), ms(st.p50), sv.ram, sv.hot, sv.peerReads, sv.originReqs, s.perRead().Microseconds(), ratio, s.faultsPerRead())
+		fmt.Fprintf(b, "| %s | %d | %d | %.0f | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %d µs | %s | %.1f |\n", s.layout, s.pass, st.reads,
+			st.opsPerSec(), ms(st.p50), sv.ram, sv.hot, sv.peerReads, sv.redirects, sv.originReqs, s.perRead().Microseconds(), ratio, s.faultsPerRead())
 	}
 	b.WriteString("\nThe ideal is 1.00x: a read through any node costing the cluster what a read costs one node holding the set. " +
 		"A read through a node that owns the object costs about that; one through another node is a peer hop (two requests, " +

@@ -90,7 +90,7 @@ func checkServed(t *testing.T, h hopRow, n float64) {
 	case rowHot:
 		ok = s.hot == n && s.peerReads == 0 && s.originReqs == 0
 	case rowRouted: // each read redirected, then a RAM hit at the owner
-		ok = s.ram == n && s.hot == 0 && s.peerReads == 0 && s.originReqs == 0
+		ok = s.ram == n && s.hot == 0 && s.peerReads == 0 && s.originReqs == 0 && s.redirects == n
 	case rowFresh: // metadata and chunks from the owners; a small object's from one call
 		ok = s.peerReads == n && s.ram == n && s.hot == 0 && s.originGets == 0 && (h.set == setLarge || s.originReqs == 0)
 	}
@@ -199,8 +199,8 @@ func TestServedCounts(t *testing.T) {
 // them), and the warm passes never.
 func checkScale(t *testing.T, rep *clusterReport, p clusterPlan) {
 	t.Helper()
-	if len(rep.scale) != 4*scalePasses {
-		t.Fatalf("%d scaling rows, want %d", len(rep.scale), 4*scalePasses)
+	if len(rep.scale) != 5*scalePasses {
+		t.Fatalf("%d scaling rows, want %d", len(rep.scale), 5*scalePasses)
 	}
 	for _, s := range rep.scale {
 		nodes := 1
@@ -228,8 +228,13 @@ func checkScale(t *testing.T, rep *clusterReport, p clusterPlan) {
 		if s.layout == scaleEvery && s.pass > 1 && (s.served.peerReads != 0 || s.served.hot != float64(2*p.scaleCount)) {
 			t.Errorf("%s pass %d: %+v; want every other node's share from hot copies, no peer read", s.layout, s.pass, s.served)
 		}
+		// Redirected: each read not sent to its owner (two in three) was
+		// redirected; placed by the ring: none.
+		if s.layout == scaleRouted && s.served.redirects == 0 || s.layout == scaleRing && s.served.redirects != 0 {
+			t.Errorf("%s pass %d: %v redirects", s.layout, s.pass, s.served.redirects)
+		}
 		// Routed: every read at the owner, none relayed.
-		if s.layout == scaleRouted && (s.served.peerReads != 0 || s.served.hot != 0 || (s.pass > 1 && s.served.ram != float64(want))) {
+		if (s.layout == scaleRouted || s.layout == scaleRing) && (s.served.peerReads != 0 || s.served.hot != 0 || (s.pass > 1 && s.served.ram != float64(want))) {
 			t.Errorf("%s pass %d: %+v; want every read served by its owner", s.layout, s.pass, s.served)
 		}
 	}
