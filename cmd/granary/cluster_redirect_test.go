@@ -33,10 +33,25 @@ const (
 	ownerHeader = "X-Granary-Owner"
 )
 
-// routeRig is a three-node cluster with 1 MiB chunks and a signed GET.
+// routeRig is a cluster, its ring, and a client of it that does not
+// follow redirects.
 type routeRig struct {
 	*clusterRig
 	ring *cluster.Ring
+	cl   *http.Client
+}
+
+// newRouteRig is the routeRig of r, its client over rt (nil: plain HTTP).
+func newRouteRig(t *testing.T, r *clusterRig, rt http.RoundTripper) routeRig {
+	t.Helper()
+	ring, err := cluster.NewRing(r.ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := &http.Client{Transport: rt, Timeout: time.Minute, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}
+	return routeRig{r, ring, cl}
 }
 
 // get sends a GET of bucket/key to base (scheme://host:port), signed,
@@ -52,10 +67,7 @@ func (r routeRig) get(t *testing.T, base, bucket, key string, hdr map[string]str
 		req.Header.Set(k, v)
 	}
 	req = signer.SignV4(*req, r.env["GRANARY_ACCESS_KEY"], r.env["GRANARY_SECRET_KEY"], "", "us-east-1")
-	cl := &http.Client{Timeout: time.Minute, CheckRedirect: func(*http.Request, []*http.Request) error {
-		return http.ErrUseLastResponse
-	}}
-	resp, err := cl.Do(req)
+	resp, err := r.cl.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,11 +107,7 @@ func body(t *testing.T, resp *http.Response, want int) []byte {
 func TestClusterRedirectsToOwners(t *testing.T) {
 	mio := miniotest.StartT(t)
 	cr := startCluster(t, mio, "s3://"+mio.Endpoint+"?secure=false", 3, "--ram", "64MiB", "--disk", "0", "--chunk-size", "1MiB")
-	ring, err := cluster.NewRing(cr.ids)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := routeRig{cr, ring}
+	r := newRouteRig(t, cr, nil)
 	origin, err := newS3Client("http://"+mio.Endpoint, envMap(minioEnv(mio)))
 	if err != nil {
 		t.Fatal(err)

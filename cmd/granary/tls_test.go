@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -230,7 +231,45 @@ func TestMountOverTLS(t *testing.T) {
 }
 
 func TestClusterOverTLS(t *testing.T) {
-	readThroughPeerOverTLS(t, newTLSFiles(t), 3)
+	f := newTLSFiles(t)
+	r := readThroughPeerOverTLS(t, f, 3)
+	redirectsOverTLS(t, f, r)
+}
+
+// redirectsOverTLS: a member serving HTTPS redirects a GET that asks for
+// owner routing to the owner's https address, where it is served.
+func redirectsOverTLS(t *testing.T, f tlsFiles, cr *clusterRig) {
+	t.Helper()
+	r := newRouteRig(t, cr, &http.Transport{TLSClientConfig: &tls.Config{RootCAs: f.ca.Pool()}})
+	direct := directClient(t, cr.mio)
+	objs := map[string][]byte{}
+	for i := range 9 {
+		key := fmt.Sprintf("r%d", i)
+		objs[key] = randomBytes(uint64(200+i), 100<<10)
+		if _, err := direct.PutObject(context.Background(), "set", key, bytes.NewReader(objs[key]), 100<<10, minio.PutObjectOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n1, moved := "https://"+r.addrs[0], 0
+	for key, want := range objs {
+		resp := r.get(t, n1, "set", key, map[string]string{routeHeader: "owner"})
+		if r.owner("set", key, 0) == r.ids[0] {
+			continue
+		}
+		body(t, resp, http.StatusTemporaryRedirect)
+		loc := resp.Header.Get("Location")
+		if !strings.HasPrefix(loc, "https://"+r.addrOf(t, r.owner("set", key, 0))+"/set/"+key) {
+			t.Fatalf("%s: redirected to %q", key, loc)
+		}
+		u, _ := url.Parse(loc)
+		if got := body(t, r.get(t, "https://"+u.Host, "set", key, nil), http.StatusOK); !bytes.Equal(got, want) {
+			t.Fatalf("%s at its owner over HTTPS: wrong bytes", key)
+		}
+		moved++
+	}
+	if moved == 0 {
+		t.Fatal("n1 owns all 9 objects: nothing was redirected")
+	}
 }
 
 // TestClusterOverMutualTLS: members that present their certificates to
