@@ -22,6 +22,7 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"bench", "train", "--repeat", "0", "s3://b/p/"},
 		{"bench", "train", "--au-threshold", "120", "s3://b/p/"},
 		{"bench", "ckpt", "--model", "gpt5", "s3://b/p/"},
+		{"bench", "train", "--by-owners", "--also-endpoint", "http://127.0.0.1:1", "s3://b/p/"},
 	} {
 		env := map[string]string{"GRANARY_ACCESS_KEY": "a", "GRANARY_SECRET_KEY": "b"}
 		if code, _, errb := run(t, env, args...); code != exitUsage {

@@ -28,6 +28,7 @@ type benchTrainFlags struct {
 	findMax  bool
 	maxAccel int
 	also     []string // more endpoints of the service to spread reads over
+	byOwners bool     // each read to its chunk's owner, by the endpoint's ring
 }
 
 func newBenchTrainCmd(getenv Getenv) *cobra.Command {
@@ -69,6 +70,8 @@ or above the threshold.`,
 	fs.BoolVar(&tf.findMax, "find-max", false, "search for the most accelerators kept at or above the AU threshold")
 	fs.StringSliceVar(&tf.also, "also-endpoint", nil, "another `URL` of the same service (a cluster's other nodes; repeat or comma-separate): "+
 		"reads go to --endpoint and these in turn, as a job whose ranks run on every node reads")
+	fs.BoolVar(&tf.byOwners, "by-owners", false, "send each read to the cluster member that owns the chunk it starts in, "+
+		"as granary mount and the boto3 helper do (the placement asked of --endpoint, GET /_granary/ring)")
 	fs.IntVar(&tf.maxAccel, "max-accelerators", 0, "most accelerators --find-max tries (default: as many as the data set gives a batch each)")
 	return cmd
 }
@@ -77,6 +80,9 @@ or above the threshold.`,
 func benchTrain(cmd *cobra.Command, getenv Getenv, bf *benchFlags, tf benchTrainFlags, target string) error {
 	if tf.repeat < 1 || tf.o.Accelerators < 1 || tf.auPct < 0 || tf.auPct > 100 {
 		return usageError{fmt.Errorf("--repeat and --accelerators must be positive, --au-threshold within 0-100")}
+	}
+	if tf.byOwners && len(tf.also) > 0 {
+		return usageError{fmt.Errorf("--by-owners sends each read to its owner: --also-endpoint has no part in it")}
 	}
 	tf.o.Compute, tf.o.Threshold = tf.compute, tf.auPct/100
 	_, prefix, err := parseS3URL(target)
@@ -102,7 +108,12 @@ func benchTrain(cmd *cobra.Command, getenv Getenv, bf *benchFlags, tf benchTrain
 		most = hi
 	}
 	readers := max(tf.o.Readers, 8)
-	reads, err := bf.spread(getenv, target, most*readers, tf.also)
+	var reads bench.Store
+	if tf.byOwners {
+		reads, err = bf.byOwners(ctx, getenv, target, most*readers)
+	} else {
+		reads, err = bf.spread(getenv, target, most*readers, tf.also)
+	}
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,7 @@
 // Owner routing on a real cluster: a GET that asks for it is redirected
-// to the member owning the chunk it starts in, and boto3 with
+// to the member owning the chunk it starts in, boto3 with
 // clients/python/granary_route.py reads through one member without that
-// member relaying a chunk.
+// member relaying a chunk, and so does `granary bench train --by-owners`.
 package main
 
 import (
@@ -21,8 +21,10 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/signer"
 
+	"github.com/granary-dev/granary/bench"
 	"github.com/granary-dev/granary/cluster"
 	"github.com/granary-dev/granary/internal/miniotest"
 )
@@ -312,4 +314,47 @@ for key in sys.argv[4:]:
 		}
 	}
 	return mode
+}
+
+// TestBenchTrainByOwners: `granary bench train --by-owners` pointed at one
+// member reads every sample from the member owning it: that member reads
+// no chunk from its peers, and each other member answers GETs itself.
+// Pointed at an endpoint that is no cluster member, it says so.
+func TestBenchTrainByOwners(t *testing.T) {
+	mio := miniotest.StartT(t)
+	r := startCluster(t, mio, "s3://"+mio.Endpoint+"?secure=false", 3, "--ram", "64MiB", "--disk", "0")
+	env := map[string]string{"GRANARY_ACCESS_KEY": r.env["GRANARY_ACCESS_KEY"], "GRANARY_SECRET_KEY": r.env["GRANARY_SECRET_KEY"]}
+	origin, err := newS3Client("http://"+mio.Endpoint, envMap(minioEnv(mio)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := origin.MakeBucket(context.Background(), "bench", minio.MakeBucketOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ep := []string{"--endpoint", "http://" + r.addrs[0], "--json"}
+	code, out, errb := run(t, env, append([]string{"bench", "gen", "--workload", "resnet50", "--files", "24",
+		"--samples-per-file", "4", "--sample-size", "4KiB"}, append(ep, "s3://bench/r50/")...)...)
+	if code != 0 {
+		t.Fatalf("gen: exit %d\n%s%s", code, out, errb)
+	}
+	hops := metric(t, r.addrs[0], "granary_peer_chunk_reads_total")
+	code, out, errb = run(t, env, append([]string{"bench", "train", "--by-owners", "--batch-size", "4", "--compute", "1ms",
+		"--epochs", "2"}, append(ep, "s3://bench/r50/")...)...)
+	var rep bench.Repeated
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Runs) != 1 || rep.Runs[0].Samples != 2*96 {
+		t.Fatalf("train --by-owners: exit %d\n%s%s", code, out, errb)
+	}
+	if d := metric(t, r.addrs[0], "granary_peer_chunk_reads_total") - hops; d != 0 {
+		t.Errorf("the member pointed at read %v chunks from its peers: reads did not go to their owners", d)
+	}
+	for i := 1; i < 3; i++ {
+		if gets := metric(t, r.addrs[i], "granary_requests_total", `op="GetObject"`); gets == 0 {
+			t.Errorf("member %s answered no GET of the benchmark", r.ids[i])
+		}
+	}
+	mioEnv := map[string]string{"AWS_ACCESS_KEY_ID": mio.AccessKey, "AWS_SECRET_ACCESS_KEY": mio.SecretKey}
+	code, _, errb = run(t, mioEnv, "bench", "train", "--by-owners", "--endpoint", mio.URL(), "s3://bench/r50/")
+	if code == 0 || !strings.Contains(errb, "ring") {
+		t.Errorf("--by-owners against MinIO: exit %d\n%s", code, errb)
+	}
 }
