@@ -4,7 +4,9 @@
 //
 // to a member that does not own the chunk the read starts in is answered
 // 307 TemporaryRedirect, its Location the same request path-style at the
-// member that owns that chunk (X-Granary-Owner names it). The client sends
+// member that owns that chunk (X-Granary-Owner names it), the path
+// escaped as signatures have it, so a client that signs the URL as it
+// finds it (boto3) signs what the owner checks. The client sends
 // the request again there, signed for that host, and the cluster reads the
 // chunk once, at its owner, instead of relaying it through this node. A
 // client that does not ask is never redirected: S3 SDKs do not follow
@@ -13,11 +15,10 @@
 package api
 
 import (
-	"net/url"
-
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/granary-dev/granary/api/s3err"
+	"github.com/granary-dev/granary/api/sigv4"
 	"github.com/granary-dev/granary/gateway"
 )
 
@@ -56,14 +57,18 @@ func (s objects) redirectToOwner(c *fiber.Ctx, r *request, rng gateway.Range, ki
 	if !ok {
 		return false, nil
 	}
-	scheme := "http"
+	loc := make([]byte, 0, 16+len(m.Addr)+3*(len(r.bucket)+len(r.key)))
+	loc = append(loc, "http"...)
 	if connState(c.Context().Conn()) != nil {
-		scheme = "https"
+		loc = append(loc, 's')
 	}
-	loc := url.URL{Scheme: scheme, Host: m.Addr, Path: "/" + r.bucket + "/" + r.key,
-		RawQuery: string(c.Request().URI().QueryString())}
+	loc = append(append(loc, "://"...), m.Addr...)
+	loc = sigv4.AppendEscapedPath(loc, "/"+r.bucket+"/"+r.key)
+	if q := c.Request().URI().QueryString(); len(q) > 0 {
+		loc = append(append(loc, '?'), q...)
+	}
 	resp := &c.Response().Header
-	resp.Set("Location", loc.String())
+	resp.SetBytesV("Location", loc)
 	resp.Set(ownerHeader, m.ID)
 	return true, s3err.New(s3err.TemporaryRedirect, "")
 }

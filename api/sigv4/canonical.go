@@ -166,6 +166,21 @@ func appendCanonicalURI(b []byte, raw string) []byte {
 	return b
 }
 
+// AppendEscapedPath appends path, unescaped, escaped as the canonical
+// URI of a signature has it: every byte but the unreserved ones and '/'
+// as %XX. A URL written so is signed by any client (boto3 signs the path
+// as it finds it) as this package checks it.
+func AppendEscapedPath(b []byte, path string) []byte {
+	for i := 0; i < len(path); i++ {
+		if c := path[i]; c == '/' {
+			b = append(b, c)
+		} else {
+			b = appendEscaped(b, c)
+		}
+	}
+	return b
+}
+
 // appendCanonicalQuery sorts the parameters by key then value and appends
 // them AWS-encoded; a presigned request leaves out its own signature.
 func appendCanonicalQuery(b []byte, pairs []queryPair, presigned bool) []byte {

@@ -293,3 +293,14 @@ func TestSignedHeaderOrders(t *testing.T) {
 		wantCode(t, err, s3err.SignatureDoesNotMatch)
 	}
 }
+
+// TestAppendEscapedPath: a path escaped so is its own canonical URI.
+func TestAppendEscapedPath(t *testing.T) {
+	got := string(AppendEscapedPath(nil, "/b/dir/k +?#%ü~-_."))
+	if want := "/b/dir/k%20%2B%3F%23%25%C3%BC~-_."; got != want {
+		t.Fatalf("escaped %q, want %q", got, want)
+	}
+	if c := string(appendCanonicalURI(nil, got)); c != got {
+		t.Fatalf("canonical URI of %q is %q", got, c)
+	}
+}

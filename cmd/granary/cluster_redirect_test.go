@@ -60,7 +60,13 @@ func newRouteRig(t *testing.T, r *clusterRig, rt http.RoundTripper) routeRig {
 // with extra headers; the answer is not followed.
 func (r routeRig) get(t *testing.T, base, bucket, key string, hdr map[string]string) *http.Response {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, base+"/"+bucket+"/"+key, nil)
+	return r.getURL(t, base+(&url.URL{Path: "/" + bucket + "/" + key}).EscapedPath(), hdr)
+}
+
+// getURL is get of a URL as it is (a redirect's Location).
+func (r routeRig) getURL(t *testing.T, u string, hdr map[string]string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, u, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,8 +122,9 @@ func TestClusterRedirectsToOwners(t *testing.T) {
 	}
 	sizes := map[string]int{"big.bin": 5<<20 + 123}
 	for i := range 12 {
-		sizes[fmt.Sprintf("go/%02d", i)] = 100<<10 + i
-		sizes[fmt.Sprintf("boto/%02d", i)] = 100<<10 + i
+		// Names a Location must escape: a space, '+', '?', '#', '%', UTF-8.
+		sizes[fmt.Sprintf("go/%02d odd+?#%%ü", i)] = 100<<10 + i
+		sizes[fmt.Sprintf("boto/%02d odd+?#%%ü", i)] = 100<<10 + i
 	}
 	sums := seed(t, origin, "data", "", sizes)
 	n1 := "http://" + r.addrs[0]
@@ -127,7 +134,7 @@ func TestClusterRedirectsToOwners(t *testing.T) {
 	// serves the request sent on, signed for it, whatever it is asked.
 	redirected, served := 0, 0
 	for i := range 12 {
-		key := fmt.Sprintf("go/%02d", i)
+		key := fmt.Sprintf("go/%02d odd+?#%%ü", i)
 		resp := r.get(t, n1, "data", key, ask)
 		own := r.owner("data", key, 0)
 		if own == r.ids[0] {
@@ -144,7 +151,7 @@ func TestClusterRedirectsToOwners(t *testing.T) {
 			t.Fatalf("%s: Location %q, %s %q; want %s at %s", key, resp.Header.Get("Location"), ownerHeader,
 				resp.Header.Get(ownerHeader), own, r.addrOf(t, own))
 		}
-		again := r.get(t, "http://"+loc.Host, "data", key, ask)
+		again := r.getURL(t, resp.Header.Get("Location"), ask)
 		if b := body(t, again, http.StatusOK); sha256.Sum256(b) != sums[key] {
 			t.Fatalf("%s at its owner: wrong bytes", key)
 		}
@@ -171,7 +178,7 @@ func TestClusterRedirectsToOwners(t *testing.T) {
 	body(t, suffix, http.StatusPartialContent)
 	// A member that holds a copy in memory serves it rather than redirect.
 	for i := range 12 {
-		key := fmt.Sprintf("go/%02d", i)
+		key := fmt.Sprintf("go/%02d odd+?#%%ü", i)
 		if r.owner("data", key, 0) == r.ids[0] {
 			continue
 		}
@@ -285,7 +292,7 @@ s3 = route_to_owners(boto3.client("s3", endpoint_url=sys.argv[1], region_name="u
                      aws_access_key_id=sys.argv[2], aws_secret_access_key=sys.argv[3]))
 for key in sys.argv[4:]:
     body = s3.get_object(Bucket="data", Key=key)["Body"].read()
-    print(key, hashlib.sha256(body).hexdigest())
+    print(hashlib.sha256(body).hexdigest(), key)
 `
 	var keys []string
 	for k := range sums {
@@ -308,7 +315,7 @@ for key in sys.argv[4:]:
 		t.Fatalf("%s: boto3 read %d objects, want %d:\n%s", py, len(lines), len(keys), out)
 	}
 	for _, l := range lines {
-		k, sum, _ := strings.Cut(l, " ")
+		sum, k, _ := strings.Cut(l, " ")
 		if want := fmt.Sprintf("%x", sums[k]); sum != want {
 			t.Fatalf("%s: boto3 %s: sha256 %s, want %s", py, k, sum, want)
 		}
