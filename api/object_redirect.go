@@ -20,6 +20,7 @@ import (
 	"github.com/granary-dev/granary/api/s3err"
 	"github.com/granary-dev/granary/api/sigv4"
 	"github.com/granary-dev/granary/gateway"
+	"github.com/granary-dev/granary/internal/ring"
 )
 
 // Owner routing's headers.
@@ -54,21 +55,29 @@ func (s objects) redirectToOwner(c *fiber.Ctx, r *request, rng gateway.Range, ki
 		return false, nil
 	}
 	m, ok := s.engine.OwnerOf(r.bucket, r.key, off)
-	if !ok {
+	if !ok || !ring.Routable(m.Addr) {
 		return false, nil
 	}
-	loc := make([]byte, 0, 16+len(m.Addr)+3*(len(r.bucket)+len(r.key)))
+	resp := &c.Response().Header
+	resp.SetBytesV("Location", ownerLocation(c, r, m.Addr))
+	resp.Set(ownerHeader, m.ID)
+	return true, s3err.New(s3err.TemporaryRedirect, "")
+}
+
+// ownerLocation is the request, path-style, at addr: the scheme it came
+// with, the path escaped as a signature's canonical URI has it (a client
+// that signs the URL as it finds it, boto3, signs what addr checks), the
+// query as sent.
+func ownerLocation(c *fiber.Ctx, r *request, addr string) []byte {
+	loc := make([]byte, 0, 16+len(addr)+3*(len(r.bucket)+len(r.key)))
 	loc = append(loc, "http"...)
 	if connState(c.Context().Conn()) != nil {
 		loc = append(loc, 's')
 	}
-	loc = append(append(loc, "://"...), m.Addr...)
+	loc = append(append(loc, "://"...), addr...)
 	loc = sigv4.AppendEscapedPath(loc, "/"+r.bucket+"/"+r.key)
 	if q := c.Request().URI().QueryString(); len(q) > 0 {
 		loc = append(append(loc, '?'), q...)
 	}
-	resp := &c.Response().Header
-	resp.SetBytesV("Location", loc)
-	resp.Set(ownerHeader, m.ID)
-	return true, s3err.New(s3err.TemporaryRedirect, "")
+	return loc
 }

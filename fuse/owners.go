@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"sync"
@@ -174,7 +173,7 @@ func (w *owners) target(v *ringView, key string, idx int64) (*minio.Client, stri
 		return w.c.mc, ""
 	}
 	addr := v.addrs[id]
-	if !reachable(addr) {
+	if !ring.Routable(addr) {
 		return w.c.mc, ""
 	}
 	mc := w.clients[addr]
@@ -212,17 +211,6 @@ func (w *owners) answered(id string) {
 	w.mu.Lock()
 	delete(w.backoff, id)
 	w.mu.Unlock()
-}
-
-// reachable reports whether addr names a host to connect to (a member
-// listening on every interface advertises none).
-func reachable(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil || host == "" {
-		return false
-	}
-	ip := net.ParseIP(host)
-	return ip == nil || !ip.IsUnspecified()
 }
 
 // askedOf is how many reads went to member id directly.

@@ -1,5 +1,6 @@
-// Tests of the mount's chunk placement helpers: which addresses it may
-// connect to, and how long a silent owner is skipped.
+// Tests of the mount's chunk placement helpers: how long a silent owner
+// is skipped (which addresses it may connect to: internal/ring's
+// TestRoutable).
 package fuse
 
 import (
@@ -9,17 +10,6 @@ import (
 
 	"github.com/minio/minio-go/v7"
 )
-
-func TestReachable(t *testing.T) {
-	for addr, want := range map[string]bool{
-		"10.0.0.1:9000": true, "node-2.granary:9000": true, "[::1]:9000": true,
-		":9000": false, "0.0.0.0:9000": false, "[::]:9000": false, "no-port": false,
-	} {
-		if got := reachable(addr); got != want {
-			t.Errorf("reachable(%q) = %v, want %v", addr, got, want)
-		}
-	}
-}
 
 func TestOwnerBackoffDoublesAndResets(t *testing.T) {
 	w := newOwners(nil, &Options{}, "http")

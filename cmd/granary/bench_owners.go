@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 
@@ -41,7 +40,7 @@ func (b *benchFlags) byOwners(ctx context.Context, getenv Getenv, target string,
 	index := make(map[string]int, len(ans.Members))
 	own := &bench.Owners{Stores: make([]bench.Store, len(ans.Members))}
 	for i, m := range ans.Members {
-		if host, _, err := net.SplitHostPort(m.Addr); err != nil || host == "" || net.ParseIP(host).IsUnspecified() {
+		if !ring.Routable(m.Addr) {
 			return nil, fmt.Errorf("--by-owners: member %s advertises %q, which a client cannot reach", m.ID, m.Addr)
 		}
 		ids[i], index[m.ID] = m.ID, i

@@ -31,3 +31,12 @@ func TestPartitionIsTheLibrarys(t *testing.T) {
 		t.Error("a ring of no members has primaries")
 	}
 }
+
+func TestRoutable(t *testing.T) {
+	for addr, want := range map[string]bool{"10.0.0.5:9000": true, "granary-0.granary-peers:9000": true, "[::1]:9000": true,
+		"0.0.0.0:9000": false, "[::]:9000": false, ":9000": false, "no-port": false} {
+		if got := Routable(addr); got != want {
+			t.Errorf("Routable(%q) = %v, want %v", addr, got, want)
+		}
+	}
+}
