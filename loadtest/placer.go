@@ -1,6 +1,7 @@
 // A client's own placement of reads on a cluster's owners, as a client
-// without Granary's code does it (clients/python/granary_route.py): the
-// ring call's members and partitions, and XXH64 of a chunk's ring key.
+// without Granary's ring does it (clients/python/granary_route.py): the
+// ring call's members and partitions, and a chunk's partition
+// (ring.Partition: XXH64 of its ring key).
 package main
 
 import (
@@ -11,16 +12,13 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/cespare/xxhash/v2"
-
 	"github.com/granary-dev/granary/api"
-	"github.com/granary-dev/granary/cluster"
+	"github.com/granary-dev/granary/internal/ring"
 )
 
 // placer sends each read to the endpoint of its chunk's primary owner.
 type placer struct {
-	scheme     string   // the scheme the ring was asked with
-	endpoints  []string // by member index
+	endpoints  []string // by member index, with the scheme the ring was asked with
 	partitions []int    // per partition, the primary's member index
 	chunk      int64
 }
@@ -47,7 +45,7 @@ func fetchPlacer(ctx context.Context, c *client) (*placer, error) {
 		return nil, fmt.Errorf("ring of %s: no partitions or chunk size", c.t.name)
 	}
 	scheme, _, _ := strings.Cut(c.t.endpoint, "://")
-	p := &placer{scheme: scheme, partitions: ans.Partitions, chunk: ans.ChunkSize}
+	p := &placer{partitions: ans.Partitions, chunk: ans.ChunkSize}
 	for _, m := range ans.Members {
 		p.endpoints = append(p.endpoints, scheme+"://"+m.Addr)
 	}
@@ -56,6 +54,6 @@ func fetchPlacer(ctx context.Context, c *client) (*placer, error) {
 
 // endpoint is where the read of bucket/key from byte off goes.
 func (p *placer) endpoint(bucket, key string, off int64) string {
-	h := xxhash.Sum64(cluster.ChunkKey(bucket, key, off/p.chunk))
-	return p.endpoints[p.partitions[h%uint64(len(p.partitions))]]
+	ck := ring.ChunkKey(bucket, key, off/p.chunk)
+	return p.endpoints[p.partitions[ring.Partition(ck, len(p.partitions))]]
 }
