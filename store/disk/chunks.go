@@ -261,14 +261,15 @@ func (t *Tier) putLarge(id store.ChunkID, data []byte, est int64, r reservation)
 }
 
 // writeChunkFile publishes data as chunk file id: written to a temp name
-// and renamed, so a chunk file is never seen half written.
+// (past the page cache where it can: direct_linux.go) and renamed, so a
+// chunk file is never seen half written.
 func (t *Tier) writeChunkFile(id uint64, data []byte) error {
 	tmp := t.tmpPath(id)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, store.PrivateFileMode)
+	f, direct, err := t.direct.create(tmp, data)
 	if err != nil {
 		return ioErr("create chunk file", err)
 	}
-	_, err = f.Write(data)
+	err = t.direct.write(f, data, direct)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -176,6 +176,8 @@ type Tier struct {
 
 	adm *admission // PolicyTinyLFU's sketch; nil under PolicyLRU
 
+	direct directWriter // how chunk files are written (direct_linux.go)
+
 	// Quotas (see quota.go).
 	qmu         sync.Mutex
 	bucketBytes map[string]int64 // bucket -> chunk bytes in live units
