@@ -21,6 +21,6 @@ func (*directWriter) create(path string, _ []byte) (*os.File, bool, error) {
 
 // write writes data to f from offset 0.
 func (*directWriter) write(f *os.File, data []byte, _ bool) error {
-	_, err := f.Write(data)
+	_, err := f.WriteAt(data, 0)
 	return err
 }
