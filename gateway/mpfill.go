@@ -77,7 +77,8 @@ func (t *tees) lookup(uploadID string) string {
 	return t.ids[uploadID]
 }
 
-// teePart returns body copied into the tee's part number as it is read,
+// teePart returns body copied into the tee's part number as it is read
+// (number 0: a single PUT's one part, unhashed: store.PartTee.PutWhole),
 // and a finish func to call with the origin's result once it is done with
 // the body. A failing tee never fails the origin's read.
 func (t *tees) teePart(bucket, key, uploadID string, number int, body io.Reader, size int64) (io.Reader, func(error)) {
@@ -89,7 +90,12 @@ func (t *tees) teePart(bucket, key, uploadID string, number int, body io.Reader,
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, err := t.store.PutPart(t.ctx, bucket, key, id, number, pr, size)
+		var err error
+		if number == 0 {
+			err = t.store.PutWhole(t.ctx, bucket, key, id, pr, size)
+		} else {
+			_, err = t.store.PutPart(t.ctx, bucket, key, id, number, pr, size)
+		}
 		pr.CloseWithError(err) // unblocks the tee's writes after a local failure
 	}()
 	finish := func(originErr error) {
@@ -135,17 +141,13 @@ func (e *Engine) completed(t *tees, uploadID string, parts []store.CompletePart,
 	if id == "" {
 		return
 	}
+	var asm store.Assembled
+	var err error
 	if single {
-		// The tee's one part is named by its own MD5, whatever ETag
-		// the origin gave the object.
-		page, err := t.store.ListParts(info.Bucket, info.Key, id, store.PartListOptions{})
-		if err != nil || len(page.Parts) != 1 {
-			t.store.Remove(id)
-			return
-		}
-		parts = []store.CompletePart{{Number: 1, ETag: page.Parts[0].ETag}}
+		asm, err = t.store.AssembleWhole(info.Bucket, info.Key, id)
+	} else {
+		asm, err = t.store.Assemble(info.Bucket, info.Key, id, parts)
 	}
-	asm, err := t.store.Assemble(info.Bucket, info.Key, id, parts)
 	if err != nil {
 		t.store.Remove(id)
 		return
@@ -183,7 +185,7 @@ func (e *Engine) teePut(bucket, key string, body io.Reader, size int64, meta sto
 	}
 	teeID := "granary-put-" + strconv.FormatUint(e.putTees.Add(1), 10)
 	t.startTee(bucket, key, teeID, meta)
-	body, finish := t.teePart(bucket, key, teeID, 1, body, size)
+	body, finish := t.teePart(bucket, key, teeID, 0, body, size)
 	return body, func(info store.ObjectInfo, err error) {
 		finish(err)
 		if err != nil || info.ETag == "" {

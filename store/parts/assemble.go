@@ -46,6 +46,24 @@ func (s *Store) Assemble(bucket, key, id string, parts []store.CompletePart) (*A
 	return s.newAssembly(u, recs, etag, stateLocked), nil
 }
 
+// AssembleWhole returns part 1 of the upload (from PutWhole) as the
+// whole object, locked as Assemble's are; its ETag is empty. It fails
+// with store.ErrInvalidPart if there is no part 1.
+func (s *Store) AssembleWhole(bucket, key, id string) (*Assembly, error) {
+	u, err := s.lockOpen(context.Background(), bucket, key, id)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	p, ok := u.parts[1]
+	s.mu.Unlock()
+	if !ok {
+		u.release()
+		return nil, fmt.Errorf("%w: part 1 was not uploaded", store.ErrInvalidPart)
+	}
+	return s.newAssembly(u, []partRec{p}, "", stateLocked), nil
+}
+
 // completion returns the records of the listed parts, or why they do not
 // make a completion.
 func completion(have map[int]partRec, parts []store.CompletePart) ([]partRec, error) {

@@ -28,6 +28,20 @@ const defaultMaxList = 1000
 // body is read without holding the upload's lock; the commit waits for it
 // (so for an open Assembly).
 func (s *Store) PutPart(ctx context.Context, bucket, key, id string, number int, body io.Reader, size int64) (store.PartInfo, error) {
+	return s.putPart(ctx, bucket, key, id, number, body, size, true)
+}
+
+// PutWhole stores exactly size bytes of body as part 1 of the upload
+// without hashing them: its ETag is empty (see AssembleWhole). A tee of a
+// single PUT takes its body so: its MD5 was most of what the node spent
+// on a checkpoint saved through it, and nothing checks it.
+func (s *Store) PutWhole(ctx context.Context, bucket, key, id string, body io.Reader, size int64) error {
+	_, err := s.putPart(ctx, bucket, key, id, 1, body, size, false)
+	return err
+}
+
+// putPart is PutPart; hash says whether to compute the part's MD5.
+func (s *Store) putPart(ctx context.Context, bucket, key, id string, number int, body io.Reader, size int64, hash bool) (store.PartInfo, error) {
 	if err := partNumberOK(number); err != nil {
 		return store.PartInfo{}, err
 	}
@@ -42,7 +56,7 @@ func (s *Store) PutPart(ctx context.Context, bucket, key, id string, number int,
 		return store.PartInfo{}, err
 	}
 	dir := s.path(id)
-	tmp, etag, n, err := s.receive(ctx, dir, body, size)
+	tmp, etag, n, err := s.receive(ctx, dir, body, size, hash)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			err = noSuchUpload(id) // removed while we started
@@ -59,15 +73,20 @@ func (s *Store) PutPart(ctx context.Context, bucket, key, id string, number int,
 
 // receive copies size bytes of body (all of it when size < 0) to a new
 // temp file in dir, fsynced unless NoSync, and returns its name, the hex
-// MD5 and the byte count. On error no temp file remains.
-func (s *Store) receive(ctx context.Context, dir string, body io.Reader, size int64) (string, string, int64, error) {
+// MD5 (empty unless hash) and the byte count. On error no temp file
+// remains.
+func (s *Store) receive(ctx context.Context, dir string, body io.Reader, size int64, hash bool) (string, string, int64, error) {
 	tmp := filepath.Join(dir, tmpPrefix+randHex(12))
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
 	if err != nil {
 		return "", "", 0, fmt.Errorf("parts: temp file: %w", err)
 	}
+	var w io.Writer = f
 	h := md5.New()
-	n, err := xfer.Copy(ctx, io.MultiWriter(f, h), body, size, store.MaxPartSize)
+	if hash {
+		w = io.MultiWriter(f, h)
+	}
+	n, err := xfer.Copy(ctx, w, body, size, store.MaxPartSize)
 	if err != nil {
 		err = fmt.Errorf("parts: %w", err)
 	}
@@ -80,6 +99,9 @@ func (s *Store) receive(ctx context.Context, dir string, body io.Reader, size in
 	if err != nil {
 		os.Remove(tmp)
 		return "", "", 0, err
+	}
+	if !hash {
+		return tmp, "", n, nil
 	}
 	return tmp, hex.EncodeToString(h.Sum(nil)), n, nil
 }

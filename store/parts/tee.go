@@ -35,6 +35,14 @@ func (t tee) Assemble(bucket, key, id string, parts []store.CompletePart) (store
 	return assembled{a}, nil
 }
 
+func (t tee) AssembleWhole(bucket, key, id string) (store.Assembled, error) {
+	a, err := t.Store.AssembleWhole(bucket, key, id)
+	if err != nil {
+		return nil, err
+	}
+	return assembled{a}, nil
+}
+
 // assembled is an Assembly as a store.Assembled.
 type assembled struct{ a *Assembly }
 
