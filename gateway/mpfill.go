@@ -78,27 +78,33 @@ func (t *tees) lookup(uploadID string) string {
 }
 
 // teePart returns body copied into the tee's part number as it is read
-// (number 0: a single PUT's one part, unhashed: store.PartTee.PutWhole),
-// and a finish func to call with the origin's result once it is done with
-// the body. A failing tee never fails the origin's read.
-func (t *tees) teePart(bucket, key, uploadID string, number int, body io.Reader, size int64) (io.Reader, func(error)) {
+// (number 0: a single PUT's one part), and a finish func to call with the
+// origin's answer once it is done with the body: the part's ETag there,
+// which names the tee's part (empty for a single PUT, whose tee is
+// checked by its size), or its error, which drops it. A failing tee never
+// fails the origin's read.
+func (t *tees) teePart(bucket, key, uploadID string, number int, body io.Reader, size int64) (io.Reader, func(string, error)) {
 	id := t.lookup(uploadID)
 	if id == "" {
-		return body, func(error) {}
+		return body, func(string, error) {}
+	}
+	type answer struct {
+		etag string
+		ok   bool
 	}
 	pr, pw := io.Pipe()
+	answered := make(chan answer, 1)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		var err error
-		if number == 0 {
-			err = t.store.PutWhole(t.ctx, bucket, key, id, pr, size)
-		} else {
-			_, err = t.store.PutPart(t.ctx, bucket, key, id, number, pr, size)
-		}
+		err := t.store.PutPartNamed(t.ctx, bucket, key, id, max(number, 1), pr, size, func() (string, bool) {
+			a := <-answered
+			return a.etag, a.ok
+		})
 		pr.CloseWithError(err) // unblocks the tee's writes after a local failure
 	}()
-	finish := func(originErr error) {
+	finish := func(etag string, originErr error) {
+		answered <- answer{etag, originErr == nil}
 		if originErr != nil {
 			pw.CloseWithError(originErr) // the local part is dropped too
 		} else {
@@ -187,7 +193,7 @@ func (e *Engine) teePut(bucket, key string, body io.Reader, size int64, meta sto
 	t.startTee(bucket, key, teeID, meta)
 	body, finish := t.teePart(bucket, key, teeID, 0, body, size)
 	return body, func(info store.ObjectInfo, err error) {
-		finish(err)
+		finish("", err)
 		if err != nil || info.ETag == "" {
 			if id := t.take(teeID); id != "" {
 				t.store.Remove(id)

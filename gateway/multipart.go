@@ -61,14 +61,14 @@ func (e *Engine) UploadPart(ctx context.Context, bucket, key, uploadID string, n
 		return store.PartInfo{}, err
 	}
 	defer e.writeStarted()()
-	finish := func(error) {}
+	finish := func(string, error) {}
 	if t := e.teeing(bucket); t != nil {
 		body, finish = t.teePart(bucket, key, uploadID, number, body, size)
 	}
 	start := time.Now()
 	p, err := mp.PutPart(ctx, bucket, key, uploadID, number, body, size)
 	e.observe("put_part", start, err)
-	finish(err)
+	finish(p.ETag, err)
 	return p, err
 }
 

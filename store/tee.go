@@ -19,9 +19,10 @@ type PartTee interface {
 	// PutPart keeps exactly size bytes of body as part number of upload
 	// id; a body that fails or ends early keeps nothing.
 	PutPart(ctx context.Context, bucket, key, id string, number int, body io.Reader, size int64) (PartInfo, error)
-	// PutWhole keeps exactly size bytes of body as the one part of upload
-	// id, unhashed: a single PUT's tee, which AssembleWhole returns.
-	PutWhole(ctx context.Context, bucket, key, id string, body io.Reader, size int64) error
+	// PutPartNamed keeps exactly size bytes of body as part number of
+	// upload id, named once kept by the ETag name gives (ok false: drop
+	// it) rather than by its MD5.
+	PutPartNamed(ctx context.Context, bucket, key, id string, number int, body io.Reader, size int64, name func() (etag string, ok bool)) error
 	ListParts(bucket, key, id string, opts PartListOptions) (PartPage, error)
 	// ListUploads lists bucket's uploads not yet assembled.
 	ListUploads(bucket string, opts UploadListOptions) (UploadPage, error)
@@ -29,8 +30,8 @@ type PartTee interface {
 	// against the upload's parts and returns them joined; the upload is
 	// locked until the Assembled is removed.
 	Assemble(bucket, key, id string, parts []CompletePart) (Assembled, error)
-	// AssembleWhole returns the part PutWhole kept as the whole object
-	// (its ETag empty), locked as Assemble's are.
+	// AssembleWhole returns part 1 as the whole object (its ETag empty:
+	// a single PUT's tee, checked by its size), locked as Assemble's are.
 	AssembleWhole(bucket, key, id string) (Assembled, error)
 	// Remove drops upload id and its files.
 	Remove(id string) error

@@ -46,9 +46,9 @@ func (s *Store) Assemble(bucket, key, id string, parts []store.CompletePart) (*A
 	return s.newAssembly(u, recs, etag, stateLocked), nil
 }
 
-// AssembleWhole returns part 1 of the upload (from PutWhole) as the
-// whole object, locked as Assemble's are; its ETag is empty. It fails
-// with store.ErrInvalidPart if there is no part 1.
+// AssembleWhole returns part 1 of the upload as the whole object, locked
+// as Assemble's are; its ETag is empty (a single PUT's tee, named so by
+// PutPartNamed). It fails with store.ErrInvalidPart if there is no part 1.
 func (s *Store) AssembleWhole(bucket, key, id string) (*Assembly, error) {
 	u, err := s.lockOpen(context.Background(), bucket, key, id)
 	if err != nil {
