@@ -47,22 +47,29 @@ func restore(t *testing.T, l *Log, bucket string, info store.ObjectInfo) bool {
 }
 
 // restoring reads the staged copy over and over until stop is closed or
-// it landed; the func it returns stops it and waits.
+// it landed; it returns once the first read is done (so an upload that
+// starts after it finds the restore going on), with a func that stops it
+// and waits.
 func restoring(t *testing.T, l *Log, bucket string, info store.ObjectInfo) func() {
-	stop, done := make(chan struct{}), make(chan struct{})
+	stop, done, first := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		for {
+		for n := 0; ; n++ {
 			select {
 			case <-stop:
 				return
 			default:
 			}
-			if !restore(t, l, bucket, info) {
+			ok := restore(t, l, bucket, info)
+			if n == 0 {
+				close(first)
+			}
+			if !ok {
 				return
 			}
 		}
 	}()
+	<-first
 	var once sync.Once
 	return func() {
 		once.Do(func() { close(stop) })
