@@ -16,12 +16,9 @@ import (
 type PartTee interface {
 	// Create starts an upload of bucket/key and returns its ID.
 	Create(bucket, key string, meta ObjectMeta) (string, error)
-	// PutPart keeps exactly size bytes of body as part number of upload
-	// id; a body that fails or ends early keeps nothing.
-	PutPart(ctx context.Context, bucket, key, id string, number int, body io.Reader, size int64) (PartInfo, error)
 	// PutPartNamed keeps exactly size bytes of body as part number of
-	// upload id, named once kept by the ETag name gives (ok false: drop
-	// it) rather than by its MD5.
+	// upload id (a body that fails or ends early keeps nothing), named
+	// once kept by the ETag name gives (ok false: drop it), not hashed.
 	PutPartNamed(ctx context.Context, bucket, key, id string, number int, body io.Reader, size int64, name func() (etag string, ok bool)) error
 	ListParts(bucket, key, id string, opts PartListOptions) (PartPage, error)
 	// ListUploads lists bucket's uploads not yet assembled.

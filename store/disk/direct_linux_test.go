@@ -62,11 +62,27 @@ func onlyChunkFile(t *testing.T, tier *Tier) string {
 	return files[0]
 }
 
-func TestChunkFilesBypassPageCache(t *testing.T) {
+// directDir returns an empty directory whose filesystem takes O_DIRECT:
+// the test's temp dir, else one beside the package (the repository's
+// disk, when the temp dir is a tmpfs that refuses it).
+func directDir(t *testing.T) string {
 	dir := t.TempDir()
-	if !supportsDirect(t, dir) {
-		t.Skipf("the filesystem of %s refuses O_DIRECT (TestChunkFilesOnceRefused covers that)", dir)
+	if supportsDirect(t, dir) {
+		return dir
 	}
+	dir, err := os.MkdirTemp(".", "direct-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if !supportsDirect(t, dir) {
+		t.Skipf("neither the temp dir nor %s takes O_DIRECT (TestChunkFilesOnceRefused covers that)", dir)
+	}
+	return dir
+}
+
+func TestChunkFilesBypassPageCache(t *testing.T) {
+	dir := directDir(t)
 	tier := openT(t, Options{Dir: dir, Capacity: 64 << 20, Policy: PolicyLRU})
 	const size = 2<<20 + 123 // whole blocks, then a tail shorter than one
 	id, data := chunk("big", 0, size)

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"path/filepath"
@@ -88,17 +89,18 @@ func (s *Store) putPart(ctx context.Context, bucket, key, id string, number int,
 
 // receive copies size bytes of body (all of it when size < 0) to a new
 // temp file in dir, fsynced unless NoSync, and returns its name, the hex
-// MD5 (empty unless hash) and the byte count. On error no temp file
+// MD5 (empty unless hashed) and the byte count. On error no temp file
 // remains.
-func (s *Store) receive(ctx context.Context, dir string, body io.Reader, size int64, hash bool) (string, string, int64, error) {
+func (s *Store) receive(ctx context.Context, dir string, body io.Reader, size int64, hashed bool) (string, string, int64, error) {
 	tmp := filepath.Join(dir, tmpPrefix+randHex(12))
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
 	if err != nil {
 		return "", "", 0, fmt.Errorf("parts: temp file: %w", err)
 	}
 	var w io.Writer = f
-	h := md5.New()
-	if hash {
+	var h hash.Hash
+	if hashed {
+		h = md5.New()
 		w = io.MultiWriter(f, h)
 	}
 	n, err := xfer.Copy(ctx, w, body, size, store.MaxPartSize)
@@ -115,7 +117,7 @@ func (s *Store) receive(ctx context.Context, dir string, body io.Reader, size in
 		os.Remove(tmp)
 		return "", "", 0, err
 	}
-	if !hash {
+	if !hashed {
 		return tmp, "", n, nil
 	}
 	return tmp, hex.EncodeToString(h.Sum(nil)), n, nil
