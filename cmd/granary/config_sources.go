@@ -84,6 +84,7 @@ var serveSettings = []setting{
 	sizeSetting("disk", "disk cache budget, a `size` (units as --ram); 0 disables the disk tier; in a cluster, copies of chunks other members own use what owned chunks leave",
 		func(c *Config) *Size { return &c.Disk }),
 	stringSetting("origin", "`URL` of the data: file:///ABS/DIR (each sub-directory a bucket), s3://HOST:PORT?secure=false&region=us-east-1 "+
+		"(add &payload=crc32c to send uploads unsigned with a CRC32C the origin checks, a third of the CPU of signing them over HTTP; MinIO accepts it) "+
 		"or hdfs://NN1:8020[,NN2:8020]/BASE (each directory under BASE a bucket; see the --hdfs-* flags); "+
 		"origin credentials come from GRANARY_ORIGIN_ACCESS_KEY and GRANARY_ORIGIN_SECRET_KEY, or from the files named by GRANARY_ORIGIN_ACCESS_KEY_FILE and GRANARY_ORIGIN_SECRET_KEY_FILE "+
 		"(default file://<data-dir>/origin)",

@@ -226,3 +226,37 @@ func TestServeWithNoConfiguration(t *testing.T) {
 		t.Fatalf("bucket is not a directory of the origin: %v", err)
 	}
 }
+
+// TestServeUploadsWithCRC32C: with payload=crc32c in the origin URL the
+// node's uploads reach the origin with a CRC32C the origin checked and
+// kept (it answers it with the object's info), where a signed upload
+// leaves none.
+func TestServeUploadsWithCRC32C(t *testing.T) {
+	mio := miniotest.StartT(t)
+	direct, err := newS3Client(mio.URL(), envMap(map[string]string{"GRANARY_ACCESS_KEY": mio.AccessKey, "GRANARY_SECRET_KEY": mio.SecretKey}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, payload := range []string{"signed", "crc32c"} {
+		env := map[string]string{
+			"GRANARY_ACCESS_KEY": "serve-test-access", "GRANARY_SECRET_KEY": "serve-test-secret",
+			"GRANARY_ORIGIN_ACCESS_KEY": mio.AccessKey, "GRANARY_ORIGIN_SECRET_KEY": mio.SecretKey,
+			"GRANARY_DATA_DIR": t.TempDir(),
+		}
+		s := startServe(t, env, "--origin", "s3://"+mio.Endpoint+"?secure=false&payload="+payload, "--ram", "64MiB", "--disk", "0")
+		cf := clientFlags{endpoint: "http://" + s.addr}
+		cl, err := cf.Client(envMap(env))
+		if err != nil {
+			t.Fatal(err)
+		}
+		putGet(t, cl, "payload-"+payload)
+		info, err := direct.StatObject(context.Background(), "payload-"+payload, "dir/obj", minio.StatObjectOptions{Checksum: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := info.ChecksumCRC32C != ""; got != (payload == "crc32c") {
+			t.Errorf("payload=%s: the origin keeps CRC32C %q", payload, info.ChecksumCRC32C)
+		}
+		s.stop(t)
+	}
+}

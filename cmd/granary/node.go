@@ -256,7 +256,7 @@ func openOrigin(spec originSpec, access, secret string, timeout time.Duration) (
 		}
 		o, err := s3.New(s3.Options{
 			Endpoint: spec.endpointHostPort(), Secure: spec.Secure, Region: spec.Region,
-			AccessKey: access, SecretKey: secret, RootCAs: cas,
+			PayloadCRC32C: spec.PayloadCRC32C, AccessKey: access, SecretKey: secret, RootCAs: cas,
 			DialTimeout: timeout, ResponseHeaderTimeout: timeout, WriteStallTimeout: timeout,
 		})
 		if err != nil {

@@ -23,6 +23,9 @@ type originSpec struct {
 	Endpoint string
 	Secure   bool
 	Region   string
+	// PayloadCRC32C sends an s3 origin's upload bodies with a trailing
+	// CRC32C instead of signed (payload=crc32c; s3.Options).
+	PayloadCRC32C bool
 	// CAFile, if set, holds the CA an https s3 origin is verified against.
 	CAFile string
 	// Namenodes (host:port) and Base (absolute) address an hdfs origin;
@@ -32,7 +35,8 @@ type originSpec struct {
 	PartsDir  string
 }
 
-// parseOrigin parses file:///ABS/DIR or s3://HOST[:PORT][?secure=BOOL&region=R].
+// parseOrigin parses file:///ABS/DIR or
+// s3://HOST[:PORT][?secure=BOOL&region=R&payload=signed|crc32c].
 // An s3 origin is secure (HTTPS) unless secure=false is given.
 func parseOrigin(raw string) (originSpec, error) {
 	if strings.HasPrefix(raw, "hdfs://") {
@@ -98,8 +102,15 @@ func parseS3Origin(raw string, u *url.URL) (originSpec, error) {
 			spec.Secure = b
 		case "region":
 			spec.Region = v
+		case "payload":
+			switch v {
+			case "signed", "crc32c":
+				spec.PayloadCRC32C = v == "crc32c"
+			default:
+				return originSpec{}, fmt.Errorf("origin: payload=%q in %q is not signed or crc32c", v, raw)
+			}
 		default:
-			return originSpec{}, fmt.Errorf("origin: unknown parameter %q in %q (known: secure, region)", name, raw)
+			return originSpec{}, fmt.Errorf("origin: unknown parameter %q in %q (known: secure, region, payload)", name, raw)
 		}
 	}
 	return spec, nil

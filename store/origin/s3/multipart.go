@@ -97,7 +97,8 @@ func (o *Origin) putPart(ctx context.Context, bucket, key, uploadID string, numb
 	if isBlank(key) {
 		return o.blankPutPart(ctx, bucket, key, uploadID, number, body, size)
 	}
-	p, err := o.core.PutObjectPart(ctx, bucket, key, uploadID, number, body, size, minio.PutObjectPartOptions{})
+	body, opts := o.partBody(body)
+	p, err := o.core.PutObjectPart(ctx, bucket, key, uploadID, number, body, size, opts)
 	return strings.Trim(p.ETag, `"`), err
 }
 

@@ -65,10 +65,11 @@ func (o *Origin) Put(ctx context.Context, bucket, key string, body io.Reader, si
 // putSingle sends r (exactly size bytes) in one PUT, streamed: over HTTP
 // minio-go signs it chunk by chunk as it reads (aws-chunked, 64 KiB at a
 // time), over HTTPS it sends it unsigned (UNSIGNED-PAYLOAD); either way
-// r is read once and never buffered whole. A reader that is not an
+// r is read once and never buffered whole. With PayloadCRC32C it goes
+// unsigned with a trailing CRC32C instead (checksum.go). A reader that is not an
 // io.Seeker (bodyCounter) is not retried by minio-go.
 func (o *Origin) putSingle(ctx context.Context, bucket, key string, r io.Reader, size int64, opts minio.PutObjectOptions) (string, error) {
-	info, err := o.core.PutObject(ctx, bucket, key, r, size, "", "", opts)
+	info, err := o.core.PutObject(ctx, bucket, key, r, size, "", "", o.putOptionsFor(opts))
 	return info.ETag, err
 }
 
@@ -152,7 +153,8 @@ func (o *Origin) multipart(ctx context.Context, bucket, key string, opts minio.P
 		if err != nil {
 			return "", err
 		}
-		p, err := o.core.PutObjectPart(ctx, bucket, key, id, num, r, n, minio.PutObjectPartOptions{})
+		body, popts := o.partBody(r)
+		p, err := o.core.PutObjectPart(ctx, bucket, key, id, num, body, n, popts)
 		if err != nil {
 			return "", err
 		}
