@@ -66,6 +66,7 @@ device-kit: deps bench-deps
 bench: deps bench-deps build
 	$(GO) run ./loadtest -granary bin/granary
 	$(GO) run ./loadtest -granary bin/granary -scenario checkpoint
+	$(GO) run ./loadtest -granary bin/granary -scenario checkpoint -origin-payload crc32c -out loadtest/results/checkpoint-crc32c.md
 	$(GO) run ./loadtest -granary bin/granary -scenario mount
 	$(GO) test -run '^$$' -bench BenchmarkJournalOpen1M -benchtime 3x ./fuse
 	$(GO) run ./loadtest -granary bin/granary -scenario epochs

@@ -37,6 +37,19 @@ type ckptRun struct {
 	proxy *slowproxy.Proxy
 	rep   *ckptReport
 	logf  func(string, ...any)
+	node  *granaryProc // the granary node the rows measure; nil: none
+}
+
+// nodeTime is the CPU time the measured node has run; 0 without one.
+func (r *ckptRun) nodeTime() time.Duration {
+	if r.node == nil {
+		return 0
+	}
+	t, err := r.node.runTime()
+	if err != nil {
+		return 0
+	}
+	return t
 }
 
 // runCheckpoint measures the scenario; with o.granary empty, only the
@@ -146,25 +159,27 @@ func makeBuckets(ctx context.Context, mio *miniotest.Server, names ...string) er
 // started. The row's origin bytes are those the proxy carried meanwhile.
 func (r *ckptRun) save(ctx context.Context, cl *minio.Client, op, target, bucket string) (time.Time, error) {
 	up0, _ := r.proxy.Forwarded()
+	c0 := r.nodeTime()
 	start := time.Now()
 	d, err := saveCheckpoint(ctx, cl, bucket, ckptPrefix, r.ck)
 	if err != nil {
 		return start, err
 	}
 	up1, _ := r.proxy.Forwarded()
-	r.add(ckptRow{op: op, target: target, bytes: r.ck.plan.total(), elapsed: d, originBytes: up1 - up0})
+	r.add(ckptRow{op: op, target: target, bytes: r.ck.plan.total(), elapsed: d, originBytes: up1 - up0, nodeCPU: r.nodeTime() - c0})
 	return start, nil
 }
 
 // restore restores the checkpoint from bucket as one row.
 func (r *ckptRun) restore(ctx context.Context, cl *minio.Client, target, bucket string) error {
 	_, down0 := r.proxy.Forwarded()
+	c0 := r.nodeTime()
 	d, err := restoreCheckpoint(ctx, cl, bucket, ckptPrefix, r.ck)
 	if err != nil {
 		return err
 	}
 	_, down1 := r.proxy.Forwarded()
-	r.add(ckptRow{op: "restore", target: target, bytes: r.ck.plan.total(), elapsed: d, originBytes: down1 - down0})
+	r.add(ckptRow{op: "restore", target: target, bytes: r.ck.plan.total(), elapsed: d, originBytes: down1 - down0, nodeCPU: r.nodeTime() - c0})
 	return nil
 }
 
@@ -172,12 +187,13 @@ func (r *ckptRun) restore(ctx context.Context, cl *minio.Client, target, bucket 
 // cannot spread over several connections itself.
 func (r *ckptRun) restoreOne(ctx context.Context, cl *minio.Client, target, bucket string) error {
 	_, down0 := r.proxy.Forwarded()
+	c0 := r.nodeTime()
 	d, err := restoreShards(ctx, cl, bucket, ckptPrefix, r.ck, 1)
 	if err != nil {
 		return err
 	}
 	_, down1 := r.proxy.Forwarded()
-	r.add(ckptRow{op: opRestoreOne, target: target, bytes: r.ck.plan.shardSize, elapsed: d, originBytes: down1 - down0})
+	r.add(ckptRow{op: opRestoreOne, target: target, bytes: r.ck.plan.shardSize, elapsed: d, originBytes: down1 - down0, nodeCPU: r.nodeTime() - c0})
 	return nil
 }
 

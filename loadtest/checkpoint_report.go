@@ -37,6 +37,17 @@ type ckptRow struct {
 	// originBytes went through the slow link meanwhile (toward the origin
 	// for a save, from it for a restore).
 	originBytes int64
+	// nodeCPU is the granary node's CPU time during the step; 0 for
+	// steps no node served.
+	nodeCPU time.Duration
+}
+
+// cpuPerGiB is the node's CPU per GiB moved, as text; "-" unmeasured.
+func (r ckptRow) cpuPerGiB() string {
+	if r.nodeCPU <= 0 || r.bytes <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f s", r.nodeCPU.Seconds()*float64(1<<30)/float64(r.bytes))
 }
 
 func (r ckptRow) mbPerSec() float64 { return float64(r.bytes) / 1e6 / r.elapsed.Seconds() }
@@ -105,12 +116,15 @@ func (r *ckptReport) markdown() string {
 		"is acknowledged, as a training job restarting after a pre-emption does; the write-back bucket's `granary flush` runs beside it. "+
 		"Load average (1 min) %s before, %s after.\n\n",
 		sizeName(p.total()), p.shards, sizeName(p.shardSize), r.slow, r.loadStart, r.loadEnd)
-	b.WriteString("| step | target | seconds | MB/s | speed vs direct | through the slow link |\n|---|---|---:|---:|---:|---:|\n")
+	b.WriteString("| step | target | seconds | MB/s | speed vs direct | through the slow link | granary CPU per GiB |\n|---|---|---:|---:|---:|---:|---:|\n")
 	for _, row := range r.rows {
-		fmt.Fprintf(&b, "| %s | %s | %.2f | %.0f | %s | %s |\n", row.op, row.target, row.elapsed.Seconds(),
-			row.mbPerSec(), ratio(r.speedup(row), 1), mib(row.originBytes))
+		fmt.Fprintf(&b, "| %s | %s | %.2f | %.0f | %s | %s | %s |\n", row.op, row.target, row.elapsed.Seconds(),
+			row.mbPerSec(), ratio(r.speedup(row), 1), mib(row.originBytes), row.cpuPerGiB())
 	}
-	b.WriteString("\nThe last column is what crossed the slow link during the step: a restore from the cache should carry almost nothing.\n\n")
+	b.WriteString("\nThe slow link's column is what crossed it during the step: a restore from the cache should carry almost nothing. " +
+		"The last is the granary node's CPU time during the step (/proc/PID/task/*/schedstat) per GiB of checkpoint: " +
+		"a save's, until it returns, covers the client's bytes in, the upload to the origin " + payloadNote() + " and the local copy; " +
+		"the fill after it is not in it; the write-back save until flushed has none, as the restore beside it ran meanwhile.\n\n")
 	if len(r.fills) > 0 {
 		b.WriteString("A restore \"after the fill settled\" starts once the node's background cache fill is done, as with checkpoints minutes apart " +
 			"(it follows the restore started when the save returned, which may have filled some of the cache itself). The fill ran on for:")
@@ -161,4 +175,12 @@ func (r *ckptReport) targets(b *strings.Builder) {
 	}
 	goal("write-through save", s, fmt.Sprintf("%.2fx the time", s), "≤ 1.15x the time", s <= 1.15)
 	b.WriteString("\n")
+}
+
+// payloadNote says how the nodes sent their uploads (-origin-payload).
+func payloadNote() string {
+	if originPayload == "crc32c" {
+		return "(unsigned, with a CRC32C trailer: payload=crc32c)"
+	}
+	return "(signed by minio-go with SHA-256, the default over plain HTTP)"
 }

@@ -76,6 +76,14 @@ func TestQuickCheckpointGranary(t *testing.T) {
 	if ack, done := rep.find("save", targetWBAck), rep.find("save", targetWBPersisted); done.elapsed < ack.elapsed {
 		t.Errorf("persisted after %v, before the acknowledgement at %v", done.elapsed, ack.elapsed)
 	}
+	// Every step a granary node served has its CPU, the direct ones none,
+	// nor the write-back save until flushed (a restore ran meanwhile).
+	for _, row := range rep.rows {
+		granaryRow := row.target != targetDirect && row.target != targetWBPersisted && !strings.HasPrefix(row.target, "nginx")
+		if granaryRow != (row.nodeCPU > 0) {
+			t.Errorf("%s %s: node CPU %v", row.op, row.target, row.nodeCPU)
+		}
+	}
 	if len(rep.rss) != 2 || rep.rss[0].bytes <= 0 || rep.rss[1].bytes <= 0 {
 		t.Errorf("peak RSS notes %+v", rep.rss)
 	}

@@ -66,6 +66,7 @@ func main() {
 	flag.Var(&stream, "slow-stream", "checkpoint, epochs, hdfs-epochs and cluster: bandwidth of one connection to the origin, each direction (0: unlimited)")
 	flag.Var(&total, "slow-total", "checkpoint, epochs, hdfs-epochs and cluster: bandwidth over all connections to the origin, each direction (0: unlimited)")
 	flag.DurationVar(&o.slow.Latency, "slow-latency", def.Latency, "checkpoint, epochs, hdfs-epochs and cluster: one-way latency to the origin (defaults of epochs' capped link, hdfs-epochs and cluster, each replaced by its flag when given: 25MB/s per connection, 100MB/s in all, 20ms; epochs' headline link is fixed)")
+	flag.StringVar(&originPayload, "origin-payload", "", "granary's uploads to MinIO: signed (its default) or crc32c (payload= in every node's origin URL)")
 	var shard slowproxy.RateFlag
 	flag.Var(&shard, "checkpoint-shard", "checkpoint: size of each of the 4 shards, e.g. 8MiB (default 512MiB, 32MiB with -quick)")
 	flag.Parse()

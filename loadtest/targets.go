@@ -170,11 +170,19 @@ func startGranaryWith(roots *x509.CertPool, bin, minioEndpoint, minioAccess, min
 	return g, nil
 }
 
+// originPayload is -origin-payload: how nodes send their uploads to
+// MinIO (the origin URL's payload=; empty: the node's default).
+var originPayload string
+
 // originFlags are the serve flags and the extra environment of a node in
 // front of the S3 origin at origin (host:port, credentials access/secret)
 // with budget ram and disk.
 func originFlags(origin, access, secret string, ram, disk int64) (args, env []string) {
-	args = []string{"--origin", "s3://" + origin + "?secure=false&region=us-east-1",
+	url := "s3://" + origin + "?secure=false&region=us-east-1"
+	if originPayload != "" {
+		url += "&payload=" + originPayload
+	}
+	args = []string{"--origin", url,
 		"--ram", strconv.FormatInt(ram, 10), "--disk", strconv.FormatInt(disk, 10), "--log-level", "warn"}
 	env = []string{"GRANARY_ORIGIN_ACCESS_KEY=" + access, "GRANARY_ORIGIN_SECRET_KEY=" + secret}
 	return args, env
