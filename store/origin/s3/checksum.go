@@ -10,10 +10,12 @@ package s3
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"hash"
 	"hash/crc32"
 	"io"
+	"maps"
 	"net/http"
 
 	"github.com/minio/minio-go/v7"
@@ -41,12 +43,30 @@ func (o *Origin) partBody(body io.Reader) (io.Reader, minio.PutObjectPartOptions
 }
 
 // putOptionsFor adds to opts, for a single PUT, the trailing CRC32C
-// that minio-go computes itself when asked (Checksum).
+// that minio-go computes itself when asked (Checksum), unless the CRC
+// is in a header already (checksumHeader).
 func (o *Origin) putOptionsFor(opts minio.PutObjectOptions) minio.PutObjectOptions {
 	if o.opts.PayloadCRC32C {
 		opts.DisableContentSha256 = true
-		opts.Checksum = minio.ChecksumCRC32C
+		if _, ok := opts.UserMetadata[crc32cTrailer]; !ok {
+			opts.Checksum = minio.ChecksumCRC32C
+		}
 	}
+	return opts
+}
+
+// checksumHeader puts the CRC32C of body, held in memory, in a header of
+// its single PUT. minio-go may send such a body again (its retries), and
+// hashes a trailer's body as it streams, without starting over: a header
+// is right for every try.
+func (o *Origin) checksumHeader(opts minio.PutObjectOptions, body []byte) minio.PutObjectOptions {
+	if !o.opts.PayloadCRC32C {
+		return opts
+	}
+	meta := make(map[string]string, len(opts.UserMetadata)+1)
+	maps.Copy(meta, opts.UserMetadata)
+	meta[crc32cTrailer] = base64.StdEncoding.EncodeToString(binary.BigEndian.AppendUint32(nil, crc32.Checksum(body, castagnoli)))
+	opts.UserMetadata = meta
 	return opts
 }
 

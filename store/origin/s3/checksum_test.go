@@ -31,7 +31,11 @@ type putRecorder struct {
 func (p *putRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Method == http.MethodPut && r.Body != nil {
 		p.mu.Lock()
-		p.seen = append(p.seen, r.Header.Get("X-Amz-Content-Sha256")+" "+r.Header.Get("X-Amz-Trailer"))
+		mode := r.Header.Get("X-Amz-Content-Sha256") + " " + r.Header.Get("X-Amz-Trailer")
+		if crc := r.Header.Get(crc32cTrailer); crc != "" {
+			mode += "header " + crc
+		}
+		p.seen = append(p.seen, mode)
 		p.mu.Unlock()
 		if p.flip {
 			r.Body = &flipper{ReadCloser: r.Body, at: 1000}
@@ -71,7 +75,7 @@ func crcOrigin(t *testing.T, flip bool) (*Origin, *putRecorder, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		for _, key := range []string{"single", "known", "unknown", "client parts"} {
+		for _, key := range []string{"single", "known", "unknown", "unknown small", "client parts"} {
 			o.Delete(context.Background(), bucket, key)
 		}
 		o.RemoveBucket(context.Background(), bucket)
@@ -106,6 +110,10 @@ func TestPayloadCRC32C(t *testing.T) {
 			_, err := o.Put(ctx, bucket, key, io.MultiReader(bytes.NewReader(data)), -1, store.ObjectMeta{})
 			return err
 		}, len(data)},
+		{"unknown small", func(key string) error {
+			_, err := o.Put(ctx, bucket, key, io.MultiReader(bytes.NewReader(data[:3<<20])), -1, store.ObjectMeta{})
+			return err
+		}, 3 << 20},
 		{"client parts", func(key string) error {
 			id, err := o.NewUpload(ctx, bucket, key, store.ObjectMeta{})
 			if err != nil {
@@ -130,9 +138,14 @@ func TestPayloadCRC32C(t *testing.T) {
 			if err := c.put(c.name); err != nil {
 				t.Fatal(err)
 			}
+			want := "STREAMING-UNSIGNED-PAYLOAD-TRAILER x-amz-checksum-crc32c"
+			if c.name == "unknown small" { // held in memory: the CRC goes first
+				want = "UNSIGNED-PAYLOAD header " + base64.StdEncoding.EncodeToString(
+					binary.BigEndian.AppendUint32(nil, crc32.Checksum(data[:c.size], castagnoli)))
+			}
 			for _, p := range rec.puts()[before:] {
-				if p != "STREAMING-UNSIGNED-PAYLOAD-TRAILER x-amz-checksum-crc32c" {
-					t.Errorf("a PUT went as %q, not unsigned with a CRC32C trailer", p)
+				if p != want {
+					t.Errorf("a PUT went as %q, not %q", p, want)
 				}
 			}
 			if len(rec.puts()) == before {
@@ -157,16 +170,18 @@ func TestPayloadCRC32CRefusesChangedBody(t *testing.T) {
 	o, rec, bucket := crcOrigin(t, true)
 	ctx := context.Background()
 	data := bytes.Repeat([]byte("granary "), 8<<20/8)
-	for _, size := range []int{3 << 20, len(data)} { // one PUT, then parts
+	// One PUT, parts, and one PUT of a body of unknown size (its CRC in a header).
+	for _, size := range []int{3 << 20, len(data), -1} {
 		key := fmt.Sprintf("changed-%d", size)
-		if _, err := o.Put(ctx, bucket, key, bytes.NewReader(data[:size]), int64(size), store.ObjectMeta{}); err == nil {
+		body := io.MultiReader(bytes.NewReader(data[:max(size, 1<<20)]))
+		if _, err := o.Put(ctx, bucket, key, body, int64(size), store.ObjectMeta{}); err == nil {
 			t.Fatalf("a %d-byte body changed on the way was stored", size)
 		}
 		if _, err := o.Stat(ctx, bucket, key); !errors.Is(err, store.ErrNoSuchKey) {
 			t.Fatalf("after a refused upload, Stat says %v, not not found", err)
 		}
 	}
-	if len(rec.puts()) < 2 {
+	if len(rec.puts()) < 3 {
 		t.Fatalf("%d PUTs seen, want one per upload at least", len(rec.puts()))
 	}
 }

@@ -98,7 +98,7 @@ func (o *Origin) putUnknown(ctx context.Context, bucket, key string, br *bodyCou
 	buf := *bp
 	n, err := io.ReadFull(br, buf)
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		etag, err := o.putSingle(ctx, bucket, key, bytes.NewReader(buf[:n]), int64(n), opts)
+		etag, err := o.putSingle(ctx, bucket, key, bytes.NewReader(buf[:n]), int64(n), o.checksumHeader(opts, buf[:n]))
 		return etag, int64(n), err
 	}
 	if err != nil {
