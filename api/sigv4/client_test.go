@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/granary-dev/granary/api/s3err"
+	"github.com/granary-dev/granary/internal/faultproxy"
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 )
@@ -43,7 +44,7 @@ func (f *fakeS3) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 	var in io.Reader = hr.Body
 	f.mu.Lock()
 	if f.tamper && hr.ContentLength > 0 {
-		in = &flipReader{r: in, at: hr.ContentLength / 2}
+		in = faultproxy.FlipAt(in, hr.ContentLength/2)
 	}
 	f.mu.Unlock()
 	res, err := f.v.Verify(&Request{
@@ -101,22 +102,6 @@ func (f *fakeS3) route(w http.ResponseWriter, hr *http.Request, body []byte) {
 	default:
 		writeErr(w, s3err.New(s3err.NotImplemented, ""))
 	}
-}
-
-// flipReader flips the byte at offset at of r.
-type flipReader struct {
-	r   io.Reader
-	at  int64
-	off int64
-}
-
-func (f *flipReader) Read(p []byte) (int, error) {
-	n, err := f.r.Read(p)
-	if i := f.at - f.off; i >= 0 && i < int64(n) {
-		p[i] ^= 0x20
-	}
-	f.off += int64(n)
-	return n, err
 }
 
 func etag(b []byte) string {

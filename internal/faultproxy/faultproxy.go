@@ -327,3 +327,23 @@ func copyHeaders(dst io.Writer, src io.Reader) {
 		}
 	}
 }
+
+// FlipAt returns r with the byte at offset at changed: what an on-path
+// attacker does to a request body, for a transport a test puts in front
+// of a client.
+func FlipAt(r io.Reader, at int64) io.Reader { return &flipReader{r: r, at: at} }
+
+type flipReader struct {
+	r   io.Reader
+	at  int64
+	off int64
+}
+
+func (f *flipReader) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	if i := f.at - f.off; i >= 0 && i < int64(n) {
+		p[i] ^= 0x20
+	}
+	f.off += int64(n)
+	return n, err
+}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/granary-dev/granary/internal/faultproxy"
 	"github.com/granary-dev/granary/store"
 )
 
@@ -38,7 +39,10 @@ func (p *putRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
 		p.seen = append(p.seen, mode)
 		p.mu.Unlock()
 		if p.flip {
-			r.Body = &flipper{ReadCloser: r.Body, at: 1000}
+			r.Body = struct {
+				io.Reader
+				io.Closer
+			}{faultproxy.FlipAt(r.Body, 1000), r.Body}
 		}
 	}
 	return p.rt.RoundTrip(r)
@@ -48,22 +52,6 @@ func (p *putRecorder) puts() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]string(nil), p.seen...)
-}
-
-// flipper changes the byte at offset at of the stream it reads.
-type flipper struct {
-	io.ReadCloser
-	at  int64
-	off int64
-}
-
-func (f *flipper) Read(b []byte) (int, error) {
-	n, err := f.ReadCloser.Read(b)
-	if i := f.at - f.off; i >= 0 && i < int64(n) {
-		b[i] ^= 0x20
-	}
-	f.off += int64(n)
-	return n, err
 }
 
 func crcOrigin(t *testing.T, flip bool) (*Origin, *putRecorder, string) {
