@@ -24,6 +24,8 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/signer"
+
+	"github.com/granary-dev/granary/internal/faultproxy"
 )
 
 func TestBadInput(t *testing.T) {
@@ -178,7 +180,7 @@ func testBadBodies(t *testing.T, e *env, bucket string) {
 		t.Fatal(err)
 	}
 	req = signer.StreamingSignV4(req, testAccess, testSecret, "", testRegion, int64(len(data)), time.Now().UTC(), sha256Hasher{sha256.New()})
-	req.Body = &corrupter{r: req.Body, at: 100 << 10}
+	req.Body = faultproxy.FlipBody(req.Body, 100<<10)
 	resp, body = roundTrip(t, req)
 	if resp.StatusCode < 400 {
 		t.Errorf("corrupted aws-chunked put: %d %s", resp.StatusCode, body)
@@ -195,24 +197,6 @@ var longKey = strings.Repeat("kkkkkkk/", 127) + "kkkkkkkk"
 type sha256Hasher struct{ hash.Hash }
 
 func (sha256Hasher) Close() {}
-
-// corrupter flips one byte of a stream at offset at.
-type corrupter struct {
-	r   io.ReadCloser
-	at  int64
-	off int64
-}
-
-func (c *corrupter) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	if c.at >= c.off && c.at < c.off+int64(n) {
-		p[c.at-c.off] ^= 0xff
-	}
-	c.off += int64(n)
-	return n, err
-}
-
-func (c *corrupter) Close() error { return c.r.Close() }
 
 func roundTrip(t *testing.T, req *http.Request) (*http.Response, []byte) {
 	t.Helper()

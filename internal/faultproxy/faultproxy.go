@@ -333,6 +333,14 @@ func copyHeaders(dst io.Writer, src io.Reader) {
 // of a client.
 func FlipAt(r io.Reader, at int64) io.Reader { return &flipReader{r: r, at: at} }
 
+// FlipBody is FlipAt for a request's body: closing it closes rc.
+func FlipBody(rc io.ReadCloser, at int64) io.ReadCloser {
+	return struct {
+		io.Reader
+		io.Closer
+	}{FlipAt(rc, at), rc}
+}
+
 type flipReader struct {
 	r   io.Reader
 	at  int64

@@ -39,10 +39,7 @@ func (p *putRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
 		p.seen = append(p.seen, mode)
 		p.mu.Unlock()
 		if p.flip {
-			r.Body = struct {
-				io.Reader
-				io.Closer
-			}{faultproxy.FlipAt(r.Body, 1000), r.Body}
+			r.Body = faultproxy.FlipBody(r.Body, 1000)
 		}
 	}
 	return p.rt.RoundTrip(r)
