@@ -12,6 +12,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash"
 	"hash/crc32"
 	"io"
@@ -112,4 +113,22 @@ func (c *crcBody) rewindable() io.Reader {
 		return crcSeeker{c, s}
 	}
 	return c
+}
+
+// refusedCodes are what an origin that does not take trailing checksums
+// answers an upload that carries one.
+var refusedCodes = map[string]bool{
+	"NotImplemented": true, "InvalidRequest": true, "InvalidArgument": true,
+	"XAmzContentSHA256Mismatch": true, "MissingContentLength": true,
+}
+
+// payloadHint adds to wrapped, the error of an upload that failed with
+// err, what to change when the origin may have refused the trailing
+// checksum itself: an operator reading the log finds the setting.
+func (o *Origin) payloadHint(wrapped, err error) error {
+	var er minio.ErrorResponse
+	if !o.opts.PayloadCRC32C || !errors.As(err, &er) || !refusedCodes[er.Code] {
+		return wrapped
+	}
+	return fmt.Errorf("%w; uploads go with payload=crc32c (a trailing CRC32C), which this origin may not accept: try payload=signed in the origin URL", wrapped)
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -206,4 +207,32 @@ func TestCRCBodyRewinds(t *testing.T) {
 func isSeeker(r io.Reader) bool {
 	_, ok := r.(io.Seeker)
 	return ok
+}
+
+// TestPayloadCRC32CRefusedNamesTheSetting: an origin that does not take
+// trailing checksums refuses the upload; the error says which setting
+// to change, and a signed upload to it works.
+func TestPayloadCRC32CRefusedNamesTheSetting(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if strings.Contains(r.Header.Get("X-Amz-Content-Sha256"), "TRAILER") {
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(http.StatusNotImplemented)
+			io.WriteString(w, `<Error><Code>NotImplemented</Code><Message>trailing checksums are not supported</Message></Error>`)
+			return
+		}
+		w.Header().Set("ETag", `"d41d8cd98f00b204e9800998ecf8427e"`)
+	}))
+	defer srv.Close()
+	for _, crc := range []bool{true, false} {
+		o := newOrigin(t, Options{Endpoint: strings.TrimPrefix(srv.URL, "http://"), AccessKey: "k", SecretKey: "secretkey",
+			PayloadCRC32C: crc, MaxAttempts: 1})
+		_, err := o.Put(context.Background(), "bucket", "key", strings.NewReader("some bytes"), 10, store.ObjectMeta{})
+		if got := err != nil && strings.Contains(err.Error(), "payload=signed"); got != crc {
+			t.Errorf("payload crc32c %v: Put error %v", crc, err)
+		}
+		if !crc && err != nil {
+			t.Errorf("a signed upload failed: %v", err)
+		}
+	}
 }

@@ -82,7 +82,7 @@ func (o *Origin) PutPart(ctx context.Context, bucket, key, uploadID string, numb
 		if berr := br.failure(); berr != nil {
 			return store.PartInfo{}, fmt.Errorf("s3: put part %d of %s/%s: %w", number, bucket, key, berr)
 		}
-		return store.PartInfo{}, wrap(ctx, fmt.Sprintf("put part %d of", number), bucket, key, err)
+		return store.PartInfo{}, o.payloadHint(wrap(ctx, fmt.Sprintf("put part %d of", number), bucket, key, err), err)
 	}
 	return store.PartInfo{
 		Number: number, ETag: etag, Size: size,

@@ -52,7 +52,7 @@ func (o *Origin) Put(ctx context.Context, bucket, key string, body io.Reader, si
 		if berr := br.failure(); berr != nil {
 			return store.ObjectInfo{}, fmt.Errorf("s3: put %s/%s: %w", bucket, key, berr)
 		}
-		return store.ObjectInfo{}, wrap(ctx, "put", bucket, key, err)
+		return store.ObjectInfo{}, o.payloadHint(wrap(ctx, "put", bucket, key, err), err)
 	}
 	return store.ObjectInfo{
 		Bucket: bucket, Key: key, Size: size, ETag: strings.Trim(etag, `"`),
