@@ -88,6 +88,8 @@ func newClient(o *Options) (*client, error) {
 		Region:       o.Region,
 		BucketLookup: minio.BucketLookupPath,
 		MaxRetries:   attempts,
+		// Uploads carry a CRC32C trailer (client_write.go: put).
+		TrailingHeaders: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fuse: client for %s: %w", o.Endpoint, err)
