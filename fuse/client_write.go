@@ -37,20 +37,57 @@ func transferTimeout(size int64) time.Duration {
 // (STREAMING-UNSIGNED-PAYLOAD-TRAILER, which every Granary node takes):
 // over plain HTTP, signing them would hash every byte with SHA-256 on
 // both sides, three times the CPU of a saved checkpoint's upload.
+//
+// minio-go does not send such a body again itself (a part's checksum is
+// computed as it streams), so put does: the whole file, up to attempts
+// times, while the node is unavailable (5xx, no answer) or the CRC did
+// not match (a body changed on the way, or minio-go's own retry of a
+// single PUT, whose CRC does not start over).
 func (c *client) put(ctx context.Context, key string, f *os.File, size int64) (objInfo, error) {
 	ctx, cancel := context.WithTimeout(ctx, transferTimeout(size))
 	defer cancel()
-	up, err := c.mc.PutObject(ctx, c.bucket, key, io.NewSectionReader(f, 0, size), size,
-		minio.PutObjectOptions{ContentType: "application/octet-stream", NumThreads: uploadThreads,
-			DisableContentSha256: true, Checksum: minio.ChecksumCRC32C}) // named: minio-go's default skips a single PUT's
-	if err != nil {
-		return objInfo{}, s3Error("put", key, err)
+	var up minio.UploadInfo
+	var err error
+	for try := 1; ; try++ {
+		up, err = c.mc.PutObject(ctx, c.bucket, key, io.NewSectionReader(f, 0, size), size,
+			minio.PutObjectOptions{ContentType: "application/octet-stream", NumThreads: uploadThreads,
+				DisableContentSha256: true, Checksum: minio.ChecksumCRC32C}) // named: minio-go's default skips a single PUT's
+		if err == nil {
+			break
+		}
+		err = s3Error("put", key, err)
+		if try == attempts || !putAgain(err) || !sleepCtx(ctx, time.Duration(try)*putBackoff) {
+			return objInfo{}, err
+		}
 	}
 	mtime := up.LastModified
 	if mtime.IsZero() {
 		mtime = time.Now()
 	}
 	return objInfo{size: size, mtime: mtime, etag: up.ETag}, nil
+}
+
+// putBackoff is the wait before a put's second try; the third waits twice it.
+const putBackoff = 250 * time.Millisecond
+
+// putAgain reports whether an upload that failed with err may succeed
+// when sent again whole.
+func putAgain(err error) bool {
+	var er minio.ErrorResponse
+	return errors.Is(err, errUnavailable) || (errors.As(err, &er) && er.Code == "BadDigest")
+}
+
+// sleepCtx waits d, or less if ctx ends first; it reports whether ctx
+// is still live.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // download copies the current version of key into f (from offset 0)

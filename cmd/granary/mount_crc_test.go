@@ -25,6 +25,8 @@ import (
 // TestMountUploadsWithCRC32C: files written through a mount reach the
 // node as unsigned bodies with a CRC32C trailer the node checks (a proxy
 // between them notes every upload), and read back whole through the node.
+// The proxy answers the first upload of each file 503 SlowDown: the mount
+// sends it again.
 func TestMountUploadsWithCRC32C(t *testing.T) {
 	needFUSE(t)
 	mio := miniotest.StartT(t)
@@ -44,13 +46,23 @@ func TestMountUploadsWithCRC32C(t *testing.T) {
 	}
 	target, _ := url.Parse("http://" + node.addr)
 	var mu sync.Mutex
-	var uploads []string // X-Amz-Content-Sha256 of each PUT with a body
+	var uploads []string         // X-Amz-Content-Sha256 of each PUT with a body
+	refused := map[string]bool{} // files whose first upload was refused
 	rp := httputil.NewSingleHostReverseProxy(target)
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPut && r.ContentLength != 0 && r.Header.Get("X-Amz-Copy-Source") == "" {
 			mu.Lock()
 			uploads = append(uploads, r.Header.Get("X-Amz-Content-Sha256"))
+			refuse := !refused[r.URL.Path]
+			refused[r.URL.Path] = true
 			mu.Unlock()
+			if refuse {
+				io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", "application/xml")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				io.WriteString(w, `<Error><Code>SlowDown</Code><Message>try again</Message></Error>`)
+				return
+			}
 		}
 		rp.ServeHTTP(w, r)
 	}))
@@ -83,7 +95,10 @@ func TestMountUploadsWithCRC32C(t *testing.T) {
 	mu.Lock()
 	seen := append([]string(nil), uploads...)
 	mu.Unlock()
-	if len(seen) < 3 { // the small file, and the large one's parts
+	if len(refused) != len(files) {
+		t.Errorf("refused the first upload of %d files, want %d", len(refused), len(files))
+	}
+	if len(seen) < 5 { // each file refused once, then the small file and the large one's parts
 		t.Fatalf("%d uploads seen: %q", len(seen), seen)
 	}
 	for _, mode := range seen {
