@@ -60,6 +60,7 @@ type mountReport struct {
 	unmountErr         error
 	loadStart, loadEnd string         // as in report
 	crash              []*crashReport // one per crashModes
+	save               *mountSave     // the save row; nil: not run
 }
 
 // find returns the row of kind and target, or a zero row.
@@ -122,6 +123,9 @@ func (r *mountReport) markdown() string {
 		b.WriteString("**The page cache could not be dropped (not root): the cold local row is not cold.**\n\n")
 	}
 	r.targets(&b)
+	if r.save != nil {
+		r.save.markdown(&b)
+	}
 	if len(r.crash) > 0 {
 		crashMarkdown(&b, r.crash, r.plan.readers)
 	}
