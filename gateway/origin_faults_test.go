@@ -216,6 +216,15 @@ func TestStaleRevalidatedInTheBackground(t *testing.T) {
 	if got, err := r.read(t, b, "k"); err != nil || string(got) != "old version" {
 		t.Fatalf("first read: %q, %v", got, err)
 	}
+	// The cached copy is stored after the answer: a read past the TTL
+	// is served from it only once it is there (without it, the read
+	// finds the old version gone from the origin and fails).
+	info, err := r.e.Head(context.Background(), b, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := store.ChunkID{Bucket: b, Key: "k", ETag: info.ETag}
+	poll.Until(t, "the old version's chunk in RAM", func() bool { _, err := tierGet(r.e.opts.RAM, chunk, false); return err == nil })
 	// Changed at the origin behind the node's back.
 	if _, err := r.g.Origin().Put(context.Background(), b, "k", bytes.NewReader([]byte("new version")), 11, store.ObjectMeta{}); err != nil {
 		t.Fatal(err)
