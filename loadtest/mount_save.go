@@ -47,11 +47,13 @@ func (r *mountRun) saveRow(ctx context.Context, bin string, g *granaryProc, dir 
 	if err := os.MkdirAll(filepath.Join(mnt, "saved"), 0o755); err != nil {
 		return err
 	}
-	g0, err := g.runTime()
-	if err != nil {
-		return err
+	cpu := func() (node, mount time.Duration, err error) {
+		if node, err = g.runTime(); err == nil {
+			mount, err = procRunTime(m.cmd.Process.Pid)
+		}
+		return node, mount, err
 	}
-	m0, err := procRunTime(m.cmd.Process.Pid)
+	g0, m0, err := cpu()
 	if err != nil {
 		return err
 	}
@@ -60,11 +62,7 @@ func (r *mountRun) saveRow(ctx context.Context, bin string, g *granaryProc, dir 
 		return fmt.Errorf("save through the mount: %w\ngranary mount log tail:\n%s", err, m.tail())
 	}
 	s := mountSave{bytes: int64(len(r.d.large.data)), elapsed: time.Since(start)}
-	g1, err := g.runTime()
-	if err != nil {
-		return err
-	}
-	m1, err := procRunTime(m.cmd.Process.Pid)
+	g1, m1, err := cpu()
 	if err != nil {
 		return err
 	}

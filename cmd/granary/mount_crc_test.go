@@ -18,8 +18,6 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
-
-	"github.com/granary-dev/granary/internal/miniotest"
 )
 
 // TestMountUploadsWithCRC32C: files written through a mount reach the
@@ -29,18 +27,7 @@ import (
 // sends it again.
 func TestMountUploadsWithCRC32C(t *testing.T) {
 	needFUSE(t)
-	mio := miniotest.StartT(t)
-	env := map[string]string{
-		"GRANARY_ACCESS_KEY": "mount-crc-access", "GRANARY_SECRET_KEY": "mount-crc-secret",
-		"GRANARY_ORIGIN_ACCESS_KEY": mio.AccessKey, "GRANARY_ORIGIN_SECRET_KEY": mio.SecretKey,
-		"GRANARY_DATA_DIR": t.TempDir(),
-	}
-	node := startChild(t, env, "--origin", "s3://"+mio.Endpoint+"?secure=false", "--ram", "256MiB", "--disk", "0")
-	clientEnv := map[string]string{"GRANARY_ACCESS_KEY": env["GRANARY_ACCESS_KEY"], "GRANARY_SECRET_KEY": env["GRANARY_SECRET_KEY"]}
-	cl, err := newS3Client("http://"+node.addr, envMap(clientEnv))
-	if err != nil {
-		t.Fatal(err)
-	}
+	node, clientEnv, cl := nodeForMount(t, "256MiB")
 	if err := cl.MakeBucket(context.Background(), "ckpt", minio.MakeBucketOptions{}); err != nil {
 		t.Fatal(err)
 	}

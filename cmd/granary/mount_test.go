@@ -354,18 +354,7 @@ func TestMountMinIOReadAndStop(t *testing.T) {
 // serve` node (over MinIO), then unmounts it by hand.
 func TestMountThroughServe(t *testing.T) {
 	needFUSE(t)
-	mio := miniotest.StartT(t)
-	env := map[string]string{
-		"GRANARY_ACCESS_KEY": "mount-serve-access", "GRANARY_SECRET_KEY": "mount-serve-secret",
-		"GRANARY_ORIGIN_ACCESS_KEY": mio.AccessKey, "GRANARY_ORIGIN_SECRET_KEY": mio.SecretKey,
-		"GRANARY_DATA_DIR": t.TempDir(),
-	}
-	node := startChild(t, env, "--origin", "s3://"+mio.Endpoint+"?secure=false", "--ram", "64MiB", "--disk", "0")
-	clientEnv := map[string]string{"GRANARY_ACCESS_KEY": env["GRANARY_ACCESS_KEY"], "GRANARY_SECRET_KEY": env["GRANARY_SECRET_KEY"]}
-	cl, err := newS3Client("http://"+node.addr, envMap(clientEnv))
-	if err != nil {
-		t.Fatal(err)
-	}
+	node, clientEnv, cl := nodeForMount(t, "64MiB")
 	sums := seed(t, cl, "data", "run-1/", seedSizes)
 	dir := t.TempDir()
 	m := spawnMount(t, clientEnv, dir, "--endpoint", "http://"+node.addr, "--prefix", "run-1", "data", dir)
@@ -376,6 +365,26 @@ func TestMountThroughServe(t *testing.T) {
 		t.Fatalf("fusermount3 -u: %v: %s", err, out)
 	}
 	m.awaitExit(t, exitOK, 20*time.Second)
+}
+
+// nodeForMount starts a node with ram in front of a MinIO of its own,
+// and returns it, the client environment a mount of it takes and an S3
+// client of it.
+func nodeForMount(t *testing.T, ram string) (*child, map[string]string, *minio.Client) {
+	t.Helper()
+	mio := miniotest.StartT(t)
+	env := map[string]string{
+		"GRANARY_ACCESS_KEY": "mount-serve-access", "GRANARY_SECRET_KEY": "mount-serve-secret",
+		"GRANARY_ORIGIN_ACCESS_KEY": mio.AccessKey, "GRANARY_ORIGIN_SECRET_KEY": mio.SecretKey,
+		"GRANARY_DATA_DIR": t.TempDir(),
+	}
+	node := startChild(t, env, "--origin", "s3://"+mio.Endpoint+"?secure=false", "--ram", ram, "--disk", "0")
+	clientEnv := map[string]string{"GRANARY_ACCESS_KEY": env["GRANARY_ACCESS_KEY"], "GRANARY_SECRET_KEY": env["GRANARY_SECRET_KEY"]}
+	cl, err := newS3Client("http://"+node.addr, envMap(clientEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return node, clientEnv, cl
 }
 
 // TestMountFailsFast: wrong credentials and a missing bucket exit 1 at
