@@ -82,7 +82,7 @@ func runMount(ctx context.Context, o options, logw io.Writer) (*mountReport, err
 	if err := r.againRows(ctx, o.granary, g, dir); err != nil {
 		return nil, err
 	}
-	if err := r.saveRow(ctx, o.granary, g, dir); err != nil {
+	if err := r.saveRow(ctx, o.granary, g, mio, dir); err != nil {
 		return nil, err
 	}
 	if err := r.crashRows(ctx, o.granary, g, dir); err != nil {

@@ -62,7 +62,7 @@ func TestQuickMount(t *testing.T) {
 			t.Errorf("report lacks row %s %s", w.kind, w.target)
 		}
 	}
-	if s := rep.save; s == nil || !s.verified || s.bytes != p.largeSize || s.mountCPU <= 0 || s.nodeCPU <= 0 ||
+	if s := rep.save; s == nil || !s.verified || s.bytes != p.largeSize || s.mountCPU <= 0 || s.nodeCPU <= 0 || s.direct <= 0 ||
 		!strings.Contains(md, "## Saving through the mount") {
 		t.Errorf("save row %+v, want the large file saved, read back whole, with its CPU", rep.save)
 	}
