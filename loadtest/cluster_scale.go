@@ -208,7 +208,7 @@ func (r *clusterReport) scaleTable(b *strings.Builder) {
 		"clients asking for owner routing (X-Granary-Route: owner: a node that would relay a read redirects it to the owner, "+
 		"and the client sends it there); then with clients that place each read on its owner themselves (the ring call, "+
 		"GET /_granary/ring, asked once of the node each client is pointed at), as granary mount and the boto3 helper "+
-		"clients/python/granary_route.py with xxhash do. The nodes share this "+
+		"clients/python/granary_route.py do. The nodes share this "+
 		"machine's cores, so the throughput of three nodes is not three nodes' throughput; their CPU per read is what a read "+
 		"costs, on any machine.\n\n", p.scaleCount, sizeName(int64(p.scaleSize)), p.workers, mib(r.scaleAloneRAM), mib(r.scaleRAM))
 	b.WriteString("| layout | pass | reads | reads/s | p50 | RAM hits | hot hits | peer chunk reads | redirects | origin requests | nodes' CPU per read | CPU per read / one node's | page faults per read |\n")

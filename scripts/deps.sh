@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs, skipping what is already there:
 # the MinIO server binary, Debian's boto3, xxhash (the boto3 helper
-# clients/python/granary_route.py places chunks by the ring with it) and
+# clients/python/granary_route.py places chunks with it where it is, and
+# its tests hold the helper's own XXH64 to it) and
 # aws cli, fuse3 (the
 # fusermount3 helper the FUSE sidecar's tests mount and unmount with),
 # nginx (the loadtest's proxy_cache reference target, tested over MinIO),

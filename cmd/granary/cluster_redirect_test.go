@@ -198,10 +198,10 @@ func TestClusterRedirectsToOwners(t *testing.T) {
 	// The ring call's partitions place chunks as the nodes' ring does.
 	checkRingAnswer(t, r, n1)
 
-	// boto3 with the helper, through n1, with each Python: every object
-	// whole, and n1 relays no chunk of them. With xxhash the helper sends
-	// each GET to its owner by the ring (n1 redirects none); without it,
-	// n1 redirects those it does not own.
+	// boto3 with the helper, through n1, with each Python, placing by the
+	// ring and by redirect alone: every object whole, and n1 relays no
+	// chunk of them. By the ring the helper sends each GET to its owner (n1
+	// redirects none); by redirect n1 redirects those it does not own.
 	redirects := func() (n float64) {
 		for _, a := range r.addrs {
 			n += metric(t, a, "granary_requests_total", `code="307"`)
@@ -209,19 +209,21 @@ func TestClusterRedirectsToOwners(t *testing.T) {
 		return n
 	}
 	for _, py := range pythons(t) {
-		hops := metric(t, r.addrs[0], "granary_peer_chunk_reads_total")
-		moved := redirects()
-		mode := botoRoutedReads(t, py, n1, r.env, "boto/", sums)
-		t.Logf("%s: the helper placed by %s", py, mode)
-		if d := metric(t, r.addrs[0], "granary_peer_chunk_reads_total") - hops; d != 0 {
-			t.Errorf("%s: n1 read %v chunks from its peers while boto3 read through it with owner routing", py, d)
-		}
-		d := redirects() - moved
-		switch {
-		case mode == "ring" && d != 0:
-			t.Errorf("%s: placing by the ring, boto3 was still redirected %v times: a GET reached a non-owner", py, d)
-		case mode == "redirect" && d == 0:
-			t.Errorf("%s: no member redirected boto3's GETs: the helper did not ask", py)
+		for _, mode := range []string{"ring", "redirect"} {
+			hops := metric(t, r.addrs[0], "granary_peer_chunk_reads_total")
+			moved := redirects()
+			hash := botoRoutedReads(t, py, mode, n1, r.env, "boto/", sums)
+			t.Logf("%s: the helper placed by %s (XXH64: %s)", py, mode, hash)
+			if d := metric(t, r.addrs[0], "granary_peer_chunk_reads_total") - hops; d != 0 {
+				t.Errorf("%s by %s: n1 read %v chunks from its peers while boto3 read through it with owner routing", py, mode, d)
+			}
+			d := redirects() - moved
+			switch {
+			case mode == "ring" && d != 0:
+				t.Errorf("%s: placing by the ring, boto3 was still redirected %v times: a GET reached a non-owner", py, d)
+			case mode == "redirect" && d == 0:
+				t.Errorf("%s: no member redirected boto3's GETs: the helper did not ask", py)
+			}
 		}
 	}
 
@@ -231,7 +233,7 @@ func TestClusterRedirectsToOwners(t *testing.T) {
 	r.nodes[2].stop(t)
 	r.nodes[2] = nil
 	for _, py := range pythons(t) {
-		botoRoutedReads(t, py, n1, r.env, "boto/", sums)
+		botoRoutedReads(t, py, "ring", n1, r.env, "boto/", sums)
 	}
 }
 
@@ -281,9 +283,10 @@ func pythons(t *testing.T) []string {
 
 // botoRoutedReads reads every object of sums under prefix with boto3
 // (Python py) through endpoint, owner routing on
-// (clients/python/granary_route.py), comparing bytes. It returns how the
-// helper placed the reads: "ring" or "redirect".
-func botoRoutedReads(t *testing.T, py, endpoint string, env map[string]string, prefix string, sums map[string][32]byte) string {
+// (clients/python/granary_route.py) and placing by mode ("ring" or
+// "redirect" alone), comparing bytes. It returns whose XXH64 the helper
+// used: "module" (xxhash's) or "own".
+func botoRoutedReads(t *testing.T, py, mode, endpoint string, env map[string]string, prefix string, sums map[string][32]byte) string {
 	t.Helper()
 	helper, err := filepath.Abs("../../clients/python")
 	if err != nil {
@@ -293,10 +296,11 @@ func botoRoutedReads(t *testing.T, py, endpoint string, env map[string]string, p
 import hashlib, sys, boto3
 import granary_route
 from granary_route import route_to_owners
-print("mode", "redirect" if granary_route.xxhash is None else "ring")
-s3 = route_to_owners(boto3.client("s3", endpoint_url=sys.argv[1], region_name="us-east-1",
-                     aws_access_key_id=sys.argv[2], aws_secret_access_key=sys.argv[3]))
-for key in sys.argv[4:]:
+print("hash", "own" if granary_route.xxh64 is granary_route._xxh64 else "module")
+granary_route.PLACE_BY_RING = sys.argv[1] == "ring"
+s3 = route_to_owners(boto3.client("s3", endpoint_url=sys.argv[2], region_name="us-east-1",
+                     aws_access_key_id=sys.argv[3], aws_secret_access_key=sys.argv[4]))
+for key in sys.argv[5:]:
     body = s3.get_object(Bucket="data", Key=key)["Body"].read()
     print(hashlib.sha256(body).hexdigest(), key)
 `
@@ -308,7 +312,7 @@ for key in sys.argv[4:]:
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	args := append([]string{"-c", script, endpoint, env["GRANARY_ACCESS_KEY"], env["GRANARY_SECRET_KEY"]}, keys...)
+	args := append([]string{"-c", script, mode, endpoint, env["GRANARY_ACCESS_KEY"], env["GRANARY_SECRET_KEY"]}, keys...)
 	cmd := exec.CommandContext(ctx, py, args...)
 	cmd.Env = append(os.Environ(), "AWS_EC2_METADATA_DISABLED=true", "PYTHONPATH="+helper)
 	out, err := cmd.CombinedOutput()
@@ -316,7 +320,7 @@ for key in sys.argv[4:]:
 		t.Fatalf("boto3: %v\n%s", err, out)
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	mode, _ := strings.CutPrefix(lines[0], "mode ")
+	hash, _ := strings.CutPrefix(lines[0], "hash ")
 	if lines = lines[1:]; len(lines) != len(keys) {
 		t.Fatalf("%s: boto3 read %d objects, want %d:\n%s", py, len(lines), len(keys), out)
 	}
@@ -326,7 +330,7 @@ for key in sys.argv[4:]:
 			t.Fatalf("%s: boto3 %s: sha256 %s, want %s", py, k, sum, want)
 		}
 	}
-	return mode
+	return hash
 }
 
 // TestBenchTrainByOwners: `granary bench train --by-owners` pointed at one
