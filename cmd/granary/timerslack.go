@@ -2,9 +2,14 @@
 // naps 20 µs at a time whenever the process is not wholly idle, and each
 // nap ends in a context switch: a node between bursts of requests (any
 // node not saturated, a cluster member answering its peers) wakes it
-// thousands of times a second. A slack of 200 µs lets the kernel end
+// thousands of times a second. A slack of 2 ms lets the kernel end
 // those naps later and together with other wake-ups, as it may for any
-// timer; nothing in granary waits on a timer that fine.
+// timer. What granary itself times finer than that is background work
+// (the index's 1 ms linger for a crowded batch of the disk filler's
+// inserts, the paced fill's 5 ms naps), which may run up to 2 ms later:
+// batches grow, the fill paces slower. An event a thread waits for (a
+// socket ready, a lock released) wakes it when it happens; only
+// timeouts are slack.
 //
 // A thread takes its slack from the thread that made it, and sysmon and
 // a few others exist before any of granary's code runs, so the slack is
@@ -40,7 +45,7 @@ const timerSlackEnv = "GRANARY_TIMER_SLACK"
 // maxTimerSlack bounds the setting (timers past it would be late enough
 // for a client to notice).
 const (
-	defaultTimerSlack = 200 * time.Microsecond
+	defaultTimerSlack = 2 * time.Millisecond
 	maxTimerSlack     = 10 * time.Millisecond
 )
 

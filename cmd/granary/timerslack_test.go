@@ -1,5 +1,5 @@
 // A granary process runs with the timer slack it is given
-// (GRANARY_TIMER_SLACK, 200 µs by default) on every thread, those made
+// (GRANARY_TIMER_SLACK, 2 ms by default) on every thread, those made
 // before its code ran included.
 package main
 
