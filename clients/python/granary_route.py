@@ -20,8 +20,8 @@ Two ways, the first where it can:
   each request straight to the owner, signed for it. A chunk's place is
   XXH64 of its name: the ``xxhash`` module computes it where installed
   (Debian: python3-xxhash; pip: xxhash), this file's own XXH64 otherwise
-  (about 3 us a request against 0.05, beside the millisecond boto3
-  spends on one).
+  (about 3 us a request against 0.05, beside the 0.6 ms or more boto3
+  spends on a GET).
 - By redirect, where the ring is unknown (a member too old to answer
   it) or out of date, or where PLACE_BY_RING is set False. Every
   request carries ``X-Granary-Route: owner``: a member that would relay
