@@ -26,13 +26,15 @@ type fillJob struct {
 	tier store.Tier
 }
 
-// fillWorkers is how many chunks the disk filler writes at once: the disk
+// FillWorkers is how many chunks the disk filler writes at once: the disk
 // tier's index commits concurrent inserts together (and lets a batch of
 // them linger a millisecond for more), so one writer would pay a bbolt
 // commit per chunk (a cold pass of 100 KiB samples spent 15% of the
 // node's CPU there), and sixteen share one among several chunks (against
-// four writers: 10-17% less of the node's CPU per cold miss).
-const fillWorkers = 16
+// four writers: 10-17% less of the node's CPU per cold miss). The disk
+// tiers the filler writes are told so (disk.Options.Writers): each batch
+// of inserts then waits for the others.
+const FillWorkers = 16
 
 // fillQueueJobs bounds the chunks waiting for the disk by count, beside
 // the byte budget: enough that a burst of small-object misses (8,192 x
@@ -40,7 +42,7 @@ const fillWorkers = 16
 // dropped for want of slots.
 const fillQueueJobs = 8192
 
-// diskFiller owns fillWorkers goroutines that write queued chunks to tier.
+// diskFiller owns FillWorkers goroutines that write queued chunks to tier.
 // queued counts the bytes of jobs in jobs; it is added before a send and
 // subtracted after the write, so it bounds the memory the queue pins.
 // Flights may finish after the engine closed, so enqueue may race close:
@@ -64,8 +66,8 @@ func newDiskFiller(e *Engine, tier store.Tier, max int64) *diskFiller {
 			Name: "granary_disk_fill_dropped_total",
 			Help: "Chunks not written to the disk tier because its write queue was full.",
 		})}
-	f.workers.Add(fillWorkers)
-	for range fillWorkers {
+	f.workers.Add(FillWorkers)
+	for range FillWorkers {
 		go f.run()
 	}
 	return f

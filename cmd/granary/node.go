@@ -348,6 +348,7 @@ func openDisk(cfg Config, name, dir string, o disk.Options, n *node, log zerolog
 		return nil, fmt.Errorf("%s tier: %w", name, err)
 	}
 	o.Capacity, o.Policy, o.Logger = int64(cfg.Disk), cfg.Eviction, log.With().Str("component", name).Logger()
+	o.Writers = gateway.FillWorkers // only the engine's disk filler puts chunks here
 	d, err := disk.Open(o)
 	if err != nil {
 		return nil, fmt.Errorf("%s tier: %w", name, err)

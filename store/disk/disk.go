@@ -102,6 +102,13 @@ type Options struct {
 	// tier of each kind; the owner's opens first.
 	Shared *Shared
 	Yields bool
+	// Writers is how many goroutines Put to the tier at once, at most,
+	// each waiting for its Put before its next: the node's disk filler
+	// (gateway.FillWorkers). Above one, their index inserts wait up to
+	// a millisecond for each other to share a commit (index.Options);
+	// a lone goroutine putting chunk after chunk would wait at each.
+	// Zero: inserts share commits only when they evidently overlap.
+	Writers int
 }
 
 // normalize validates o and fills in defaults.
@@ -255,13 +262,14 @@ func Open(opts Options) (*Tier, error) {
 // data files as orphans.
 func (t *Tier) openIndex() (*index.DB, error) {
 	path := filepath.Join(t.opts.Dir, "index.db")
-	idx, err := index.Open(path)
+	o := index.Options{Inserters: t.opts.Writers}
+	idx, err := index.Open(path, o)
 	if errors.Is(err, index.ErrCorrupt) {
 		t.log.Warn().Err(err).Msg("index unreadable; starting the disk cache empty")
 		if rmErr := os.Remove(path); rmErr != nil {
 			return nil, fmt.Errorf("%w: remove corrupt index: %v", ErrIO, rmErr)
 		}
-		idx, err = index.Open(path)
+		idx, err = index.Open(path, o)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrIO, err)

@@ -38,6 +38,13 @@ func TestConformance(t *testing.T) {
 			return forcePut{openT(t, Options{Dir: t.TempDir(), Capacity: capacity})}
 		})
 	})
+	// As the node opens it: each index insert waits for a pool of
+	// writers that, here, is one goroutine.
+	t.Run("tinylfu, pooled writers", func(t *testing.T) {
+		storetest.RunTier(t, func(t *testing.T, capacity int64) store.Tier {
+			return forcePut{openT(t, Options{Dir: t.TempDir(), Capacity: capacity, Writers: 16})}
+		})
+	})
 }
 
 // forcePut is a Tier whose Put falls back to PutAlways when admission

@@ -14,11 +14,12 @@ import (
 const maxBatch = 256
 
 // lingerFor is how long a batch of inserts waits for more to share its
-// commit, when the batch before it had several writers: the disk filler's
-// concurrent inserts during a cold pass then pay a commit per several
-// chunks rather than one each (a sixth of a node's CPU per small miss).
-// A writer alone never waits, and any write that is not an insert (a
-// removal, a drop) commits the batch at once.
+// commit: when the batch before it had several writers, or always where
+// the index was told its inserters are a pool (Options.Inserters). The
+// disk filler's concurrent inserts during a cold pass then pay a commit
+// per several chunks rather than one each (a sixth of a node's CPU per
+// small miss). Without a pool a writer alone never waits, and any write
+// that is not an insert (a removal, a drop) commits the batch at once.
 const lingerFor = time.Millisecond
 
 // writeReq is one queued write: fn applies it inside the shared
@@ -60,10 +61,12 @@ func (d *DB) enqueue(req writeReq) error {
 }
 
 // commitLoop is the single committer. With one writer it commits each
-// write at once (no added delay); while a commit runs, later writes queue
-// and go together in the next one, and a batch of inserts following a
-// batch of several writes lingers for more (lingerFor). It exits when
-// Close closes the queue, after committing what was queued.
+// write at once (no added delay) unless the index has a pool of
+// inserters; while a commit runs, later writes queue and go together in
+// the next one, and a batch of inserts following a batch of several
+// writes, or any batch of a pool's inserts, lingers for more (lingerFor).
+// It exits when Close closes the queue, after committing what was
+// queued.
 func (d *DB) commitLoop() {
 	defer close(d.stopped)
 	batch := make([]writeReq, 0, maxBatch)
@@ -71,27 +74,27 @@ func (d *DB) commitLoop() {
 	for first := range d.writes {
 		batch = append(batch[:0], first)
 		var linger <-chan time.Time
-		if crowded && first.insert {
-			linger = time.After(lingerFor)
+		if first.insert && (crowded || d.inserters > 1) {
+			linger = time.After(d.lingerFor)
 			d.lingered.Add(1)
 		}
-		batch = fillBatch(d.writes, batch, linger)
+		batch = fillBatch(d.writes, batch, linger, d.enough())
 		crowded = len(batch) > 1
 		d.commit(batch)
 	}
 }
 
 // fillBatch adds the queued writes to batch, up to maxBatch. With linger
-// set it also waits for new ones until linger fires or a write that is not
-// an insert joins.
-func fillBatch(writes <-chan writeReq, batch []writeReq, linger <-chan time.Time) []writeReq {
+// set it also waits for new ones until linger fires, a write that is not
+// an insert joins, or the batch holds enough writes.
+func fillBatch(writes <-chan writeReq, batch []writeReq, linger <-chan time.Time, enough int) []writeReq {
 	for len(batch) < maxBatch {
 		var r writeReq
 		var ok bool
 		select {
 		case r, ok = <-writes:
 		default:
-			if linger == nil {
+			if linger == nil || len(batch) >= enough {
 				return batch
 			}
 			select {
@@ -109,6 +112,16 @@ func fillBatch(writes <-chan writeReq, batch []writeReq, linger <-chan time.Time
 		}
 	}
 	return batch
+}
+
+// enough is how many writes end a batch's wait: one from each of a pool's
+// inserters (none of them can add another before the commit answers it),
+// else as many as a batch holds.
+func (d *DB) enough() int {
+	if d.inserters > 1 {
+		return d.inserters
+	}
+	return maxBatch
 }
 
 // commit applies batch in one transaction. If it fails, each write is

@@ -1,11 +1,14 @@
 // Group commit: inserts from concurrent writers linger to share a commit,
-// a writer alone never waits, and every write is committed either way.
+// a writer alone never waits unless the index was told of a pool of
+// inserters, and every write is committed either way.
 package index
 
 import (
 	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/granary-dev/granary/store"
 )
@@ -55,5 +58,49 @@ func TestConcurrentInsertsLinger(t *testing.T) {
 	rm.Wait()
 	if d.Count() != (writers+1)*each-1 {
 		t.Fatalf("Count = %d, want %d", d.Count(), (writers+1)*each-1)
+	}
+}
+
+func openPooled(t *testing.T, inserters int) *DB {
+	t.Helper()
+	d, err := Open(filepath.Join(t.TempDir(), "index.db"), Options{Inserters: inserters})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	return d
+}
+
+func TestPooledInsertsLingerEvenAlone(t *testing.T) {
+	d := openPooled(t, 4)
+	insertN(t, d, 0, 20)
+	if n := d.lingered.Load(); n != 20 {
+		t.Fatalf("%d of 20 batches of a pool's inserts waited for the others, want all", n)
+	}
+	if d.Count() != 20 {
+		t.Fatalf("Count = %d, want 20", d.Count())
+	}
+}
+
+func TestPooledBatchCommitsOnceEveryInserterIsIn(t *testing.T) {
+	const inserters, each = 4, 25
+	d := openPooled(t, inserters)
+	d.lingerFor = time.Hour // only a batch holding every inserter's insert commits before it
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var wg sync.WaitGroup
+		for w := range inserters {
+			wg.Go(func() { insertN(t, d, w, each) })
+		}
+		wg.Wait()
+	}()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("a batch holding one insert from each of the pool's inserters waited out its linger")
+	}
+	if d.Count() != inserters*each {
+		t.Fatalf("Count = %d, want %d", d.Count(), inserters*each)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -60,6 +61,10 @@ type DB struct {
 	closed  bool
 	writes  chan writeReq
 	stopped chan struct{} // closed when the committer has exited
+	// inserters is Options.Inserters; lingerFor is how long a batch of
+	// inserts may wait for more (lingerFor; tests set it).
+	inserters int
+	lingerFor time.Duration
 	// lingered counts the batches that waited for more inserts (tests
 	// read it).
 	lingered atomic.Int64
@@ -76,13 +81,27 @@ type DB struct {
 	beforeCommit func()
 }
 
+// Options configure an index.
+type Options struct {
+	// Inserters, above one, says that inserts come from a pool of that
+	// many goroutines, each waiting for its insert's commit before its
+	// next (the disk filler's workers). Every batch of inserts then
+	// waits up to lingerFor for the others, and commits once it holds
+	// one from each: a cold pass's inserts arrive a few a millisecond,
+	// fewer than a commit's length apart, so without the wait most
+	// paid a commit of their own. A lone goroutine inserting one chunk
+	// after another would wait at each. Zero or one: a batch waits only
+	// after a batch of several writes, and a writer alone never waits.
+	Inserters int
+}
+
 // Open opens or creates the index file at path.
-func Open(path string) (*DB, error) {
+func Open(path string, o Options) (*DB, error) {
 	db, err := boltdb.Open(path, boltdb.Errors{Locked: ErrLocked, Corrupt: ErrCorrupt, IO: ErrIO})
 	if err != nil {
 		return nil, err
 	}
-	d := &DB{db: db}
+	d := &DB{db: db, inserters: o.Inserters, lingerFor: lingerFor}
 	var n int64
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, name := range [][]byte{bucketChunks, bucketUnits, bucketMeta} {

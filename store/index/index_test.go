@@ -16,7 +16,7 @@ import (
 func openTest(t *testing.T) (*DB, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "index.db")
-	d, err := Open(path)
+	d, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestObjectsAndUnits(t *testing.T) {
 	if _, err := d.Lookup(store.ChunkID{}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Lookup after Close = %v", err)
 	}
-	d2, err := Open(path)
+	d2, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestOpenCorrupt(t *testing.T) {
 	if err := os.WriteFile(path, bytes.Repeat([]byte("not a bbolt file "), 1000), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(path); !errors.Is(err, ErrCorrupt) {
+	if _, err := Open(path, Options{}); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Open of garbage = %v, want ErrCorrupt", err)
 	}
 }

@@ -68,7 +68,7 @@ func TestPresenceSkipsTransactionsForAbsentChunks(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	d2, err := Open(path)
+	d2, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
