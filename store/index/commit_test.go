@@ -104,3 +104,37 @@ func TestPooledBatchCommitsOnceEveryInserterIsIn(t *testing.T) {
 		t.Fatalf("Count = %d, want %d", d.Count(), inserters*each)
 	}
 }
+
+func TestCloseCommitsALingeringBatch(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "index.db")
+	d, err := Open(path, Options{Inserters: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.lingerFor = time.Hour // the batch waits for three inserters that never come
+	inserted := make(chan error, 1)
+	go func() {
+		id := store.ChunkID{Bucket: "b", Key: "k", ETag: "e"}
+		_, err := d.Insert(id, Location{Kind: InSegment, Unit: 1, Length: 10}, nil)
+		inserted <- err
+	}()
+	for deadline := time.Now().Add(time.Minute); d.lingered.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the insert's batch never started to wait")
+		}
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-inserted; err != nil {
+		t.Fatalf("the lingering insert failed at Close: %v", err)
+	}
+	d2, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Close()
+	if d2.Count() != 1 {
+		t.Fatalf("Count after reopening = %d, want the lingering insert committed", d2.Count())
+	}
+}
