@@ -23,14 +23,23 @@ func insertN(t *testing.T, d *DB, writer, n int) {
 	}
 }
 
-func TestSequentialInsertsNeverLinger(t *testing.T) {
-	d, _ := openTest(t)
-	insertN(t, d, 0, 300)
-	if n := d.lingered.Load(); n != 0 {
-		t.Fatalf("a writer alone waited for others %d times", n)
-	}
-	if d.Count() != 300 {
-		t.Fatalf("Count = %d, want 300", d.Count())
+// A writer alone never waits for others, unless the index was told its
+// inserts come from a pool: then every batch waits for the rest of it.
+func TestSequentialInsertsLingerOnlyInAPool(t *testing.T) {
+	for _, c := range []struct {
+		inserters   int
+		wantLingers int64
+	}{{0, 0}, {1, 0}, {4, 300}} {
+		t.Run(fmt.Sprintf("inserters=%d", c.inserters), func(t *testing.T) {
+			d, _ := openWith(t, Options{Inserters: c.inserters})
+			insertN(t, d, 0, 300)
+			if n := d.lingered.Load(); n != c.wantLingers {
+				t.Fatalf("a writer alone waited for others %d times, want %d", n, c.wantLingers)
+			}
+			if d.Count() != 300 {
+				t.Fatalf("Count = %d, want 300", d.Count())
+			}
+		})
 	}
 }
 
@@ -61,30 +70,9 @@ func TestConcurrentInsertsLinger(t *testing.T) {
 	}
 }
 
-func openPooled(t *testing.T, inserters int) *DB {
-	t.Helper()
-	d, err := Open(filepath.Join(t.TempDir(), "index.db"), Options{Inserters: inserters})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	return d
-}
-
-func TestPooledInsertsLingerEvenAlone(t *testing.T) {
-	d := openPooled(t, 4)
-	insertN(t, d, 0, 20)
-	if n := d.lingered.Load(); n != 20 {
-		t.Fatalf("%d of 20 batches of a pool's inserts waited for the others, want all", n)
-	}
-	if d.Count() != 20 {
-		t.Fatalf("Count = %d, want 20", d.Count())
-	}
-}
-
 func TestPooledBatchCommitsOnceEveryInserterIsIn(t *testing.T) {
 	const inserters, each = 4, 25
-	d := openPooled(t, inserters)
+	d, _ := openWith(t, Options{Inserters: inserters})
 	d.lingerFor = time.Hour // only a batch holding every inserter's insert commits before it
 	done := make(chan struct{})
 	go func() {
@@ -129,12 +117,7 @@ func TestCloseCommitsALingeringBatch(t *testing.T) {
 	if err := <-inserted; err != nil {
 		t.Fatalf("the lingering insert failed at Close: %v", err)
 	}
-	d2, err := Open(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d2.Close()
-	if d2.Count() != 1 {
+	if d2 := reopen(t, path); d2.Count() != 1 {
 		t.Fatalf("Count after reopening = %d, want the lingering insert committed", d2.Count())
 	}
 }

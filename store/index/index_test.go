@@ -15,8 +15,24 @@ import (
 
 func openTest(t *testing.T) (*DB, string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "index.db")
+	return openWith(t, Options{})
+}
+
+// reopen opens the index file at path again, closed at the test's end.
+func reopen(t *testing.T, path string) *DB {
+	t.Helper()
 	d, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	return d
+}
+
+func openWith(t *testing.T, o Options) (*DB, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "index.db")
+	d, err := Open(path, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,11 +173,7 @@ func TestObjectsAndUnits(t *testing.T) {
 	if _, err := d.Lookup(store.ChunkID{}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Lookup after Close = %v", err)
 	}
-	d2, err := Open(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d2.Close()
+	d2 := reopen(t, path)
 	if d2.Count() != 1 {
 		t.Fatalf("Count after reopen = %d, want 1", d2.Count())
 	}
