@@ -88,7 +88,7 @@ type Options struct {
 	// next (the disk filler's workers). Every batch of inserts then
 	// waits up to lingerFor for the others, and commits once it holds
 	// one from each: a cold pass's inserts arrive a few a millisecond,
-	// fewer than a commit's length apart, so without the wait most
+	// further apart than a commit takes, so without the wait most
 	// paid a commit of their own. A lone goroutine inserting one chunk
 	// after another would wait at each. Zero or one: a batch waits only
 	// after a batch of several writes, and a writer alone never waits.
