@@ -72,14 +72,19 @@ func parseAuthorization(h string) (authHeader, error) {
 }
 
 // indexSeparator returns the index of the first ',', ' ' or '\t' in s, -1
-// if none.
+// if none: one vectorised scan per separator, each stopping at the last's
+// find.
 func indexSeparator(s string) int {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c == ',' || c == ' ' || c == '\t' {
-			return i
+	end := len(s)
+	for _, sep := range []byte{',', ' ', '\t'} {
+		if i := strings.IndexByte(s[:end], sep); i >= 0 {
+			end = i
 		}
 	}
-	return -1
+	if end == len(s) {
+		return -1
+	}
+	return end
 }
 
 // setField stores one "Name=value" token of the header.
@@ -226,12 +231,25 @@ func parseAmzDate(s string) (time.Time, bool) {
 	}
 	y, mo, d := num(0, 4), num(4, 2), num(6, 2)
 	h, mi, se := num(9, 2), num(11, 2), num(13, 2)
-	t := time.Date(y, time.Month(mo), d, h, mi, se, 0, time.UTC)
 	// time.Date normalises out-of-range fields; refuse them instead.
-	if t.Year() != y || int(t.Month()) != mo || t.Day() != d || t.Hour() != h || t.Minute() != mi || t.Second() != se {
+	if mo < 1 || mo > 12 || d < 1 || d > daysIn(time.Month(mo), y) || h > 23 || mi > 59 || se > 59 {
 		return time.Time{}, false
 	}
-	return t, true
+	return time.Date(y, time.Month(mo), d, h, mi, se, 0, time.UTC), true
+}
+
+// daysIn returns the number of days of month m in year y (Gregorian).
+func daysIn(m time.Month, y int) int {
+	switch m {
+	case time.February:
+		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
+			return 29
+		}
+		return 28
+	case time.April, time.June, time.September, time.November:
+		return 30
+	}
+	return 31
 }
 
 // checkSignedHeaders requires a well-formed list that includes host, and

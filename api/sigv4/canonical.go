@@ -7,6 +7,8 @@ package sigv4
 import (
 	"cmp"
 	"crypto/sha256"
+	"encoding"
+	"hash"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,6 +31,21 @@ type scratch struct {
 	// queryEnds the end of each key and value in it.
 	query     []byte
 	queryEnds []int
+	sha       stateHash // made on first use by digest
+}
+
+// stateHash is a SHA-256 digest whose state can be set (macKey.sum).
+type stateHash interface {
+	hash.Hash
+	encoding.BinaryUnmarshaler
+}
+
+// digest returns sc's SHA-256 digest, in no particular state.
+func (sc *scratch) digest() stateHash {
+	if sc.sha == nil {
+		sc.sha = sha256.New().(stateHash)
+	}
+	return sc.sha
 }
 
 var scratchPool = sync.Pool{New: func() any {
@@ -152,6 +169,15 @@ func appendCanonicalURI(b []byte, raw string) []byte {
 		return append(b, '/')
 	}
 	for i := 0; i < len(raw); i++ {
+		// A run of bytes that stay as they are is copied at once.
+		j := i
+		for j < len(raw) && uriVerbatim[raw[j]] {
+			j++
+		}
+		b = append(b, raw[i:j]...)
+		if i = j; i == len(raw) {
+			break
+		}
 		c := raw[i]
 		if c == '%' && i+2 < len(raw) && isHex(raw[i+1]) && isHex(raw[i+2]) {
 			c = unhex(raw[i+1])<<4 | unhex(raw[i+2])
@@ -165,6 +191,15 @@ func appendCanonicalURI(b []byte, raw string) []byte {
 	}
 	return b
 }
+
+// uriVerbatim holds the bytes a canonical URI keeps as sent: the
+// unreserved ones and '/'.
+var uriVerbatim = func() (t [256]bool) {
+	for i := range t {
+		t[i] = i == '/' || isUnreserved(byte(i))
+	}
+	return t
+}()
 
 // AppendEscapedPath appends path, unescaped, escaped as the canonical
 // URI of a signature has it: every byte but the unreserved ones and '/'

@@ -5,7 +5,10 @@
 // walk of the fields and without a map.
 package sigv4
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+)
 
 // Field is one header field as received: its name in any case, its value
 // untrimmed.
@@ -152,9 +155,14 @@ func (x *headerIndex) name(p int) string  { return x.h[x.byName[p]].Name }
 func (x *headerIndex) value(p int) string { return x.h[x.byName[p]].Value }
 
 // compareFold compares two header names as their ASCII lower-case forms.
+// Equal bytes are passed without folding: names compared while sorting
+// share prefixes (x-amz-) and mostly agree in case.
 func compareFold(a, b string) int {
 	n := min(len(a), len(b))
 	for i := 0; i < n; i++ {
+		if a[i] == b[i] {
+			continue
+		}
 		ca, cb := lowerASCII(a[i]), lowerASCII(b[i])
 		if ca != cb {
 			if ca < cb {
@@ -163,21 +171,21 @@ func compareFold(a, b string) int {
 			return 1
 		}
 	}
-	switch {
-	case len(a) < len(b):
-		return -1
-	case len(a) > len(b):
-		return 1
-	}
-	return 0
+	return cmp.Compare(len(a), len(b))
 }
 
-func lowerASCII(c byte) byte {
-	if c >= 'A' && c <= 'Z' {
-		return c + 'a' - 'A'
+func lowerASCII(c byte) byte { return lowerTable[c] }
+
+// lowerTable maps each byte to its ASCII lower case.
+var lowerTable = func() (t [256]byte) {
+	for i := range t {
+		t[i] = byte(i)
+		if 'A' <= i && i <= 'Z' {
+			t[i] += 'a' - 'A'
+		}
 	}
-	return c
-}
+	return t
+}()
 
 // appendLower appends s in ASCII lower case.
 func appendLower(b []byte, s string) []byte {

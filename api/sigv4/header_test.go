@@ -4,6 +4,7 @@ package sigv4
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -302,5 +303,31 @@ func TestAppendEscapedPath(t *testing.T) {
 	}
 	if c := string(appendCanonicalURI(nil, got)); c != got {
 		t.Fatalf("canonical URI of %q is %q", got, c)
+	}
+}
+
+// parseAmzDate accepts exactly the dates time.Parse accepts in the
+// layout, leap days and the ends of months and days included.
+func TestParseAmzDateMatchesTimeParse(t *testing.T) {
+	dates := []string{
+		"20261130T235959Z", "20240229T000000Z", "20000229T120000Z", "19000229T120000Z",
+		"20250229T120000Z", "20261131T000000Z", "20260431T000000Z", "20261231T000000Z",
+		"20261301T000000Z", "20260001T000000Z", "20261100T000000Z", "20261130T240000Z",
+		"20261130T236000Z", "20261130T235960Z", "2026113T0235959Z", "20261130 235959Z",
+		"20261130T235959z", "+0261130T235959Z", "20261130T23595Z", "",
+	}
+	for m := 1; m <= 12; m++ {
+		for _, d := range []int{28, 29, 30, 31, 32} {
+			for _, y := range []int{1900, 2000, 2024, 2026} {
+				dates = append(dates, fmt.Sprintf("%04d%02d%02dT010203Z", y, m, d))
+			}
+		}
+	}
+	for _, s := range dates {
+		want, err := time.Parse(amzDateLayout, s)
+		got, ok := parseAmzDate(s)
+		if ok != (err == nil) || (ok && !got.Equal(want)) {
+			t.Errorf("%q: got %v, %v; time.Parse %v, %v", s, got, ok, want, err)
+		}
 	}
 }

@@ -34,7 +34,7 @@ type keyID struct{ accessKey, date, region string }
 // (and its entry is replaced) and a removed key never gets here.
 type cachedKey struct {
 	secret string
-	key    [32]byte
+	key    *macKey
 }
 
 // keyCache maps keyID to its key, as sync.Map does but without boxing
@@ -61,7 +61,7 @@ func (v *Verifier) cache() *keyCache {
 
 // lookup returns the cached key of id if it was derived from secret: from
 // read without a lock, else from dirty.
-func (c *keyCache) lookup(id keyID, secret string) ([32]byte, bool) {
+func (c *keyCache) lookup(id keyID, secret string) (*macKey, bool) {
 	if m := c.read.Load(); m != nil {
 		if e, ok := (*m)[id]; ok && e.secret == secret {
 			return e.key, true
@@ -72,12 +72,12 @@ func (c *keyCache) lookup(id keyID, secret string) ([32]byte, bool) {
 	if e, ok := c.dirty[id]; ok && e.secret == secret {
 		return e.key, true
 	}
-	return [32]byte{}, false
+	return nil, false
 }
 
 // store caches key for id. Callers store only keys that verified a
 // signature, so requests signed with a wrong secret cannot fill the cache.
-func (c *keyCache) store(id keyID, secret string, key [32]byte) {
+func (c *keyCache) store(id keyID, secret string, key *macKey) {
 	// The strings point into the request; the cache outlives it.
 	id = keyID{strings.Clone(id.accessKey), strings.Clone(id.date), strings.Clone(id.region)}
 	c.mu.Lock()
@@ -130,11 +130,11 @@ func expiredBefore(date string) string {
 
 // signingKey returns a's signing key, from the cache when it can, and
 // whether it came from there.
-func (c *keyCache) signingKey(a *authInfo) ([32]byte, bool) {
+func (c *keyCache) signingKey(a *authInfo) (*macKey, bool) {
 	if k, ok := c.lookup(keyID{a.accessKey, a.date, a.region}, a.secret); ok {
 		return k, true
 	}
-	return deriveKey(a.secret, a.date, a.region), false
+	return newMACKey(deriveKey(a.secret, a.date, a.region)), false
 }
 
 // deriveKey computes the HMAC chain "AWS4"+secret -> date -> region -> s3

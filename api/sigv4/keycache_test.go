@@ -16,7 +16,11 @@ import (
 // cachedKeyOf returns the key v caches for (testAK, date, testRegion)
 // derived from testSK.
 func cachedKeyOf(v *Verifier, date string) ([32]byte, bool) {
-	return v.cache().lookup(keyID{testAK, date, testRegion}, testSK)
+	k, ok := v.cache().lookup(keyID{testAK, date, testRegion}, testSK)
+	if !ok {
+		return [32]byte{}, false
+	}
+	return k.key, true
 }
 
 func TestKeyCacheFollowsCredentials(t *testing.T) {
@@ -88,7 +92,7 @@ func TestKeyCacheBounded(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < maxCachedKeys; i++ {
-				c.store(keyID{testAK, "20261129", fmt.Sprintf("r%d-%d", g, i)}, testSK, [32]byte{byte(i)})
+				c.store(keyID{testAK, "20261129", fmt.Sprintf("r%d-%d", g, i)}, testSK, newMACKey([32]byte{byte(i)}))
 				c.lookup(keyID{testAK, "20261129", "r0-0"}, testSK)
 			}
 		}()

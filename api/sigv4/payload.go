@@ -42,6 +42,8 @@ func parseMode(p string) (payloadMode, [32]byte, error) {
 		return modeSignedChunksTrailer, sum, nil
 	case "STREAMING-UNSIGNED-PAYLOAD-TRAILER":
 		return modeUnsignedChunksTrailer, sum, nil
+	case emptySHA256: // every signed GET
+		return modeHash, emptySum, nil
 	}
 	if !decodeHex(sum[:], p) {
 		return 0, sum, s3err.New(s3err.InvalidArgument, "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, a STREAMING-* value or a hex SHA-256.")

@@ -121,8 +121,9 @@ func v2Matches(r *Request, sc *scratch, secret, sig string, dates []v2Date) bool
 	return false
 }
 
-// hmacSHA1 is HMAC-SHA1 (RFC 2104) over a caller-provided scratch buffer,
-// as hmacSHA256. msg and scratch must not overlap.
+// hmacSHA1 is HMAC-SHA1 (RFC 2104) over a caller-provided scratch buffer
+// instead of crypto/hmac's allocations (SigV2 keeps no derived key to
+// hash the pads once). msg and scratch must not overlap.
 func hmacSHA1(key string, msg, scratch []byte) ([]byte, [sha1.Size]byte) {
 	if len(key) > hmacBlock {
 		k := sha1.Sum([]byte(key))
