@@ -3,6 +3,7 @@
 package api
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net"
@@ -76,24 +77,15 @@ func (w *wire) fill(req *fasthttp.Request) sigv4.Request {
 	queryEnd := len(raw)
 	raw = append(raw, req.Header.Host()...)
 	hostEnd := len(raw)
-	spans := w.spans[:0]
-	req.Header.VisitAllInOrder(func(k, v []byte) {
-		var f fieldSpan
-		f.name[0] = len(raw)
-		raw = append(raw, k...)
-		f.name[1] = len(raw)
-		raw = append(raw, v...)
-		f.value = [2]int{f.name[1], len(raw)}
-		spans = append(spans, f)
-	})
-	w.raw, w.spans = raw, spans
-	str := string(raw) // the one copy every string of the request shares
+	w.raw, w.spans = raw, w.spans[:0]
+	w.addFields(req)
+	str := string(w.raw) // the one copy every string of the request shares
 	out := sigv4.Request{
 		RawPath: str[:pathEnd], RawQuery: str[pathEnd:queryEnd], Host: str[queryEnd:hostEnd],
 		ContentLength: -1,
 	}
 	fields := w.fields[:0]
-	for _, f := range spans {
+	for _, f := range w.spans {
 		name, value := str[f.name[0]:f.name[1]], str[f.value[0]:f.value[1]]
 		fields = append(fields, sigv4.Field{Name: name, Value: value})
 		if strings.EqualFold(name, "Content-Length") {
@@ -104,6 +96,65 @@ func (w *wire) fill(req *fasthttp.Request) sigv4.Request {
 	}
 	w.fields, out.Header = fields, fields
 	return out
+}
+
+// addFields appends req's header fields to w.raw in the order received,
+// recording where each name and value lie. fasthttp parsed (and checked)
+// the header block once already, so its lines are only split here: that
+// costs a fraction of fasthttp's walk in order, which parses them again.
+// A block with folded lines is left to that walk.
+func (w *wire) addFields(req *fasthttp.Request) {
+	rawLen, spansLen := len(w.raw), len(w.spans)
+	block := req.Header.RawHeaders()
+	for len(block) > 0 {
+		line := block
+		if i := bytes.IndexByte(block, '\n'); i >= 0 {
+			line, block = block[:i], block[i+1:]
+		} else {
+			block = nil
+		}
+		if len(block) > 0 && (block[0] == ' ' || block[0] == '\t') {
+			break // a folded line
+		}
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		if len(line) == 0 {
+			return // the blank line that ends the block
+		}
+		name, value, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			continue // fasthttp refuses such a line before here
+		}
+		// As fasthttp reads a field: white space after the name and
+		// around the value is not part of either.
+		w.addField(trimRightWS(name), trimRightWS(trimLeftWS(value)))
+	}
+	w.raw, w.spans = w.raw[:rawLen], w.spans[:spansLen]
+	req.Header.VisitAllInOrder(w.addField)
+}
+
+func trimLeftWS(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+		b = b[1:]
+	}
+	return b
+}
+
+func trimRightWS(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// addField appends one field's name and value to w.raw.
+func (w *wire) addField(name, value []byte) {
+	var f fieldSpan
+	f.name[0] = len(w.raw)
+	w.raw = append(w.raw, name...)
+	f.name[1] = len(w.raw)
+	w.raw = append(w.raw, value...)
+	f.value = [2]int{f.name[1], len(w.raw)}
+	w.spans = append(w.spans, f)
 }
 
 // isSigned reports whether a request carries credentials: an
