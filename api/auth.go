@@ -124,26 +124,13 @@ func (w *wire) addFields(req *fasthttp.Request) {
 		if !ok {
 			continue // fasthttp refuses such a line before here
 		}
-		// As fasthttp reads a field: white space after the name and
-		// around the value is not part of either.
-		w.addField(trimRightWS(name), trimRightWS(trimLeftWS(value)))
+		// As fasthttp reads a field: white space around the name (only
+		// after it: a line starting with some is a fold) and around the
+		// value is not part of either.
+		w.addField(trimSpace(name), trimSpace(value))
 	}
 	w.raw, w.spans = w.raw[:rawLen], w.spans[:spansLen]
 	req.Header.VisitAllInOrder(w.addField)
-}
-
-func trimLeftWS(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
-		b = b[1:]
-	}
-	return b
-}
-
-func trimRightWS(b []byte) []byte {
-	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
-		b = b[:len(b)-1]
-	}
-	return b
 }
 
 // addField appends one field's name and value to w.raw.

@@ -83,6 +83,7 @@ func parseDigits(b []byte) (int64, bool) {
 	return n, true
 }
 
+// trimSpace drops the spaces and tabs around b.
 func trimSpace(b []byte) []byte {
 	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
 		b = b[1:]

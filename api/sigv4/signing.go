@@ -1,6 +1,6 @@
 // Signatures: the string to sign, its HMAC under a cached key without
-// allocating, and the
-// constant-time comparison with the signature a request carries.
+// allocating, and the constant-time comparison with the signature a
+// request carries.
 package sigv4
 
 import (
