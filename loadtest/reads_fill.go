@@ -27,6 +27,8 @@ type fillResult struct {
 	saved         int64
 	save          time.Duration
 	quiet, during smallResult
+	// what the kernel reclaimed over each pass (reclaim.go)
+	quietReclaim, duringReclaim reclaim
 }
 
 // saveSize is the checkpoint saved before the during-a-fill pass.
@@ -59,8 +61,9 @@ func measureFills(ctx context.Context, d *dataset, targets []target, origin save
 		if err != nil {
 			return fmt.Errorf("%s during a fill: %w", t.name, err)
 		}
-		logf("%s: warm %s c%d quiet %.0f ops/s, right after a %s save (%v) %.0f ops/s (%.2fx)", t.name, set.name, set.conc,
-			r.quiet.opsPerSec(), mib(r.saved), r.save.Round(time.Millisecond), r.during.opsPerSec(), r.during.opsPerSec()/r.quiet.opsPerSec())
+		logf("%s: warm %s c%d quiet %.0f ops/s, right after a %s save (%v) %.0f ops/s (%.2fx); reclaimed %v / %v", t.name, set.name, set.conc,
+			r.quiet.opsPerSec(), mib(r.saved), r.save.Round(time.Millisecond), r.during.opsPerSec(), r.during.opsPerSec()/r.quiet.opsPerSec(),
+			r.quietReclaim, r.duringReclaim)
 		rep.fills = append(rep.fills, r)
 	}
 	return nil
@@ -82,9 +85,11 @@ func measureFill(ctx context.Context, d *dataset, set objectSet, t target, creds
 		return r, err
 	}
 	var err error
+	before := readReclaim()
 	if r.quiet, err = runMetered(ctx, cl, set, t, "quiet", least); err != nil {
 		return r, err
 	}
+	r.quietReclaim = readReclaim().sub(before)
 	saver, err := minio.New(strings.TrimPrefix(t.endpoint, "http://"), &minio.Options{
 		Creds: credentials.NewStaticV4(creds.access, creds.secret, ""), Region: "us-east-1"})
 	if err != nil {
@@ -96,7 +101,9 @@ func measureFill(ctx context.Context, d *dataset, set objectSet, t target, creds
 		return r, err
 	}
 	r.save = time.Since(start)
+	before = readReclaim()
 	r.during, err = runMetered(ctx, cl, set, t, "during a fill", least)
+	r.duringReclaim = readReclaim().sub(before)
 	return r, err
 }
 
@@ -192,14 +199,16 @@ func (r *report) fillTable(b *strings.Builder) {
 	b.WriteString("## Warm reads while a checkpoint lands\n\n" +
 		"Each cache's warm reads (the set again and again, for a few seconds) on a quiet cache (its processes idle first), then again the moment a checkpoint save through the same cache returned " +
 		"(minio-go, 16 MiB parts, 4 at once). nginx passes the save to MinIO; Granary also fills its tiers from its own copy " +
-		"afterwards, as background work that yields to clients.\n\n")
-	b.WriteString("| target | objects | conc | save | quiet ops/s | during the fill | during / quiet | CPU per GET quiet / during |\n" +
-		"|---|---|---:|---|---:|---:|---:|---|\n")
+		"afterwards, as background work that yields to clients. The last column is what the kernel reclaimed while each pass ran, " +
+		"by kswapd and by allocations that stalled to reclaim, and the memory free as it began (/proc/vmstat, /proc/meminfo): " +
+		"work for the whole machine that no process's CPU time shows.\n\n")
+	b.WriteString("| target | objects | conc | save | quiet ops/s | during the fill | during / quiet | CPU per GET quiet / during | memory reclaimed quiet / during |\n" +
+		"|---|---|---:|---|---:|---:|---:|---|---|\n")
 	for _, f := range r.fills {
 		q, d := f.quiet.cpu.perGet(f.quiet.n), f.during.cpu.perGet(f.during.n)
-		fmt.Fprintf(b, "| %s | %s | %d | %s in %.1f s | %.0f | %.0f | %.2fx | %s / %s |\n", f.target, f.quiet.set, f.quiet.conc,
+		fmt.Fprintf(b, "| %s | %s | %d | %s in %.1f s | %.0f | %.0f | %.2fx | %s / %s | %s / %s |\n", f.target, f.quiet.set, f.quiet.conc,
 			mib(f.saved), f.save.Seconds(), f.quiet.opsPerSec(), f.during.opsPerSec(), f.during.opsPerSec()/f.quiet.opsPerSec(),
-			us(q.server), us(d.server))
+			us(q.server), us(d.server), f.quietReclaim, f.duringReclaim)
 	}
 	b.WriteString("\n")
 }

@@ -5,6 +5,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -16,15 +17,20 @@ func TestFillTable(t *testing.T) {
 		r.cpu.server = cpu * 10000
 		return r
 	}
+	calm := reclaim{free: 900 << 20, ok: true}
+	busy := reclaim{kswapd: 65536, direct: 2560, stalls: 7, free: 240 << 20, ok: true}
 	rep := &report{fills: []fillResult{
-		{target: "nginx", saved: 1 << 30, save: 4200 * time.Millisecond, quiet: pass(13000, 44*time.Microsecond), during: pass(12870, 46*time.Microsecond)},
-		{target: "granary", saved: 1 << 30, save: 6700 * time.Millisecond, quiet: pass(10000, 70*time.Microsecond), during: pass(9100, 78*time.Microsecond)},
+		{target: "nginx", saved: 1 << 30, save: 4200 * time.Millisecond, quiet: pass(13000, 44*time.Microsecond), during: pass(12870, 46*time.Microsecond),
+			quietReclaim: calm, duringReclaim: calm},
+		{target: "granary", saved: 1 << 30, save: 6700 * time.Millisecond, quiet: pass(10000, 70*time.Microsecond), during: pass(9100, 78*time.Microsecond),
+			quietReclaim: calm, duringReclaim: busy},
 	}}
 	var b strings.Builder
 	rep.fillTable(&b)
 	for _, want := range []string{
-		"| nginx | 100KiB | 64 | 1024 MiB in 4.2 s | 13000 | 12870 | 0.99x | 44 µs / 46 µs |",
-		"| granary | 100KiB | 64 | 1024 MiB in 6.7 s | 10000 | 9100 | 0.91x | 70 µs / 78 µs |",
+		"| nginx | 100KiB | 64 | 1024 MiB in 4.2 s | 13000 | 12870 | 0.99x | 44 µs / 46 µs | 0 MiB + 0 MiB in 0 stalls (900 MiB free) / 0 MiB + 0 MiB in 0 stalls (900 MiB free) |",
+		"| granary | 100KiB | 64 | 1024 MiB in 6.7 s | 10000 | 9100 | 0.91x | 70 µs / 78 µs | 0 MiB + 0 MiB in 0 stalls (900 MiB free) / " +
+			fmt.Sprintf("%s + %s in 7 stalls (240 MiB free) |", mib(65536*pageSize), mib(2560*pageSize)),
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
