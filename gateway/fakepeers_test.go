@@ -47,14 +47,15 @@ type fakeCluster struct {
 }
 
 type fakeClusterOptions struct {
-	n, owners int // members, Options.Owners
-	chunk     int64
-	wrap      func(store.Origin) store.Origin // per-engine origin (else the rig's)
-	modes     map[string]WriteMode            // by bucket; "rig" names the bucket
-	catalog   bool                            // each engine gets a catalog
-	fresh     *Freshness                      // the engines' rule (default immutable)
-	hot       int64                           // each hot tier's capacity (default 64 MiB)
-	disk      int64                           // if set, each engine's disk budget, shared by owned chunks and hot copies
+	n, owners  int // members, Options.Owners
+	chunk      int64
+	wrap       func(store.Origin) store.Origin // per-engine origin (else the rig's)
+	modes      map[string]WriteMode            // by bucket; "rig" names the bucket
+	catalog    bool                            // each engine gets a catalog
+	fresh      *Freshness                      // the engines' rule (default immutable)
+	hot        int64                           // each hot tier's capacity (default 64 MiB)
+	disk       int64                           // if set, each engine's disk budget, shared by owned chunks and hot copies
+	everywhere func(bucket, key string) bool   // Options.Everywhere
 }
 
 func newFakeCluster(t *testing.T, o fakeClusterOptions) *fakeCluster {
@@ -87,7 +88,7 @@ func newFakeCluster(t *testing.T, o fakeClusterOptions) *fakeCluster {
 		reg := prometheus.NewRegistry()
 		opts := Options{Origin: origin, Staging: stagingOf(origin), RAM: ram.New(ram.Options{Capacity: 256 << 20}), Hot: ram.New(ram.Options{Capacity: hot}),
 			ChunkSize: o.chunk, Freshness: fresh, Registerer: reg, Logger: zerolog.Nop(),
-			Peers: &fakePeers{c: c, self: i}, Owners: o.owners, Tee: openTee(t)}
+			Peers: &fakePeers{c: c, self: i}, Owners: o.owners, Everywhere: o.everywhere, Tee: openTee(t)}
 		if m, ok := o.modes["rig"]; ok {
 			opts.WriteModes = map[string]WriteMode{c.bucket: m}
 		}

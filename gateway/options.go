@@ -129,6 +129,11 @@ type Options struct {
 	// means 1); data written through the cluster gets max(R, 2).
 	Peers  Peers
 	Owners int
+	// Everywhere, if set, names the objects every live member owns (the
+	// configuration's everywhere prefixes): a member that misses one of
+	// their chunks reads it from the origin and places it on all the
+	// others, and each serves them from its own tiers, never by a hop.
+	Everywhere func(bucket, key string) bool
 	// Hot, if set, holds copies of chunks this node read from their owner
 	// for its clients, in RAM (the room the RAM tier's owned chunks
 	// leave). HotDisk, if set, holds them on disk (the room the disk

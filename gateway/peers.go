@@ -8,6 +8,7 @@ import (
 	"errors"
 	"hash/fnv"
 	"io"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -108,12 +109,19 @@ func (l *keyLocks) lock(bucket, key string) func() {
 	return m.Unlock
 }
 
-// readCopies is R for data read through: how many owners a chunk has.
-func (e *Engine) readCopies() int { return max(e.opts.Owners, 1) }
+// readCopies is R for chunk id read through: how many owners it has.
+// Every live member owns an object under an everywhere prefix (Owners
+// caps R at the members there are).
+func (e *Engine) readCopies(id store.ChunkID) int {
+	if e.opts.Everywhere != nil && e.opts.Everywhere(id.Bucket, id.Key) {
+		return math.MaxInt
+	}
+	return max(e.opts.Owners, 1)
+}
 
-// writeCopies is R for data written through this node: at least 2, so
-// a written chunk outlives one node (where the cluster has two).
-func (e *Engine) writeCopies() int { return max(e.opts.Owners, 2) }
+// writeCopies is R for chunk id written through this node: at least 2,
+// so a written chunk outlives one node (where the cluster has two).
+func (e *Engine) writeCopies(id store.ChunkID) int { return max(e.readCopies(id), 2) }
 
 // chunkOwners says whether this node reads chunk id from the origin
 // itself (no cluster, or it is one of the chunk's R owners) and
@@ -121,7 +129,7 @@ func (e *Engine) writeCopies() int { return max(e.opts.Owners, 2) }
 // the next one (who holds written chunks, and takes over when the first
 // dies).
 func (e *Engine) chunkOwners(id store.ChunkID) (local bool, ask []cluster.Member) {
-	r := e.readCopies()
+	r := e.readCopies(id)
 	self := e.peer.peers.Self().ID
 	for i, m := range e.peer.peers.Owners(cluster.ChunkKey(id.Bucket, id.Key, id.Index), max(r, 2)) {
 		if m.ID == self {
@@ -160,9 +168,9 @@ func (e *Engine) ownsFirstChunk(bucket, key string) bool {
 // nothing keeps it.
 func (e *Engine) placeChunk(id store.ChunkID, data []byte, want intent, toDisk bool, fl *flight) {
 	keep := want.has(wantKept)
-	r := e.readCopies()
+	r := e.readCopies(id)
 	if want.has(wantWritten) {
-		r = e.writeCopies()
+		r = e.writeCopies(id)
 	}
 	self := e.peer.peers.Self().ID
 	mine := false

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -103,6 +104,10 @@ type BucketConfig struct {
 	Warm []WarmSchedule `yaml:"warm"`
 	// Pin lists prefixes whose cached data is never evicted.
 	Pin []string `yaml:"pin"`
+	// Everywhere lists prefixes whose objects every cluster member owns:
+	// read from the origin once, placed on all, served by each from its
+	// own tiers (a node alone owns everything anyway).
+	Everywhere []string `yaml:"everywhere"`
 	// Quota caps the bucket's cached bytes in each tier (0: none).
 	Quota Size `yaml:"quota"`
 	// AnonymousRead lets requests without credentials GET and HEAD the
@@ -142,13 +147,32 @@ func (c Config) Quotas() store.Quotas {
 // ConfiguredPins returns the pinned prefixes of the configuration file,
 // by bucket.
 func (c Config) ConfiguredPins() map[string][]string {
-	pins := map[string][]string{}
+	return c.prefixes(func(b BucketConfig) []string { return b.Pin })
+}
+
+// EverywhereRule reports whether bucket/key lies under one of its
+// bucket's everywhere prefixes (gateway.Options.Everywhere), or is nil if
+// no bucket has any. Safe for concurrent use.
+func (c Config) EverywhereRule() func(bucket, key string) bool {
+	everywhere := c.prefixes(func(b BucketConfig) []string { return b.Everywhere })
+	if len(everywhere) == 0 {
+		return nil
+	}
+	return func(bucket, key string) bool {
+		return slices.ContainsFunc(everywhere[bucket], func(p string) bool { return strings.HasPrefix(key, p) })
+	}
+}
+
+// prefixes returns a per-bucket list of prefixes of the configuration
+// file (field picks it), by bucket, without the buckets that list none.
+func (c Config) prefixes(field func(BucketConfig) []string) map[string][]string {
+	out := map[string][]string{}
 	for name, b := range c.Buckets {
-		if len(b.Pin) > 0 {
-			pins[name] = b.Pin
+		if list := field(b); len(list) > 0 {
+			out[name] = list
 		}
 	}
-	return pins
+	return out
 }
 
 // Defaults returns the configuration of a node started with nothing set.

@@ -366,6 +366,18 @@ func TestExampleClusterConfig(t *testing.T) {
 	if err != nil || len(peers) != 3 || c.Cluster.NodeID != "n1" || !c.Cluster.enabled() {
 		t.Fatalf("cluster example: %+v, %v", c.Cluster, err)
 	}
+	everywhere := c.EverywhereRule()
+	for _, tc := range []struct {
+		bucket, key string
+		want        bool
+	}{{"datasets", "val/shard-0000.tar", true}, {"datasets", "train/shard-0000.tar", false}, {"other", "val/x", false}} {
+		if got := everywhere(tc.bucket, tc.key); got != tc.want {
+			t.Errorf("cluster example: %s/%s everywhere %v, want %v", tc.bucket, tc.key, got, tc.want)
+		}
+	}
+	if rule := Defaults().EverywhereRule(); rule != nil {
+		t.Error("the defaults have an everywhere rule; want none")
+	}
 }
 
 // TestExampleConfig keeps the shipped example loadable.

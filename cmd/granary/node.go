@@ -162,7 +162,7 @@ func buildNode(cfg Config, spec originSpec, oak, osk string, keys *access.Regist
 		peers = cl.peers()
 	}
 	eng, err := gateway.New(gateway.Options{
-		Peers: peers, Owners: cfg.Cluster.Owners, Hot: tiers.hot, HotDisk: tiers.hotDisk,
+		Peers: peers, Owners: cfg.Cluster.Owners, Everywhere: cfg.EverywhereRule(), Hot: tiers.hot, HotDisk: tiers.hotDisk,
 		Catalog: cat, Pins: pinSet, Quotas: cfg.Quotas(),
 		Origin: wb, Staging: wb, RAM: tiers.ram, Disk: tiers.disk, ChunkSize: int64(cfg.ChunkSize),
 		WorkingBytes: reserve / 2, DiskQueueBytes: diskQueueBytes(reserve, int64(cfg.ChunkSize)),
