@@ -169,7 +169,13 @@ func (e *Engine) runFlight(id store.ChunkID, f *flight, body io.ReadCloser, loca
 		return
 	}
 	want = f.intent(&e.mu) // joiners may have added to it
-	if !local {
+	switch {
+	case !local && e.everywhere(id):
+		// Every member keeps it as its own; the member that read it
+		// from the origin places it on the others.
+		e.storeChunk(id, data, want.has(wantKept), true, f)
+		return
+	case !local:
 		e.storeHot(id, data, f)
 		return
 	}

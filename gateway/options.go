@@ -130,9 +130,10 @@ type Options struct {
 	Peers  Peers
 	Owners int
 	// Everywhere, if set, names the objects every live member owns (the
-	// configuration's everywhere prefixes): a member that misses one of
-	// their chunks reads it from the origin and places it on all the
-	// others, and each serves them from its own tiers, never by a hop.
+	// configuration's everywhere prefixes): a chunk's first owner reads
+	// it from the origin for the cluster and places it on every member
+	// when its own clients read it; any other member that misses it asks
+	// that owner once and keeps it in its own tiers, not as a hot copy.
 	Everywhere func(bucket, key string) bool
 	// Hot, if set, holds copies of chunks this node read from their owner
 	// for its clients, in RAM (the room the RAM tier's owned chunks

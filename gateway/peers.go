@@ -109,11 +109,20 @@ func (l *keyLocks) lock(bucket, key string) func() {
 	return m.Unlock
 }
 
-// readCopies is R for chunk id read through: how many owners it has.
-// Every live member owns an object under an everywhere prefix (Owners
-// caps R at the members there are).
+// everywhere reports whether every live member keeps chunk id as its
+// own (its object lies under an everywhere prefix): the ring's first
+// owner reads it from the origin for the cluster and, reading it for its
+// own clients, places it on every member; any other member asks that
+// owner once and keeps the answer in its own tiers (chunks.go).
+func (e *Engine) everywhere(id store.ChunkID) bool {
+	return e.opts.Everywhere != nil && e.opts.Everywhere(id.Bucket, id.Key)
+}
+
+// readCopies is R for chunk id read through: how many owners it is
+// placed on (all the live members for an everywhere chunk: Owners caps
+// R at the members there are).
 func (e *Engine) readCopies(id store.ChunkID) int {
-	if e.opts.Everywhere != nil && e.opts.Everywhere(id.Bucket, id.Key) {
+	if e.everywhere(id) {
 		return math.MaxInt
 	}
 	return max(e.opts.Owners, 1)
@@ -124,12 +133,15 @@ func (e *Engine) readCopies(id store.ChunkID) int {
 func (e *Engine) writeCopies(id store.ChunkID) int { return max(e.readCopies(id), 2) }
 
 // chunkOwners says whether this node reads chunk id from the origin
-// itself (no cluster, or it is one of the chunk's R owners) and
-// otherwise which owners to ask, in order: the R owners and, after them,
-// the next one (who holds written chunks, and takes over when the first
-// dies).
+// itself (no cluster, or it is one of the chunk's R owners; the first
+// owner alone for an everywhere chunk) and otherwise which owners to
+// ask, in order: those R owners and, after them, the next one (who holds
+// written chunks, and takes over when the first dies).
 func (e *Engine) chunkOwners(id store.ChunkID) (local bool, ask []cluster.Member) {
-	r := e.readCopies(id)
+	r := max(e.opts.Owners, 1)
+	if e.everywhere(id) {
+		r = 1
+	}
 	self := e.peer.peers.Self().ID
 	for i, m := range e.peer.peers.Owners(cluster.ChunkKey(id.Bucket, id.Key, id.Index), max(r, 2)) {
 		if m.ID == self {
