@@ -179,7 +179,10 @@ func (e *Engine) runFlight(id store.ChunkID, f *flight, body io.ReadCloser, loca
 		e.storeHot(id, data, f)
 		return
 	}
-	if want.has(wantAsked) {
+	// A chunk a peer asked for stays here, but for an everywhere chunk,
+	// which goes to every member (the asker too: it may keep its copy
+	// from the answer first).
+	if want.has(wantAsked) && !e.everywhere(id) {
 		e.storeChunk(id, data, want.has(wantKept), true, f)
 		return
 	}

@@ -131,9 +131,10 @@ type Options struct {
 	Owners int
 	// Everywhere, if set, names the objects every live member owns (the
 	// configuration's everywhere prefixes): a chunk's first owner reads
-	// it from the origin for the cluster and places it on every member
-	// when its own clients read it; any other member that misses it asks
-	// that owner once and keeps it in its own tiers, not as a hot copy.
+	// it from the origin for the cluster and places it on every member,
+	// whichever member's read brought it; a member that misses it before
+	// then asks that owner and keeps the answer in its own tiers, not as
+	// a hot copy.
 	Everywhere func(bucket, key string) bool
 	// Hot, if set, holds copies of chunks this node read from their owner
 	// for its clients, in RAM (the room the RAM tier's owned chunks

@@ -111,9 +111,10 @@ func (l *keyLocks) lock(bucket, key string) func() {
 
 // everywhere reports whether every live member keeps chunk id as its
 // own (its object lies under an everywhere prefix): the ring's first
-// owner reads it from the origin for the cluster and, reading it for its
-// own clients, places it on every member; any other member asks that
-// owner once and keeps the answer in its own tiers (chunks.go).
+// owner reads it from the origin for the cluster and places it on every
+// member, for its own clients or a member's ask; a member that misses it
+// before then asks that owner and keeps the answer in its own tiers
+// (chunks.go).
 func (e *Engine) everywhere(id store.ChunkID) bool {
 	return e.opts.Everywhere != nil && e.opts.Everywhere(id.Bucket, id.Key)
 }

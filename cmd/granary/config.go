@@ -105,8 +105,8 @@ type BucketConfig struct {
 	// Pin lists prefixes whose cached data is never evicted.
 	Pin []string `yaml:"pin"`
 	// Everywhere lists prefixes whose objects every cluster member owns:
-	// read from the origin once, kept by each member that reads them in
-	// its own tiers (a node alone owns everything anyway).
+	// each chunk read from the origin once and placed on every member
+	// (a node alone owns everything anyway).
 	Everywhere []string `yaml:"everywhere"`
 	// Quota caps the bucket's cached bytes in each tier (0: none).
 	Quota Size `yaml:"quota"`

@@ -43,8 +43,8 @@ The YAML keys are the flag names; the file may also hold 'users:' and
   ttl             metadata time-to-live, e.g. 10s (alone: freshness ttl)
   write-mode      read-only, write-through or write-back
   pin             prefixes whose cached data is never evicted
-  everywhere      in a cluster, prefixes every member owns: read from the
-                  origin once, kept by each member that reads them
+  everywhere      in a cluster, prefixes every member owns: each chunk is
+                  read from the origin once and placed on every member
   quota           the most the bucket may hold in each tier, e.g. 20GiB
   anonymous-read  true: unsigned GETs and HEADs of its objects are served
   warm            scheduled warm-ups: a list of {prefix, schedule (cron or
