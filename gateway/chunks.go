@@ -169,26 +169,23 @@ func (e *Engine) runFlight(id store.ChunkID, f *flight, body io.ReadCloser, loca
 		return
 	}
 	want = f.intent(&e.mu) // joiners may have added to it
+	everywhere := e.everywhere(id)
 	switch {
-	case !local && e.everywhere(id):
-		// Every member keeps it as its own; the member that read it
-		// from the origin places it on the others.
-		e.storeChunk(id, data, want.has(wantKept), true, f)
-		return
-	case !local:
+	case !local && !everywhere:
 		e.storeHot(id, data, f)
-		return
-	}
-	// A chunk a peer asked for stays here, but for an everywhere chunk,
-	// which goes to every member (the asker too: it may keep its copy
-	// from the answer first).
-	if want.has(wantAsked) && !e.everywhere(id) {
+	case !local || (want.has(wantAsked) && !everywhere):
+		// Kept here alone: an everywhere chunk read from a member (every
+		// member keeps it as its own; the member that read it from the
+		// origin places it on the others), or a chunk a peer asked for.
+		// An everywhere chunk a peer asked for goes to every member, the
+		// asker too (it may keep its copy from the answer first).
 		e.storeChunk(id, data, want.has(wantKept), true, f)
-		return
+	default:
+		// A chunk read from a tee is on this node's disk already: the
+		// fill that owns the tee writes it to the disk tier, after the
+		// readers.
+		e.placeChunk(id, data, want, !staged, f)
 	}
-	// A chunk read from a tee is on this node's disk already: the fill
-	// that owns the tee writes it to the disk tier, after the readers.
-	e.placeChunk(id, data, want, !staged, f)
 }
 
 // retire unregisters f, unless another flight for id took its place, and
