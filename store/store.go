@@ -348,3 +348,25 @@ type Peeker interface {
 type IntoGetter interface {
 	GetInto(id ChunkID, record bool, alloc func(n int64) []byte) ([]byte, error)
 }
+
+// Lease keeps bytes a tier lent in place (Lender) until Release, which
+// its holder calls once, when done with them.
+type Lease interface {
+	Release()
+}
+
+// Lender is a Tier that can lend a chunk's bytes where they lie, with no
+// copy: they stay valid until the lease is released. record is Get's
+// (true) or Peek's (false) way of counting the read. A nil lease means
+// the bytes need none (they are the garbage collector's to keep).
+type Lender interface {
+	Lend(id ChunkID, record bool) ([]byte, Lease, error)
+}
+
+// FileSpan is a Lease on bytes that also lie in a file, at off: while the
+// lease is held, the kernel may send them from there (sendfile) instead
+// of from memory.
+type FileSpan interface {
+	Lease
+	File() (fd uintptr, off int64)
+}

@@ -51,6 +51,11 @@ type Options struct {
 	// or PutAlways that would take a bucket past its quota fails with
 	// store.ErrOverQuota (see quota.go). Nil sets no quotas.
 	Quotas store.Quotas
+	// Sendable keeps chunks of ArenaMin to ArenaMax bytes in a memory
+	// file the kernel can send from (arena.go); Lend lends them with a
+	// store.FileSpan. Where the kernel cannot give one, the tier keeps
+	// them on the heap and Sendable reports why.
+	Sendable bool
 }
 
 // Tier is an in-memory store.Tier. It is safe for concurrent use.
@@ -93,6 +98,9 @@ type Tier struct {
 	closed    atomic.Bool
 
 	bytes bucketBytes // chunk data bytes per bucket (quota.go)
+
+	arena    *arena // nil: every chunk on the heap
+	arenaErr error  // why Options.Sendable got no arena
 }
 
 var (
@@ -102,6 +110,8 @@ var (
 	_ store.Holder        = (*Tier)(nil)
 	_ store.Peeker        = (*Tier)(nil)
 	_ store.BucketSizer   = (*Tier)(nil)
+	_ store.Lender        = (*Tier)(nil)
+	_ store.FileSpan      = (*slot)(nil)
 )
 
 // shard holds the chunks of the objects that hash to it: all chunks of one
@@ -119,11 +129,14 @@ type shard struct {
 // objectKey names an object; as a struct it is an unambiguous map key.
 type objectKey struct{ bucket, key string }
 
-// entry is one held chunk. All fields but id, data, size and hash
-// (immutable after insertion) are guarded by the shard's mutex.
+// entry is one held chunk. All fields but id, data, slot, size and hash
+// (immutable after insertion) are guarded by the shard's mutex. data is
+// the slot's bytes when the chunk is in the arena: read them under the
+// shard's mutex or a lease only.
 type entry struct {
 	id   store.ChunkID
 	data []byte
+	slot *slot  // nil: data is on the heap
 	size int64  // bytes charged against the budget
 	hash uint64 // chunkHash of id: its key in the admission sketch
 
@@ -157,6 +170,9 @@ func New(opts Options) *Tier {
 	}
 	if pol == PolicyTinyLFU {
 		t.adm = newAdmission(t.capacity)
+	}
+	if opts.Sendable {
+		t.arena, t.arenaErr = newArena(t.capacity)
 	}
 	for i := range t.shards {
 		t.shards[i].reset()
@@ -199,17 +215,66 @@ func (t *Tier) chunkHash(oh uint64, id store.ChunkID) uint64 {
 // now is the policy clock: monotonic nanoseconds since the tier started.
 func (t *Tier) now() int64 { return int64(time.Since(t.epoch)) }
 
-// charge is what a chunk costs against the budget.
+// charge is what a chunk on the heap costs against the budget.
 func charge(id store.ChunkID, data []byte) int64 {
 	return int64(len(data)) + EntryOverhead + int64(len(id.Bucket)+len(id.Key)+len(id.ETag))
 }
 
-// Get returns the stored slice itself (no copy); callers must not modify
-// it. Under PolicyTinyLFU every Get, hit or miss, counts as an access of
-// the chunk (see admission).
+// cost is what a chunk costs the tier: an arena chunk's bytes count in
+// whole pages (the pages it is written to).
+func (t *Tier) cost(id store.ChunkID, data []byte) int64 {
+	if t.arenaHolds(len(data)) {
+		return charge(id, data) + (pageSize-int64(len(data))%pageSize)%pageSize
+	}
+	return charge(id, data)
+}
+
+// arenaHolds reports whether a chunk of n bytes goes to the arena.
+func (t *Tier) arenaHolds(n int) bool { return t.arena != nil && n >= ArenaMin && n <= ArenaMax }
+
+// Sendable reports why Options.Sendable got the tier no arena; nil if it
+// has one, or was not asked for one.
+func (t *Tier) Sendable() error { return t.arenaErr }
+
+// lent returns an entry's bytes to a caller outside the shard lock, who
+// has no lease: an arena chunk's are copied, under a lease taken by the
+// caller (lend) under the lock.
+func lent(data []byte, sl *slot) []byte {
+	if sl == nil {
+		return data
+	}
+	defer sl.Release()
+	return append([]byte(nil), data...)
+}
+
+// Get returns the stored slice itself (no copy) of a heap chunk, a copy
+// of an arena chunk (Lend lends those); callers must not modify it. Under
+// PolicyTinyLFU every Get, hit or miss, counts as an access of the chunk
+// (see admission).
 func (t *Tier) Get(id store.ChunkID) ([]byte, error) {
+	b, sl, err := t.lend(id, true)
+	return lent(b, sl), err
+}
+
+// Lend returns the chunk like Get (record) or Peek, without a copy: an
+// arena chunk's bytes stay valid, and in their memory file (the lease is
+// a store.FileSpan), until the caller releases the lease. A heap chunk's
+// lease is nil.
+func (t *Tier) Lend(id store.ChunkID, record bool) ([]byte, store.Lease, error) {
+	b, sl, err := t.lend(id, record)
+	if sl == nil {
+		return b, nil, err // no typed nil in the interface
+	}
+	return b, sl, err
+}
+
+// lend is Lend with the lease as it is.
+func (t *Tier) lend(id store.ChunkID, record bool) ([]byte, *slot, error) {
+	if !record {
+		return t.peek(id)
+	}
 	if t.closed.Load() {
-		return nil, ErrClosed
+		return nil, nil, ErrClosed
 	}
 	now := t.now()
 	oh := t.objectHash(id.Bucket, id.Key)
@@ -221,33 +286,46 @@ func (t *Tier) Get(id store.ChunkID) ([]byte, error) {
 		if t.adm != nil {
 			t.adm.accessed(t.chunkHash(oh, id), true)
 		}
-		return nil, store.ErrNotFound
+		return nil, nil, store.ErrNotFound
 	}
 	if !e.aside { // an aside (pinned) chunk stays aside: pin.go
 		s.policy.hit(e, now)
 	}
-	data, h := e.data, e.hash
+	data, sl, h := e.data, e.slot, e.hash
+	if sl != nil {
+		sl.lend()
+	}
 	s.mu.Unlock()
 	if t.adm != nil {
 		t.adm.accessed(h, false)
 	}
-	return data, nil
+	return data, sl, nil
 }
 
-// Peek returns the chunk like Get, but records no access: neither its
+// Peek returns the chunk like Get (a heap chunk's slice, an arena
+// chunk's copy), but records no access: neither its
 // recency nor its frequency changes. The engine peeks when it looks again
 // for a chunk a read has already asked for.
 func (t *Tier) Peek(id store.ChunkID) ([]byte, error) {
+	b, sl, err := t.peek(id)
+	return lent(b, sl), err
+}
+
+// peek is Peek with a lease on an arena chunk.
+func (t *Tier) peek(id store.ChunkID) ([]byte, *slot, error) {
 	if t.closed.Load() {
-		return nil, ErrClosed
+		return nil, nil, ErrClosed
 	}
 	s := t.shardAt(t.objectHash(id.Bucket, id.Key))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e := s.entries[id]; e != nil {
-		return e.data, nil
+		if e.slot != nil {
+			e.slot.lend()
+		}
+		return e.data, e.slot, nil
 	}
-	return nil, store.ErrNotFound
+	return nil, nil, store.ErrNotFound
 }
 
 // Put stores data under id if it fits, evicting the policy's victims first
@@ -272,7 +350,7 @@ func (t *Tier) PutAlways(id store.ChunkID, data []byte) error {
 // store.ErrPinnedFull, evicting nothing, if the chunks it could evict are
 // all pinned (a pin added while it evicts can still stop it half way).
 func (t *Tier) put(id store.ChunkID, data []byte, filter bool) error {
-	size := charge(id, data)
+	size := t.cost(id, data)
 	if size > t.capacity {
 		return store.ErrTooLarge
 	}
@@ -306,6 +384,11 @@ func (t *Tier) put(id store.ChunkID, data []byte, filter bool) error {
 		}
 	}
 	e := &entry{id: id, data: data, size: size, hash: h}
+	if t.arenaHolds(len(data)) {
+		if e.slot = t.arena.place(data); e.slot != nil {
+			e.data = e.slot.bytes()
+		}
+	}
 	now := t.now()
 	s.mu.Lock()
 	s.insert(e, now)
@@ -379,6 +462,7 @@ func (t *Tier) evictOne(gen uint64) bool {
 	best.mu.Lock()
 	if e, _ := best.victim(t, gen); e != nil {
 		best.remove(e)
+		e.left()
 		t.charge(-e.size)
 		t.chunks.Add(-1)
 		t.bytes.add(e.id.Bucket, -int64(len(e.data)))
@@ -423,6 +507,14 @@ func (s *shard) remove(e *entry) {
 	}
 }
 
+// left is the entry out of the tier: its slot empties once no lease
+// holds it.
+func (e *entry) left() {
+	if e.slot != nil {
+		e.slot.drop()
+	}
+}
+
 // DeleteObject drops every chunk of every version of bucket/key.
 func (t *Tier) DeleteObject(bucket, key string) error {
 	if t.closed.Load() {
@@ -435,6 +527,7 @@ func (t *Tier) DeleteObject(bucket, key string) error {
 	for e := s.objects[objectKey{bucket, key}]; e != nil; {
 		next := e.objNext
 		s.remove(e)
+		e.left()
 		t.charge(-e.size)
 		t.chunks.Add(-1)
 		n += int64(len(e.data))
@@ -501,8 +594,14 @@ func (t *Tier) Close() error {
 	for i := range t.shards {
 		s := &t.shards[i]
 		s.mu.Lock()
+		for _, e := range s.entries {
+			e.left()
+		}
 		s.reset()
 		s.mu.Unlock()
+	}
+	if t.arena != nil {
+		t.arena.close()
 	}
 	if d := t.used.Swap(0); t.shared != nil {
 		t.shared.used.Add(-d)
