@@ -19,11 +19,12 @@ import (
 // pool that data is a buffer of spares no tier kept (a disk hit): the
 // ref's owner calls release once done with the bytes, or never.
 type chunkRef struct {
-	data []byte
-	fl   *flight
-	free bool
-	held bool
-	pool *spareBufs
+	data  []byte
+	fl    *flight
+	free  bool
+	held  bool
+	pool  *spareBufs
+	lease store.Lease // data is lent by a tier (lookupRAM): release ends it
 }
 
 // bytesAt returns the chunk's bytes from off on that are in memory, waiting
@@ -72,7 +73,7 @@ func (e *Engine) chunkLen(size, idx int64) int64 {
 func (e *Engine) costsNothing(id store.ChunkID) bool {
 	for _, t := range []store.Tier{e.opts.RAM, e.opts.Hot} {
 		if t != nil {
-			if _, err := tierGet(t, id, false); err == nil {
+			if tierHas(t, id) {
 				return true
 			}
 		}

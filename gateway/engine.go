@@ -64,8 +64,9 @@ type Object struct {
 	Offset int64
 	Length int64
 	io.ReadCloser
-	whole []byte      // the body as one slice, when it is already in memory
-	mem   bytesReader // ReadCloser when whole is set: one allocation per Get
+	whole  []byte      // the body as one slice, when it is already in memory
+	mem    bytesReader // ReadCloser when whole is set: one allocation per Get
+	within int64       // where whole starts in its chunk
 }
 
 // WriteTo writes the body to w, straight from the cache's memory where the
@@ -80,7 +81,22 @@ func (o *Object) WriteTo(w io.Writer) (int64, error) {
 // Bytes returns the whole body as one slice when it is already in memory
 // (a small object in the RAM tier), so a server can send it without a copy.
 // The slice must not be modified.
+//
+// The slice stays valid until the object is closed: a server that sends
+// it after its handler returns closes the object once it is sent.
 func (o *Object) Bytes() ([]byte, bool) { return o.whole, o.whole != nil }
+
+// File returns where the bytes Bytes returns also lie in a file, when
+// they do (a chunk of RAM's arena): the kernel can send them from there
+// (sendfile) until the object is closed.
+func (o *Object) File() (fd uintptr, off int64, ok bool) {
+	fs, ok := o.mem.lease.(store.FileSpan)
+	if !ok || o.whole == nil {
+		return 0, 0, false
+	}
+	fd, off = fs.File()
+	return fd, off + o.within, true
+}
 
 // Engine is the caching engine. It is safe for concurrent use.
 type Engine struct {

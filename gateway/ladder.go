@@ -151,8 +151,11 @@ type walker struct {
 	// (a relayed 100 KiB chunk spent a goroutine, its stack growth and
 	// a wake-up on the hand-off).
 	inline bool
-	first  chunkRef        // the metadata load's chunk 0 (rungFirst)
-	ctx    context.Context // bounds rungLoad
+	// lends says the caller releases what it is given (chunkRef.release):
+	// a chunk RAM holds in its arena is lent in place, not copied.
+	lends bool
+	first chunkRef        // the metadata load's chunk 0 (rungFirst)
+	ctx   context.Context // bounds rungLoad
 	// A flight's walk gathers members to read from, in order; mine says
 	// this node owns the chunk (it stores it as such, else a hot copy).
 	members []source
@@ -178,18 +181,19 @@ type pause struct {
 	want   intent
 	paid   bool
 	inline bool
+	lends  bool
 }
 
 // paused is w at its pause.
 func (w *walker) paused() pause {
-	return pause{at: w.at, asked: w.asked, want: w.want, paid: w.paid, inline: w.inline}
+	return pause{at: w.at, asked: w.asked, want: w.want, paid: w.paid, inline: w.inline, lends: w.lends}
 }
 
 // walker is the walk of p's plan for n bytes of chunk id, going on from
 // pause p.
 func (p pause) walker(pur purpose, id store.ChunkID, n int64) walker {
 	w := newWalker(pur, id, n, p.want)
-	w.at, w.asked, w.paid, w.inline = p.at, p.asked, p.paid, p.inline
+	w.at, w.asked, w.paid, w.inline, w.lends = p.at, p.asked, p.paid, p.inline, p.lends
 	return w
 }
 
@@ -231,10 +235,13 @@ func (e *Engine) try(w *walker, r rung, got *found) bool {
 			return true
 		}
 	case rungRAM:
-		b, ok := e.lookupRAM(w.id, w.record(askedRAM), w.plan.client)
+		b, lease, ok := e.lookupRAM(w.id, w.record(askedRAM), w.plan.client, w.lends)
 		if ok && int64(len(b)) == w.n {
-			got.ref = chunkRef{data: b, free: true}
+			got.ref = chunkRef{data: b, free: true, lease: lease}
 			return true
+		}
+		if lease != nil {
+			lease.Release()
 		}
 	case rungLocal:
 		got.local = e.localSource(w.id)
@@ -273,15 +280,18 @@ func (w *walker) record(t asked) bool {
 // tryTiers looks in RAM (and hot), then on disk.
 func (e *Engine) tryTiers(w *walker, got *found) bool {
 	recRAM, recDisk := w.record(askedRAM), w.record(askedDisk)
-	b, ram := e.lookupRAM(w.id, recRAM, w.plan.client)
+	b, lease, ram := e.lookupRAM(w.id, recRAM, w.plan.client, w.lends)
 	ok, spare := ram, false
 	if !ok {
 		b, spare, ok = e.lookupDisk(w.id, recDisk, w.plan.client)
 	}
 	if !ok || int64(len(b)) != w.n {
+		if lease != nil {
+			lease.Release()
+		}
 		return false
 	}
-	got.ref = chunkRef{data: b, free: ram}
+	got.ref = chunkRef{data: b, free: ram, lease: lease}
 	if spare {
 		got.ref.pool = &e.spares
 	}

@@ -69,11 +69,13 @@ func (e *Engine) Get(ctx context.Context, bucket, key string, opts GetOptions) (
 	var w walker // the fast path's walk: the reader goes on from what it asked
 	if single && (fl.fl == nil || idx != 0) {
 		w = newWalker(forGet, e.chunkID(info, idx), e.chunkLen(info.Size, idx), wantNow)
+		w.lends = true // the object's Close releases the lease
 		if got, ok := e.walk(&w); ok {
 			fl.release()
 			within := off - idx*e.opts.ChunkSize
 			obj.whole = got.ref.data[within : within+n]
-			obj.mem.data = obj.whole
+			obj.mem.data, obj.mem.lease = obj.whole, got.ref.lease
+			obj.within = within
 			obj.ReadCloser = &obj.mem
 			return obj, nil
 		}

@@ -133,7 +133,7 @@ func (r *objectReader) fill() error {
 		f.holders.Store(1)
 		n := r.e.chunkLen(r.info.Size, f.idx)
 		w := newWalker(forGet, r.e.chunkID(r.info, f.idx), n, wantNow)
-		w.paid = true
+		w.paid, w.lends = true, true // letGo releases the ref
 		if f.idx == r.askedIdx {
 			w.asked = r.asked
 		}
@@ -290,8 +290,11 @@ func (r *objectReader) refetch(f *future, idx int64) error {
 		f.paid = n
 	}
 	w := newWalker(forRetry, r.e.chunkID(r.info, idx), r.e.chunkLen(r.info.Size, idx), wantNow)
-	w.paid = true
-	got, _ := r.e.walk(&w) // its plan ends at the flight rung
+	w.paid, w.lends = true, true
+	got, _ := r.e.walk(&w)  // its plan ends at the flight rung
+	if f.ref.lease != nil { // none of its bytes is sent any more
+		f.ref.lease.Release()
+	}
 	f.ref = got.ref
 	if f.ref.free {
 		r.e.mem.give(f.paid)
@@ -378,10 +381,12 @@ func (r *objectReader) Close() error {
 	return nil
 }
 
-// bytesReader is a whole object already in memory as one slice.
+// bytesReader is a whole object already in memory as one slice, lent
+// by a tier under lease (nil: none), which Close releases.
 type bytesReader struct {
-	data []byte
-	off  int
+	data  []byte
+	off   int
+	lease store.Lease
 }
 
 func (b *bytesReader) Read(p []byte) (int, error) {
@@ -403,4 +408,11 @@ func (b *bytesReader) WriteTo(w io.Writer) (int64, error) {
 	return int64(n), err
 }
 
-func (b *bytesReader) Close() error { return nil }
+// Close releases the lease on the bytes: they are not to be read again.
+func (b *bytesReader) Close() error {
+	if b.lease != nil {
+		b.lease.Release()
+		b.lease, b.data = nil, nil
+	}
+	return nil
+}

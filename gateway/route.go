@@ -43,7 +43,7 @@ func (e *Engine) holdsInMemory(id store.ChunkID) bool {
 		if t == nil {
 			continue
 		}
-		if _, err := tierGet(t, id, false); err == nil {
+		if tierHas(t, id) {
 			return true
 		}
 	}

@@ -18,27 +18,49 @@ func tierGet(t store.Tier, id store.ChunkID, record bool) ([]byte, error) {
 	return t.Get(id)
 }
 
+// tierLend gets id from t like tierGet, lent in place where t lends
+// (store.Lender) if lend: the caller releases the lease (nil if none).
+func tierLend(t store.Tier, id store.ChunkID, record, lend bool) ([]byte, store.Lease, error) {
+	if l, ok := t.(store.Lender); ok && lend {
+		return l.Lend(id, record)
+	}
+	b, err := tierGet(t, id, record)
+	return b, nil, err
+}
+
+// tierHas reports whether t holds id, counting no read and copying
+// nothing.
+func tierHas(t store.Tier, id store.ChunkID) bool {
+	_, lease, err := tierLend(t, id, false, true)
+	if lease != nil {
+		lease.Release()
+	}
+	return err == nil
+}
+
 // lookupRAM returns the chunk if the RAM tier, or the hot tier of copies
-// read from owners, holds it; a client's lookup counts a hit.
-func (e *Engine) lookupRAM(id store.ChunkID, record, client bool) ([]byte, bool) {
+// read from owners, holds it; a client's lookup counts a hit. With lend,
+// an arena chunk is lent in place: the caller releases the lease.
+func (e *Engine) lookupRAM(id store.ChunkID, record, client, lend bool) ([]byte, store.Lease, bool) {
 	tier := hitRAM
 	var b []byte
+	var lease store.Lease
 	err := store.ErrNotFound
 	if e.opts.RAM != nil {
-		b, err = tierGet(e.opts.RAM, id, record)
+		b, lease, err = tierLend(e.opts.RAM, id, record, lend)
 	}
 	if err != nil && e.opts.Hot != nil {
 		tier = hitHot
-		b, err = tierGet(e.opts.Hot, id, record)
+		b, lease, err = tierLend(e.opts.Hot, id, record, lend)
 	}
 	if err != nil {
-		return nil, false
+		return nil, nil, false
 	}
 	if record && tier == hitRAM {
 		e.noteUnseen(id)
 	}
 	e.countHit(id.Bucket, tier, len(b), client)
-	return b, true
+	return b, lease, true
 }
 
 // unseenEvery samples the RAM hits reported to the disk tier: one in

@@ -137,6 +137,9 @@ func (r chunkRef) release() {
 	if r.held {
 		r.fl.letGo()
 	}
+	if r.lease != nil {
+		r.lease.Release()
+	}
 	if r.pool != nil {
 		r.pool.put(r.data)
 	}

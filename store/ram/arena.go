@@ -76,6 +76,7 @@ type arena struct {
 	// leases counts leases not yet released, plus one while the tier is
 	// open: the mapping goes when it reaches zero.
 	leases atomic.Int64
+	lent   atomic.Int64 // leases not yet released
 	slots  atomic.Int64 // slots handed out and not yet emptied
 	pages  atomic.Int64 // pages written and not yet punched
 }
@@ -144,6 +145,7 @@ func (s *slot) bytes() []byte { return s.a.os.mem[s.off : s.off+int64(s.n) : s.o
 // whose entry holds it (so it is not dead).
 func (s *slot) lend() {
 	s.a.leases.Add(1)
+	s.a.lent.Add(1)
 	s.state.Add(1)
 }
 
@@ -153,6 +155,7 @@ func (s *slot) Release() {
 	if s.state.Add(-1) == dead {
 		s.empty()
 	}
+	s.a.lent.Add(-1)
 	s.a.unlease()
 }
 

@@ -236,6 +236,14 @@ func (t *Tier) arenaHolds(n int) bool { return t.arena != nil && n >= ArenaMin &
 // has one, or was not asked for one.
 func (t *Tier) Sendable() error { return t.arenaErr }
 
+// Leases is how many leases Lend gave that are not released yet.
+func (t *Tier) Leases() int64 {
+	if t.arena == nil {
+		return 0
+	}
+	return t.arena.lent.Load()
+}
+
 // lent returns an entry's bytes to a caller outside the shard lock, who
 // has no lease: an arena chunk's are copied, under a lease taken by the
 // caller (lend) under the lock.
