@@ -21,12 +21,19 @@ import (
 	"github.com/granary-dev/granary/access"
 	"github.com/granary-dev/granary/gateway"
 	"github.com/granary-dev/granary/internal/testcerts"
+	"github.com/granary-dev/granary/store"
 )
 
 // newTLSEnv serves a directory origin over HTTPS with a certificate of a
 // fresh CA; it returns the env (whose client speaks HTTPS) and the CA's
 // PEM file, for clients to verify the server with.
 func newTLSEnv(t *testing.T, opts ...envOption) (*env, string) {
+	t.Helper()
+	return newTLSEnvRAM(t, nil, opts...)
+}
+
+// newTLSEnvRAM is newTLSEnv with tier as the engine's RAM tier.
+func newTLSEnvRAM(t *testing.T, tier store.Tier, opts ...envOption) (*env, string) {
 	t.Helper()
 	ca := testcerts.NewCA(t)
 	dir := t.TempDir()
@@ -38,7 +45,7 @@ func newTLSEnv(t *testing.T, opts ...envOption) (*env, string) {
 	}
 	origin, root := openFS(t)
 	opts = append(opts, func(o *nodeOptions) { o.TLS = &tls.Config{Certificates: []tls.Certificate{pair}} })
-	e := newEnvOver(t, gateway.Options{Origin: origin}, root, nil, opts...)
+	e := newEnvOver(t, gateway.Options{Origin: origin, RAM: tier}, root, nil, opts...)
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost"}}
 	t.Cleanup(tr.CloseIdleConnections)
 	awaitReadyOver(t, &http.Client{Transport: tr, Timeout: time.Minute}, "https://"+e.addr+"/healthz")

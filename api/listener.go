@@ -197,7 +197,10 @@ func (c *trackedConn) WriteBuffers(v *net.Buffers) (int64, error) {
 	return max(n-int64(len(head)), 0), err
 }
 
-var _ membody.Conn = (*trackedConn)(nil)
+var (
+	_ membody.Conn       = (*trackedConn)(nil)
+	_ membody.FileSender = (*trackedConn)(nil)
+)
 
 // silenceIfUnused silences conn, if it is one of ours that never carried
 // a byte of a request, and reports whether it did: a client's spare

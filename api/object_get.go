@@ -149,8 +149,8 @@ func (s objects) attachBody(c *fiber.Ctx, r *request, obj *gateway.Object, small
 		return
 	}
 	if b, ok := obj.Bytes(); ok && int64(len(b)) == obj.Length {
-		membody.Set(resp, b, c.Context().Conn()) // immutable: the engine never modifies it
-		obj.Close()
+		// Immutable, and valid until obj is closed: once sent.
+		membody.SetOwned(resp, b, c.Context().Conn(), obj)
 		return
 	}
 	r.streaming = true

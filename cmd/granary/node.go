@@ -301,12 +301,15 @@ func openTiers(cfg Config, pins store.PinSet, clustered bool, n *node, log zerol
 		var shared *ram.Shared
 		if clustered {
 			shared = ram.NewShared(capacity)
-			hot := ram.New(ram.Options{Capacity: capacity, Policy: cfg.Eviction, Shared: shared, Yields: true})
+			hot := ram.New(ram.Options{Capacity: capacity, Policy: cfg.Eviction, Shared: shared, Yields: true, Sendable: true})
 			n.closers = append([]namedCloser{{"hot", hot}}, n.closers...)
 			ts.hot = hot
 		}
-		r := ram.New(ram.Options{Capacity: capacity, Policy: cfg.Eviction, Pins: pins, Quotas: cfg.Quotas(), Shared: shared})
+		r := ram.New(ram.Options{Capacity: capacity, Policy: cfg.Eviction, Pins: pins, Quotas: cfg.Quotas(), Shared: shared, Sendable: true})
 		n.closers = append([]namedCloser{{"ram", r}}, n.closers...)
+		if err := r.Sendable(); err != nil {
+			log.Warn().Err(err).Msg("warm bodies are copied into sockets: the RAM tier has no memory file to send from")
+		}
 		ts.ram = r
 	}
 	if cfg.Disk == 0 {

@@ -3,13 +3,16 @@
 // rather than copied into the connection's response buffer first: a
 // warm sample from RAM, or a chunk a member serves a peer from RAM.
 // Where the connection can (Conn), the headers and the body leave in one
-// writev.
+// writev; where the body also lies in a file (Owner) and the connection
+// can (FileSender), the kernel sends it from the file by reference.
 package membody
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net"
+	"sync/atomic"
 
 	"github.com/valyala/fasthttp"
 )
@@ -39,6 +42,29 @@ type Conn interface {
 	Release() error
 }
 
+// FileSender is a Conn that can send what it holds and then bytes of a
+// file, by reference (sendfile). SendFile returns errors.ErrUnsupported,
+// having sent nothing and ended no hold, where the connection cannot
+// (TLS).
+type FileSender interface {
+	SendFile(fd uintptr, off int64, n int) (int64, error)
+}
+
+// Owner holds a body's bytes, which stay valid until it is closed; File
+// says where they also lie in a file the kernel can send from, if they
+// do.
+type Owner interface {
+	io.Closer
+	File() (fd uintptr, off int64, ok bool)
+}
+
+// fileBytes counts the body bytes sent from files (FileBytes).
+var fileBytes atomic.Int64
+
+// FileBytes is how many body bytes this process sent from files, by
+// reference, rather than copied out of its memory.
+func FileBytes() int64 { return fileBytes.Load() }
+
 // Set makes b resp's body, b never modified afterwards (the tiers' bytes
 // are immutable); conn is the request's connection (fasthttp's
 // RequestCtx.Conn()).
@@ -48,6 +74,19 @@ func Set(resp *fasthttp.Response, b []byte, conn net.Conn) {
 		return
 	}
 	Stream(resp, New(b, conn), len(b), conn)
+}
+
+// SetOwned makes b, which o holds, resp's body like Set, and closes o
+// once it is sent or dropped (at once for a body small enough to copy).
+func SetOwned(resp *fasthttp.Response, b []byte, conn net.Conn, o Owner) {
+	if len(b) < Direct {
+		resp.SetBody(b) // copies: o lets the bytes go now
+		o.Close()
+		return
+	}
+	body := New(b, conn)
+	body.owner = o
+	Stream(resp, body, len(b), conn)
 }
 
 // Stream makes body (size bytes) resp's body and has conn hold the
@@ -86,8 +125,9 @@ func Release(conn net.Conn) error {
 // read a response's length from its Content-Length instead.
 type Body struct {
 	bytes.Reader
-	b    []byte
-	conn net.Conn
+	b     []byte
+	conn  net.Conn
+	owner Owner // nil: b is the garbage collector's to keep
 	// one and v are WriteTo's vector: kept here, a GET allocates the
 	// Body alone.
 	one [1][]byte
@@ -111,6 +151,9 @@ func (m *Body) WriteTo(w io.Writer) (int64, error) {
 		}
 		return m.Reader.WriteTo(w)
 	}
+	if n, err := m.sendFile(); !errors.Is(err, errors.ErrUnsupported) {
+		return n, err
+	}
 	m.one[0] = m.b[len(m.b)-m.Len():]
 	m.v = m.one[:]
 	n, err := After(m.conn, &m.v)
@@ -119,8 +162,34 @@ func (m *Body) WriteTo(w io.Writer) (int64, error) {
 	return n, err
 }
 
-// Close ends the connection's hold (see Stream).
-func (m *Body) Close() error { return Release(m.conn) }
+// sendFile sends the rest of the body, with the head the connection
+// holds, from the owner's file; errors.ErrUnsupported, having sent
+// nothing, if the body is in no file or the connection cannot.
+func (m *Body) sendFile() (int64, error) {
+	fs, ok := m.conn.(FileSender)
+	if !ok || m.owner == nil {
+		return 0, errors.ErrUnsupported
+	}
+	fd, off, ok := m.owner.File()
+	if !ok {
+		return 0, errors.ErrUnsupported
+	}
+	sent := int64(len(m.b) - m.Len())
+	n, err := fs.SendFile(fd, off+sent, m.Len())
+	fileBytes.Add(n)
+	m.Reader.Seek(n, io.SeekCurrent) //nolint:errcheck // n is at most what was left
+	return n, err
+}
+
+// Close ends the connection's hold (see Stream) and lets the owner go.
+func (m *Body) Close() error {
+	err := Release(m.conn)
+	if m.owner != nil {
+		m.owner.Close()
+		m.owner = nil
+	}
+	return err
+}
 
 // After sends what conn holds (a response's head), then v, to conn: in
 // one writev where conn is a Conn. It returns how many of v's bytes were

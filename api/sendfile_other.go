@@ -1,0 +1,11 @@
+//go:build !linux
+
+// Bodies from files elsewhere than Linux: never; they are copied.
+package api
+
+import "errors"
+
+// SendFile is not done here (membody.FileSender).
+func (c *trackedConn) SendFile(fd uintptr, off int64, n int) (int64, error) {
+	return 0, errors.ErrUnsupported
+}

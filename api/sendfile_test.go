@@ -1,0 +1,78 @@
+// A warm body RAM keeps in its arena leaves by sendfile, from its place
+// in the arena's file; over TLS it is copied. Either way the bytes are
+// the object's and every lease on them ends.
+package api
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/minio/minio-go/v7"
+
+	"github.com/granary-dev/granary/gateway"
+	"github.com/granary-dev/granary/internal/membody"
+	"github.com/granary-dev/granary/internal/poll"
+	"github.com/granary-dev/granary/store/ram"
+)
+
+func TestWarmBodySentFromFile(t *testing.T) {
+	origin, root := backends[0].open(t)
+	tier := sendableRAM(t)
+	e := newEnvOver(t, gateway.Options{Origin: origin, RAM: tier}, root, nil)
+	checkArenaBodies(t, e, tier, true)
+}
+
+func TestWarmBodyOverTLSIsCopied(t *testing.T) {
+	tier := sendableRAM(t)
+	e, _ := newTLSEnvRAM(t, tier)
+	checkArenaBodies(t, e, tier, false)
+}
+
+func sendableRAM(t *testing.T) *ram.Tier {
+	tier := ram.New(ram.Options{Capacity: 64 << 20, Sendable: true})
+	if err := tier.Sendable(); err != nil {
+		t.Fatalf("no arena: %v", err)
+	}
+	return tier
+}
+
+// checkArenaBodies reads a warm object of RAM's arena whole, a range of
+// it, a range small enough to copy, and its head, and checks the bytes,
+// which were sent from the arena's file if fromFile, and that every
+// lease ended.
+func checkArenaBodies(t *testing.T, e *env, tier *ram.Tier, fromFile bool) {
+	t.Helper()
+	bucket := e.makeBucket(t, "arena")
+	body := make([]byte, 200_000)
+	for i := range body {
+		body[i] = byte(i*7 + i/4096)
+	}
+	e.put(t, bucket, "sample", body, minio.PutObjectOptions{})
+	if _, err := e.get(t, bucket, "sample", minio.GetObjectOptions{}); err != nil { // fills RAM
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		start, end int64 // inclusive; -1: the whole object
+		copied     bool  // small enough to be copied anyway
+	}{{-1, -1, false}, {50_000, 149_999, false}, {100, 20_099, true}} {
+		var opts minio.GetObjectOptions
+		want := body
+		if c.start >= 0 {
+			opts.SetRange(c.start, c.end) //nolint:errcheck // a valid range
+			want = body[c.start : c.end+1]
+		}
+		before := membody.FileBytes()
+		got, err := e.get(t, bucket, "sample", opts)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("bytes %d-%d: read %d bytes (%v), not the object's %d", c.start, c.end, len(got), err, len(want))
+		}
+		sent := membody.FileBytes() - before
+		if fromFile && !c.copied && sent < int64(len(want)) {
+			t.Fatalf("bytes %d-%d: %d of %d bytes sent from the arena's file", c.start, c.end, sent, len(want))
+		}
+	}
+	if _, err := e.client.StatObject(t.Context(), bucket, "sample", minio.StatObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "every lease on RAM's chunks released", func() bool { return tier.Leases() == 0 })
+}
