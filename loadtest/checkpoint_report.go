@@ -139,7 +139,7 @@ func (r *ckptReport) markdown() string {
 	}
 	if r.granaryRAM > 0 {
 		r.targets(&b)
-		fmt.Fprintf(&b, "## Memory\n\ngranary --ram %s; peak RSS (VmHWM):", mib(r.granaryRAM))
+		fmt.Fprintf(&b, "## Memory\n\ngranary --ram %s; peak RSS (VmHWM, plus its memory file):", mib(r.granaryRAM))
 		for i, n := range r.rss {
 			fmt.Fprintf(&b, "%s %s during the %s", map[bool]string{true: ",", false: ""}[i > 0], mib(n.bytes), n.phase)
 		}

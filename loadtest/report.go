@@ -24,7 +24,7 @@ type report struct {
 	fills   []fillResult // warm reads while a checkpoint lands (reads_fill.go)
 	// granaryRAM is the --ram given to the cache under test (roleSubject)
 	// when the load test started it; 0 when not. granaryPeakRSS is its
-	// VmHWM.
+	// VmHWM plus its memory file (peakRSS).
 	granaryRAM     int64
 	granaryPeakRSS int64
 	// loadStart and loadEnd are /proc/loadavg's 1-minute figure at the
@@ -48,7 +48,7 @@ func (r *report) markdown() string {
 	r.cpuTable(&b)
 	r.fillTable(&b)
 	if subj, ok := r.byRole(roleSubject); ok && r.granaryRAM > 0 {
-		fmt.Fprintf(&b, "## Memory\n\n%s peak RSS (VmHWM) %s with --ram %s: %.2fx the budget.\n",
+		fmt.Fprintf(&b, "## Memory\n\n%s peak RSS (VmHWM, plus its memory file) %s with --ram %s: %.2fx the budget.\n",
 			subj.label(), mib(r.granaryPeakRSS), mib(r.granaryRAM), float64(r.granaryPeakRSS)/float64(r.granaryRAM))
 	}
 	return b.String()

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/granary-dev/granary/internal/miniotest"
+	"github.com/granary-dev/granary/internal/procmem"
 )
 
 // target is one server under measurement: where it is and how it is
@@ -263,16 +264,23 @@ func (g *granaryProc) tail() string {
 	return string(b)
 }
 
-// peakRSS returns the process's peak resident set (VmHWM) in bytes.
+// peakRSS returns the process's peak resident set (VmHWM) in bytes, plus
+// the pages its memory files hold now (the RAM tier's arena, which RSS
+// shows only where it is mapped): an upper bound.
 func (g *granaryProc) peakRSS() (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", g.cmd.Process.Pid))
+	pid := g.cmd.Process.Pid
+	files, err := procmem.MemfdBytes(pid)
+	if err != nil {
+		return 0, err
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10, err
+			return kb<<10 + files, err
 		}
 	}
 	return 0, errors.New("no VmHWM in /proc status")

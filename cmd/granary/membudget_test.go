@@ -25,6 +25,7 @@ import (
 
 	"github.com/granary-dev/granary/internal/miniotest"
 	"github.com/granary-dev/granary/internal/poll"
+	"github.com/granary-dev/granary/internal/procmem"
 )
 
 // Stalled readers against a node with a small memory budget.
@@ -305,9 +306,16 @@ func settle(t *testing.T, node measuredNode, limit int64) {
 }
 
 // procMemory returns a process's resident memory now and at its peak
-// (VmRSS, VmHWM), in bytes.
+// (VmRSS, VmHWM), in bytes, each with the pages of its memory files
+// added (the RAM tier's arena, which RSS shows only where it is mapped):
+// an upper bound, as a mapped page counts twice.
 func procMemory(t *testing.T, pid int) (rss, hwm int64) {
 	t.Helper()
+	files, err := procmem.MemfdBytes(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { rss, hwm = rss+files, hwm+files }()
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		t.Fatal(err)
