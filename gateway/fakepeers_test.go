@@ -86,7 +86,9 @@ func newFakeCluster(t *testing.T, o fakeClusterOptions) *fakeCluster {
 			origin = o.wrap(origin)
 		}
 		reg := prometheus.NewRegistry()
-		opts := Options{Origin: origin, Staging: stagingOf(origin), RAM: ram.New(ram.Options{Capacity: 256 << 20}), Hot: ram.New(ram.Options{Capacity: hot}),
+		mem, copies := ram.New(ram.Options{Capacity: 256 << 20, Sendable: true}), ram.New(ram.Options{Capacity: hot, Sendable: true})
+		t.Cleanup(func() { checkLeases(t, mem); checkLeases(t, copies) })
+		opts := Options{Origin: origin, Staging: stagingOf(origin), RAM: mem, Hot: copies,
 			ChunkSize: o.chunk, Freshness: fresh, Registerer: reg, Logger: zerolog.Nop(),
 			Peers: &fakePeers{c: c, self: i}, Owners: o.owners, Everywhere: o.everywhere, Tee: openTee(t)}
 		if m, ok := o.modes["rig"]; ok {
@@ -301,11 +303,21 @@ func (f fakeClient) cutAt(to cluster.Member, body io.Reader, left int64) io.Read
 	f.p.c.mu.Lock()
 	cut, ok := f.p.c.cut[to.ID]
 	f.p.c.mu.Unlock()
+	var c io.Closer = io.NopCloser(nil)
+	if bc, ok := body.(io.Closer); ok {
+		c = bc // as the peer server closes the answer's body once sent
+	}
 	if ok && cut < left {
 		// The member dies after cut bytes: the body ends early.
-		return io.NopCloser(io.MultiReader(io.LimitReader(body, cut), errReader{io.ErrUnexpectedEOF}))
+		return closingReader{io.MultiReader(io.LimitReader(body, cut), errReader{io.ErrUnexpectedEOF}), c}
 	}
-	return io.NopCloser(io.LimitReader(body, left))
+	return closingReader{io.LimitReader(body, left), c}
+}
+
+// closingReader reads one reader and closes another.
+type closingReader struct {
+	io.Reader
+	io.Closer
 }
 
 type errReader struct{ err error }

@@ -72,7 +72,7 @@ func (b peerBackend) Chunk(ctx context.Context, r peer.ChunkRequest) (io.Reader,
 		p = forHandoff
 	}
 	w := newWalker(p, id, r.Len, wantAsked)
-	w.ctx = ctx
+	w.ctx, w.lends = ctx, true // the answer closes the refReader once sent
 	got, ok := e.walk(&w)
 	switch {
 	case !ok: // a hand-off: the tiers do not hold it
@@ -141,11 +141,34 @@ func (b peerBackend) ForgetAll(from string) {
 	e.log.Info().Str("peer", from).Msg("forgot every object's metadata: a member's changes were missed")
 }
 
-// refReader reads a chunkRef from off to its end.
+// refReader reads a chunkRef from off to its end. Close ends its lease
+// on bytes a tier lent, if any (not its hold on a flight, which it never
+// gives back: the flight's buffer then goes to the collector, not to
+// spares).
 type refReader struct {
 	ctx context.Context
 	ref chunkRef
 	off int
+}
+
+// Close releases the lease on the chunk's bytes: they are not read again.
+func (r *refReader) Close() error {
+	if r.ref.lease != nil {
+		r.ref.lease.Release()
+		r.ref.lease, r.ref.data = nil, nil
+	}
+	return nil
+}
+
+// File returns where the rest of the chunk also lies in a file, if a tier
+// lent it from one (store.FileSpan), for the kernel to send it from.
+func (r *refReader) File() (fd uintptr, off int64, ok bool) {
+	fs, ok := r.ref.lease.(store.FileSpan)
+	if !ok {
+		return 0, 0, false
+	}
+	fd, off = fs.File()
+	return fd, off + int64(r.off), true
 }
 
 // Bytes returns the rest of the chunk if a tier holds it whole (it may

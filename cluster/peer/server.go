@@ -313,7 +313,11 @@ func (h *Handler) sendChunk(k *call, r ChunkRequest) error {
 		return nil
 	}
 	if b, ok := wholeBytes(body, n); ok {
-		membody.Set(resp, b, conn)
+		if o, ok := body.(membody.Owner); ok { // bytes lent: closed once sent
+			membody.SetOwned(resp, b, conn, o)
+		} else {
+			membody.Set(resp, b, conn)
+		}
 		return nil
 	}
 	resp.SetBodyStream(body, int(n))
