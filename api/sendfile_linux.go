@@ -52,35 +52,29 @@ type fileSend struct {
 // step sends what it can of the head, then of the file, to the socket s;
 // false when s is full (the poller waits for room and calls it again).
 func (f *fileSend) step(s uintptr) bool {
-	for len(f.head) > 0 {
-		n, err := unix.SendmsgN(int(s), f.head, nil, nil, unix.MSG_MORE|unix.MSG_NOSIGNAL)
-		switch {
-		case err == unix.EAGAIN:
-			return false
-		case err == unix.EINTR:
-			continue
-		case err != nil:
-			f.err = err
-			return true
+	for len(f.head) > 0 || f.left > 0 {
+		var err error
+		if len(f.head) > 0 {
+			var n int
+			if n, err = unix.SendmsgN(int(s), f.head, nil, nil, unix.MSG_MORE|unix.MSG_NOSIGNAL); err == nil {
+				f.head = f.head[n:]
+			}
+		} else {
+			var n int
+			n, err = unix.Sendfile(int(s), f.fd, &f.off, f.left)
+			if n > 0 {
+				f.left -= n
+				f.sent += int64(n)
+			} else if err == nil {
+				err = io.ErrUnexpectedEOF // the file ended: never past a chunk in it
+			}
 		}
-		f.head = f.head[n:]
-	}
-	for f.left > 0 {
-		n, err := unix.Sendfile(int(s), f.fd, &f.off, f.left)
-		if n > 0 {
-			f.left -= n
-			f.sent += int64(n)
-		}
-		switch {
-		case err == unix.EAGAIN:
+		switch err {
+		case nil, unix.EINTR:
+		case unix.EAGAIN:
 			return false
-		case err == unix.EINTR:
-			continue
-		case err != nil:
+		default:
 			f.err = err
-			return true
-		case n == 0:
-			f.err = io.ErrUnexpectedEOF // the file ended: never past a chunk in it
 			return true
 		}
 	}

@@ -37,13 +37,13 @@ func sendableRAM(t *testing.T) *ram.Tier {
 }
 
 // checkArenaBodies reads a warm object of RAM's arena whole, a range of
-// it, a range small enough to copy, and its head, and checks the bytes,
-// which were sent from the arena's file if fromFile, and that every
-// lease ended.
+// it, two ranges too small to be worth a sendfile (copied) and its head,
+// and checks the bytes, which were sent from the arena's file if
+// fromFile, and that every lease ended.
 func checkArenaBodies(t *testing.T, e *env, tier *ram.Tier, fromFile bool) {
 	t.Helper()
 	bucket := e.makeBucket(t, "arena")
-	body := make([]byte, 200_000)
+	body := make([]byte, 300_000)
 	for i := range body {
 		body[i] = byte(i*7 + i/4096)
 	}
@@ -54,7 +54,7 @@ func checkArenaBodies(t *testing.T, e *env, tier *ram.Tier, fromFile bool) {
 	for _, c := range []struct {
 		start, end int64 // inclusive; -1: the whole object
 		copied     bool  // small enough to be copied anyway
-	}{{-1, -1, false}, {50_000, 149_999, false}, {100, 20_099, true}} {
+	}{{-1, -1, false}, {50_000, 249_999, false}, {100, 100_099, true}, {100, 20_099, true}} {
 		var opts minio.GetObjectOptions
 		want := body
 		if c.start >= 0 {

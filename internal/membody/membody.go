@@ -58,6 +58,10 @@ type Owner interface {
 	File() (fd uintptr, off int64, ok bool)
 }
 
+// FileMin is the smallest body sent from its owner's file: a smaller one
+// costs less to send with its head in one writev (ram.ArenaMin says why).
+const FileMin = 128 << 10
+
 // fileBytes counts the body bytes sent from files (FileBytes).
 var fileBytes atomic.Int64
 
@@ -167,7 +171,7 @@ func (m *Body) WriteTo(w io.Writer) (int64, error) {
 // nothing, if the body is in no file or the connection cannot.
 func (m *Body) sendFile() (int64, error) {
 	fs, ok := m.conn.(FileSender)
-	if !ok || m.owner == nil {
+	if !ok || m.owner == nil || m.Len() < FileMin {
 		return 0, errors.ErrUnsupported
 	}
 	fd, off, ok := m.owner.File()

@@ -51,7 +51,7 @@ func TestSendableConformance(t *testing.T) {
 // smaller or larger chunk is on the heap, lent with no lease.
 func TestArenaLends(t *testing.T) {
 	tier := newSendable(t, 8<<20)
-	sizes := map[int]bool{100 << 10: true, ArenaMin: true, ArenaMax: true, ArenaMin - 1: false, ArenaMax + 1: false, 4 << 10: false}
+	sizes := map[int]bool{200 << 10: true, ArenaMin: true, ArenaMax: true, ArenaMin - 1: false, ArenaMax + 1: false, 4 << 10: false}
 	i := 0
 	for n, inArena := range sizes {
 		i++
@@ -87,7 +87,7 @@ func TestArenaLends(t *testing.T) {
 // slot is emptied and reused, and the arena's pages are those of the
 // chunks the tier holds.
 func TestArenaLeaseOutlivesEviction(t *testing.T) {
-	const n = 100 << 10
+	const n = 200 << 10
 	tier := newSendable(t, 4*tierCost(n)+64) // keys of 2 digits cost a byte more
 	if err := tier.Put(arenaID(0), arenaChunk(0, n)); err != nil {
 		t.Fatal(err)
@@ -135,7 +135,7 @@ func tierCost(n int) int64 {
 // bytes mapped until the lease is released.
 func TestArenaCloseWithLease(t *testing.T) {
 	tier := New(Options{Capacity: 1 << 20, Sendable: true})
-	want := arenaChunk(1, 64<<10)
+	want := arenaChunk(1, ArenaMin)
 	if err := tier.PutAlways(arenaID(1), bytes.Clone(want)); err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestArenaCloseWithLease(t *testing.T) {
 // emptied and written with another chunk before the socket's reader
 // reads them.
 func TestArenaSendSurvivesReuse(t *testing.T) {
-	const n = 64 << 10 // fits a loopback socket's buffers unread
+	const n = ArenaMin // fits the sockets' buffers unread (tcpPair)
 	tier := newSendable(t, 2*tierCost(n))
 	if err := tier.Put(arenaID(0), arenaChunk(0, n)); err != nil {
 		t.Fatal(err)
@@ -210,7 +210,15 @@ func tcpPair(t *testing.T) (client, server *net.TCPConn) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close(); s.Close() })
-	return c.(*net.TCPConn), s.(*net.TCPConn)
+	client, server = c.(*net.TCPConn), s.(*net.TCPConn)
+	// Room for a chunk sent and not read yet.
+	if err := client.SetReadBuffer(4 << 20); err != nil {
+		t.Fatal(err)
+	}
+	if err := server.SetWriteBuffer(4 << 20); err != nil {
+		t.Fatal(err)
+	}
+	return client, server
 }
 
 // sendFile sends n bytes of the file fd from off to conn with sendfile.
@@ -245,7 +253,7 @@ func sendFile(t *testing.T, conn *net.TCPConn, fd uintptr, off int64, n int) {
 // read each chunk's own bytes, and when all is done the arena holds the
 // pages of the chunks the tier holds, no more.
 func TestArenaChurn(t *testing.T) {
-	const n, keys = 40 << 10, 64
+	const n, keys = ArenaMin + 1000, 64
 	tier := newSendable(t, 16*tierCost(n))
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
