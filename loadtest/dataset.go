@@ -56,6 +56,18 @@ func quickPlan() plan {
 	return plan{count: 300, sizes: []int{4 << 10, 100 << 10}, concs: []int{16, 64}, largeSize: 64 << 20, ranges: 8}
 }
 
+// bodiesPlan is the bodies scenario's: the reads lineup over objects a
+// node's RAM tier keeps in its memory file and sends with sendfile
+// (store/ram's arena: 128 KiB to 1 MiB), 1,000 of each size per
+// concurrency (300 with quick), one 64 MiB object for the large reads.
+func bodiesPlan(quick bool) plan {
+	p := plan{count: 1_000, sizes: []int{256 << 10, 1 << 20}, concs: []int{16, 64}, largeSize: 64 << 20}
+	if quick {
+		p.count = 300
+	}
+	return p
+}
+
 // sizeName renders a byte count as the report shows it.
 func sizeName(n int64) string {
 	switch {

@@ -3,7 +3,7 @@
 // cache, nginx.go), in one run on this machine, and writes a markdown
 // report (absolute numbers and ratios).
 //
-//	go run ./loadtest -granary bin/granary [-quick] [-out FILE] [-scenario reads,checkpoint,mount,epochs,hdfs-epochs,cluster,tls,origin-faults]
+//	go run ./loadtest -granary bin/granary [-quick] [-out FILE] [-scenario reads,bodies,checkpoint,mount,epochs,hdfs-epochs,cluster,tls,origin-faults]
 //	go run ./loadtest -endpoint URL -bucket NAME [-prefix P] [-reuse] [-quick] [-scenario reads]
 //
 // The scenarios are registered in scenarios.go, one entry each (name,
@@ -57,7 +57,7 @@ func main() {
 	def := slowproxy.DefaultOptions()
 	stream, total := slowproxy.RateFlag(def.Stream), slowproxy.RateFlag(def.Total)
 	flag.StringVar(&o.granary, "granary", "", "granary binary to measure (empty: MinIO, the trivial server and nginx only, or the direct and nginx rows of checkpoint and epochs)")
-	flag.BoolVar(&o.quick, "quick", false, "small sizes for a smoke run (300 objects per set, 64MiB large object; checkpoint 4 x 32MiB; epochs and hdfs-epochs 2,000 samples; cluster 300 small, 2 x 64MiB large, 200 objects in the origin workload; tls 300 objects per set, 64MiB, one round)")
+	flag.BoolVar(&o.quick, "quick", false, "small sizes for a smoke run (300 objects per set, 64MiB large object; bodies 300 objects per set; checkpoint 4 x 32MiB; epochs and hdfs-epochs 2,000 samples; cluster 300 small, 2 x 64MiB large, 200 objects in the origin workload; tls 300 objects per set, 64MiB, one round)")
 	flag.StringVar(&o.out, "out", "", outUsage())
 	flag.DurationVar(&o.timeout, "timeout", 45*time.Minute, "bound on the whole run")
 	flag.StringVar(&scenarios, "scenario", "reads", scenarioUsage())

@@ -42,6 +42,12 @@ func run(ctx context.Context, o options, logw io.Writer) (*report, error) {
 	return runPlan(ctx, o, p, logw)
 }
 
+// runBodies measures the bodies scenario: the reads scenario's lineup
+// and report over bodiesPlan.
+func runBodies(ctx context.Context, o options, logw io.Writer) (*report, error) {
+	return runPlan(ctx, o, bodiesPlan(o.quick), logw)
+}
+
 // runPlan is run with the plan p.
 func runPlan(ctx context.Context, o options, p plan, logw io.Writer) (*report, error) {
 	logf := func(format string, args ...any) { fmt.Fprintf(logw, "loadtest: "+format+"\n", args...) }

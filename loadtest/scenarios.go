@@ -52,6 +52,8 @@ func as[R reporter](f func(context.Context, options, io.Writer) (R, error)) func
 var registry = []scenario{
 	{name: "reads", desc: "GETs of small and large objects", endpoint: true, out: "latest.md", run: as(run),
 		targets: "MinIO, the trivial server, nginx; granary with -granary; or the -endpoint alone"},
+	{name: "bodies", desc: "the reads scenario over objects of 256KiB and 1MiB, which a node sends with sendfile", endpoint: true, run: as(runBodies),
+		targets: "MinIO, the trivial server, nginx; granary with -granary; or the -endpoint alone"},
 	{name: "checkpoint", desc: "save and restore through a slow origin", run: as(runCheckpoint),
 		targets: "MinIO behind the slow proxy, nginx; granary with -granary"},
 	{name: "mount", desc: "files through granary mount against local disk", run: as(runMount),

@@ -15,7 +15,7 @@ import (
 )
 
 func TestRegistryListsEveryScenario(t *testing.T) {
-	want := []string{"reads", "checkpoint", "mount", "epochs", "hdfs-epochs", "cluster", "cluster-scale", "mount-cluster", "tls", "origin-faults"}
+	want := []string{"reads", "bodies", "checkpoint", "mount", "epochs", "hdfs-epochs", "cluster", "cluster-scale", "mount-cluster", "tls", "origin-faults"}
 	if len(registry) != len(want) {
 		t.Fatalf("%d scenarios registered, want %d", len(registry), len(want))
 	}
@@ -31,8 +31,8 @@ func TestRegistryListsEveryScenario(t *testing.T) {
 			t.Errorf("lookup %s: %v %v", s.name, got.name, ok)
 		}
 	}
-	if registry[0].outFile() != "latest.md" || registry[1].outFile() != "checkpoint.md" {
-		t.Errorf("report files %s, %s", registry[0].outFile(), registry[1].outFile())
+	if registry[0].outFile() != "latest.md" || registry[1].outFile() != "bodies.md" || registry[2].outFile() != "checkpoint.md" {
+		t.Errorf("report files %s, %s, %s", registry[0].outFile(), registry[1].outFile(), registry[2].outFile())
 	}
 }
 
