@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/granary-dev/granary/internal/membody"
 )
 
 // op names an S3 operation (or an admin route) for metrics and logs.
@@ -164,6 +166,14 @@ type metrics struct {
 	served   [numOps][2]atomic.Pointer[prometheus.Counter]
 }
 
+// sentFromFiles counts the body bytes the kernel sent from the RAM
+// tier's memory file (membody.FileBytes): one collector for the process,
+// as the count is the process's.
+var sentFromFiles = prometheus.NewCounterFunc(prometheus.CounterOpts{
+	Name: "granary_body_bytes_sendfile_total",
+	Help: "Response body bytes sent with sendfile from the RAM tier's memory file, by reference, rather than copied out of the node's memory.",
+}, func() float64 { return float64(membody.FileBytes()) })
+
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "granary_requests_total",
@@ -187,6 +197,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			return nil, err
 		}
 		if refused, err = registerOrReuse(reg, refused); err != nil {
+			return nil, err
+		}
+		if _, err = registerOrReuse(reg, sentFromFiles); err != nil {
 			return nil, err
 		}
 	}

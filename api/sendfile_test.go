@@ -5,6 +5,8 @@ package api
 
 import (
 	"bytes"
+	"fmt"
+	"net/http"
 	"testing"
 
 	"github.com/minio/minio-go/v7"
@@ -75,4 +77,16 @@ func checkArenaBodies(t *testing.T, e *env, tier *ram.Tier, fromFile bool) {
 		t.Fatal(err)
 	}
 	poll.Until(t, "every lease on RAM's chunks released", func() bool { return tier.Leases() == 0 })
+	if fromFile {
+		_, m := e.do(t, rawRequest{method: http.MethodGet, path: "/metrics", unsigned: true})
+		const name = "granary_body_bytes_sendfile_total "
+		i := bytes.Index(m, []byte("\n"+name))
+		var sent float64
+		if i >= 0 {
+			fmt.Sscan(string(m[i+1+len(name):]), &sent) //nolint:errcheck // a missing figure reads 0
+		}
+		if sent < float64(len(body)) {
+			t.Fatalf("%s= %v after bodies sent from the file", name, sent)
+		}
+	}
 }
