@@ -177,6 +177,8 @@ func tierCollectors(name string, t store.Tier) []prometheus.Collector {
 		gauge("granary_tier_used_bytes", "Bytes held by a cache tier.", func(s store.TierStats) int64 { return s.UsedBytes }),
 		gauge("granary_tier_capacity_bytes", "Byte budget of a cache tier.", func(s store.TierStats) int64 { return s.CapacityBytes }),
 		gauge("granary_tier_chunks", "Chunks held by a cache tier.", func(s store.TierStats) int64 { return s.Chunks }),
+		gauge("granary_tier_file_bytes", "Bytes a cache tier holds in a memory file (the RAM tier's chunks sent with sendfile): resident memory counts them only where mapped.",
+			func(s store.TierStats) int64 { return s.FileBytes }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "granary_tier_evictions_total",
 			Help: "Chunks evicted from a cache tier.", ConstLabels: labels},
 			func() float64 { return float64(t.Stats().Evictions) }),

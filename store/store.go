@@ -253,6 +253,9 @@ type TierStats struct {
 	Chunks        int64 `json:"chunks"`
 	Evictions     int64 `json:"evictions"` // chunks evicted since start
 	Declined      int64 `json:"declined"`  // Puts declined by admission (ErrNotAdmitted) since start
+	// FileBytes is what the tier holds in a memory file (the RAM tier's
+	// arena), pages a process's resident set shows only where mapped.
+	FileBytes int64 `json:"fileBytes,omitempty"`
 }
 
 // Tier is one cache level (RAM, disk). Chunks are immutable: Put of an ID

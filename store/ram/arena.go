@@ -137,6 +137,15 @@ func (a *arena) place(b []byte) *slot {
 	return s
 }
 
+// fileBytes is the memory the tier's arena holds: pages written and not
+// punched out yet (those of chunks evicted but still leased included).
+func (t *Tier) fileBytes() int64 {
+	if t.arena == nil {
+		return 0
+	}
+	return t.arena.pages.Load() * pageSize
+}
+
 // pages is how many pages the slot's chunk was written to.
 func (s *slot) pages() int64 { return (int64(s.n) + pageSize - 1) / pageSize }
 

@@ -116,6 +116,9 @@ func TestArenaLeaseOutlivesEviction(t *testing.T) {
 	if a.slots.Load() != 4 || a.pages.Load() != 4*pages {
 		t.Fatalf("after the release: %d slots, %d pages; want 4, %d", a.slots.Load(), a.pages.Load(), 4*pages)
 	}
+	if got := tier.Stats().FileBytes; got != 4*pages*pageSize {
+		t.Fatalf("the tier reports %d bytes in its file, want %d", got, 4*pages*pageSize)
+	}
 	if top := a.top; top > 6*classPages[classOf(n)]*pageSize {
 		t.Fatalf("the arena handed out %d bytes of slots for 13 chunks of which 5 lived at once", top)
 	}

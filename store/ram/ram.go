@@ -588,6 +588,7 @@ func (t *Tier) Stats() store.TierStats {
 		Chunks:        t.chunks.Load(),
 		Evictions:     t.evictions.Load(),
 		Declined:      t.declined.Load(),
+		FileBytes:     t.fileBytes(),
 	}
 }
 
