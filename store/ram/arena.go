@@ -113,8 +113,13 @@ type slot struct {
 const dead = 1 << 40
 
 // place copies b into a new slot, or returns nil if the arena has no
-// room left in its span or the write fails (the caller keeps b itself).
+// room left in its span, the write fails (the caller keeps b itself) or
+// the tier closed (the file may be gone).
 func (a *arena) place(b []byte) *slot {
+	if !a.hold() {
+		return nil
+	}
+	defer a.unlease()
 	c := classOf(len(b))
 	a.mu.Lock()
 	var off int64
@@ -183,8 +188,7 @@ func (s *slot) drop() {
 	}
 }
 
-// empty takes the slot's chunk out of the arena. The caller holds a
-// count of leases (its own, or the tier's), so the file is still open.
+// empty takes the slot's chunk out of the arena.
 func (s *slot) empty() {
 	s.a.slots.Add(-1)
 	s.a.pages.Add(-s.pages())
@@ -193,14 +197,33 @@ func (s *slot) empty() {
 
 // recycle punches the slot's pages out and gives the slot back to its
 // class. A slot the punch fails on is never reused: its offset would be
-// written again over pages a send may still hold.
+// written again over pages a send may still hold. Once the file is gone
+// (the tier closed) there is nothing to punch.
 func (a *arena) recycle(s *slot) {
+	if !a.hold() {
+		return
+	}
+	defer a.unlease()
 	if err := a.os.punch(s.off, s.pages()*pageSize); err != nil {
 		return
 	}
 	a.mu.Lock()
 	a.free[s.class] = append(a.free[s.class], s.off)
 	a.mu.Unlock()
+}
+
+// hold counts one more user of the mapping unless it has none left (it
+// is unmapped, or about to be), and reports whether it did.
+func (a *arena) hold() bool {
+	for {
+		n := a.leases.Load()
+		if n == 0 {
+			return false
+		}
+		if a.leases.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
 }
 
 // unlease drops one count of the mapping's users.

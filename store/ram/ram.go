@@ -368,6 +368,19 @@ func (t *Tier) put(id store.ChunkID, data []byte, filter bool) error {
 	}
 	oh := t.objectHash(id.Bucket, id.Key)
 	s, h := t.shardAt(oh), t.chunkHash(oh, id)
+	// An arena chunk is copied into its slot before the locks where it
+	// will most likely be kept (the tier has room: no admission to pass),
+	// so a fill's copies do not queue every other Put behind them; a
+	// slot the Put does not use is emptied again.
+	var sl *slot
+	if t.arenaHolds(len(data)) && t.fits(size) && !t.closed.Load() {
+		sl = t.arena.place(data)
+	}
+	defer func() {
+		if sl != nil {
+			sl.drop()
+		}
+	}()
 	defer t.lockShared()()
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -393,7 +406,10 @@ func (t *Tier) put(id store.ChunkID, data []byte, filter bool) error {
 	}
 	e := &entry{id: id, data: data, size: size, hash: h}
 	if t.arenaHolds(len(data)) {
-		if e.slot = t.arena.place(data); e.slot != nil {
+		if sl == nil {
+			sl = t.arena.place(data)
+		}
+		if e.slot, sl = sl, nil; e.slot != nil {
 			e.data = e.slot.bytes()
 		}
 	}
