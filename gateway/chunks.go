@@ -244,7 +244,8 @@ func (e *Engine) storeChunk(id store.ChunkID, data []byte, keep, toDisk bool, fl
 // not cached.
 //
 // It reports whether t may have kept data: false only when t said it did
-// not (one of those refusals), so that data may be reused.
+// not (one of those refusals) or keeps a copy (store.PutCopier), so that
+// data may be reused.
 func (e *Engine) putTier(t store.Tier, name string, id store.ChunkID, data []byte, keep bool) (kept bool) {
 	var err error
 	if a, ok := t.(store.Admitter); ok && keep {
@@ -253,13 +254,20 @@ func (e *Engine) putTier(t store.Tier, name string, id store.ChunkID, data []byt
 		err = t.Put(id, data)
 	}
 	if err == nil {
-		return true
+		return !putCopies(t, len(data))
 	}
 	if refused(err) {
 		return false
 	}
 	e.log.Warn().Err(err).Str("bucket", id.Bucket).Str("key", id.Key).Msg(name + " tier put failed")
 	return true
+}
+
+// putCopies reports whether t's Put of n bytes keeps a copy, not the
+// caller's slice.
+func putCopies(t store.Tier, n int) bool {
+	c, ok := t.(store.PutCopier)
+	return ok && c.PutCopies(n)
 }
 
 // refused reports whether a tier's Put refused a chunk (and so did not

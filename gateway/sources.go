@@ -113,7 +113,8 @@ func (e *Engine) lookupDisk(id store.ChunkID, record, client bool) (b []byte, sp
 	e.countHit(id.Bucket, tier, len(b), client)
 	if front != nil {
 		// Best effort: a full RAM tier just misses later.
-		spare = spare && refused(front.Put(id, b))
+		err := front.Put(id, b)
+		spare = spare && (refused(err) || err == nil && putCopies(front, len(b)))
 	}
 	return b, spare, true
 }

@@ -352,6 +352,13 @@ type IntoGetter interface {
 	GetInto(id ChunkID, record bool, alloc func(n int64) []byte) ([]byte, error)
 }
 
+// PutCopier is a Tier whose Put keeps a copy of some chunks, never the
+// caller's slice: after a Put of n bytes for which PutCopies(n), the
+// caller may reuse its buffer.
+type PutCopier interface {
+	PutCopies(n int) bool
+}
+
 // Lease keeps bytes a tier lent in place (Lender) until Release, which
 // its holder calls once, when done with them.
 type Lease interface {

@@ -46,9 +46,10 @@ func TestSendableConformance(t *testing.T) {
 	storetest.RunTier(t, func(t *testing.T, capacity int64) store.Tier { return newSendable(t, capacity) })
 }
 
-// TestArenaLends: a chunk of ArenaMin to ArenaMax bytes is lent in
-// place with a FileSpan whose file holds its bytes; Get copies it; a
-// smaller or larger chunk is on the heap, lent with no lease.
+// TestArenaLends: a chunk of ArenaMin to ArenaMax bytes is copied by Put
+// (its buffer the caller's again) and lent in place with a FileSpan whose
+// file holds its bytes; Get copies it; a smaller or larger chunk is kept
+// on the heap as it was given, lent with no lease.
 func TestArenaLends(t *testing.T) {
 	tier := newSendable(t, 8<<20)
 	sizes := map[int]bool{200 << 10: true, ArenaMin: true, ArenaMax: true, ArenaMin - 1: false, ArenaMax + 1: false, 4 << 10: false}
@@ -56,8 +57,15 @@ func TestArenaLends(t *testing.T) {
 	for n, inArena := range sizes {
 		i++
 		id, want := arenaID(i), arenaChunk(i, n)
-		if err := tier.Put(id, bytes.Clone(want)); err != nil {
+		buf := bytes.Clone(want)
+		if err := tier.Put(id, buf); err != nil {
 			t.Fatal(err)
+		}
+		if tier.PutCopies(n) != inArena {
+			t.Fatalf("%d bytes: PutCopies %v, want %v", n, !inArena, inArena)
+		}
+		if inArena {
+			clear(buf) // the caller's buffer is its own again
 		}
 		b, lease, err := tier.Lend(id, true)
 		if err != nil || !bytes.Equal(b, want) {

@@ -5,6 +5,7 @@
 package ram
 
 import (
+	"bytes"
 	"errors"
 	"hash/maphash"
 	"math"
@@ -111,6 +112,7 @@ var (
 	_ store.Peeker        = (*Tier)(nil)
 	_ store.BucketSizer   = (*Tier)(nil)
 	_ store.Lender        = (*Tier)(nil)
+	_ store.PutCopier     = (*Tier)(nil)
 	_ store.FileSpan      = (*slot)(nil)
 )
 
@@ -231,6 +233,11 @@ func (t *Tier) cost(id store.ChunkID, data []byte) int64 {
 
 // arenaHolds reports whether a chunk of n bytes goes to the arena.
 func (t *Tier) arenaHolds(n int) bool { return t.arena != nil && n >= ArenaMin && n <= ArenaMax }
+
+// PutCopies reports whether a Put of n bytes keeps a copy (store.PutCopier):
+// an arena chunk's, in its slot or, where the arena has no slot for it,
+// on the heap.
+func (t *Tier) PutCopies(n int) bool { return t.arenaHolds(n) }
 
 // Sendable reports why Options.Sendable got the tier no arena; nil if it
 // has one, or was not asked for one.
@@ -411,6 +418,8 @@ func (t *Tier) put(id store.ChunkID, data []byte, filter bool) error {
 		}
 		if e.slot, sl = sl, nil; e.slot != nil {
 			e.data = e.slot.bytes()
+		} else {
+			e.data = bytes.Clone(data) // PutCopies: the caller's buffer is its own
 		}
 	}
 	now := t.now()
