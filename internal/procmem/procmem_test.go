@@ -1,3 +1,4 @@
+// Tests of procmem against a memory file of this process.
 package procmem
 
 import (
