@@ -76,8 +76,10 @@ type arena struct {
 	free [][]int64 // per class: offsets of empty slots
 	top  int64     // offset of the first byte never handed out
 
-	// leases counts leases not yet released, plus one while the tier is
-	// open: the mapping goes when it reaches zero.
+	// leases counts the file's users: leases not yet released, writes
+	// and punches under way (hold), and one while the tier is open. The
+	// file and its mapping go when it reaches zero, and are never used
+	// again: hold refuses from zero.
 	leases atomic.Int64
 	lent   atomic.Int64 // leases not yet released
 	slots  atomic.Int64 // slots handed out and not yet emptied
