@@ -90,12 +90,10 @@ func (o *Object) Bytes() ([]byte, bool) { return o.whole, o.whole != nil }
 // they do (a chunk of RAM's arena): the kernel can send them from there
 // (sendfile) until the object is closed.
 func (o *Object) File() (fd uintptr, off int64, ok bool) {
-	fs, ok := o.mem.lease.(store.FileSpan)
-	if !ok || o.whole == nil {
+	if o.whole == nil {
 		return 0, 0, false
 	}
-	fd, off = fs.File()
-	return fd, off + o.within, true
+	return leaseFile(o.mem.lease, o.within)
 }
 
 // Engine is the caching engine. It is safe for concurrent use.

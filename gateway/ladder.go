@@ -240,9 +240,7 @@ func (e *Engine) try(w *walker, r rung, got *found) bool {
 			got.ref = chunkRef{data: b, free: true, lease: lease}
 			return true
 		}
-		if lease != nil {
-			lease.Release()
-		}
+		release(lease)
 	case rungLocal:
 		got.local = e.localSource(w.id)
 		return got.local != nil
@@ -286,9 +284,7 @@ func (e *Engine) tryTiers(w *walker, got *found) bool {
 		b, spare, ok = e.lookupDisk(w.id, recDisk, w.plan.client)
 	}
 	if !ok || int64(len(b)) != w.n {
-		if lease != nil {
-			lease.Release()
-		}
+		release(lease)
 		return false
 	}
 	got.ref = chunkRef{data: b, free: ram, lease: lease}

@@ -153,22 +153,15 @@ type refReader struct {
 
 // Close releases the lease on the chunk's bytes: they are not read again.
 func (r *refReader) Close() error {
-	if r.ref.lease != nil {
-		r.ref.lease.Release()
-		r.ref.lease, r.ref.data = nil, nil
-	}
+	release(r.ref.lease)
+	r.ref.lease, r.ref.data = nil, nil
 	return nil
 }
 
 // File returns where the rest of the chunk also lies in a file, if a tier
 // lent it from one (store.FileSpan), for the kernel to send it from.
 func (r *refReader) File() (fd uintptr, off int64, ok bool) {
-	fs, ok := r.ref.lease.(store.FileSpan)
-	if !ok {
-		return 0, 0, false
-	}
-	fd, off = fs.File()
-	return fd, off + int64(r.off), true
+	return leaseFile(r.ref.lease, int64(r.off))
 }
 
 // Bytes returns the rest of the chunk if a tier holds it whole (it may

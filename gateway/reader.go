@@ -291,10 +291,8 @@ func (r *objectReader) refetch(f *future, idx int64) error {
 	}
 	w := newWalker(forRetry, r.e.chunkID(r.info, idx), r.e.chunkLen(r.info.Size, idx), wantNow)
 	w.paid, w.lends = true, true
-	got, _ := r.e.walk(&w)  // its plan ends at the flight rung
-	if f.ref.lease != nil { // none of its bytes is sent any more
-		f.ref.lease.Release()
-	}
+	got, _ := r.e.walk(&w) // its plan ends at the flight rung
+	release(f.ref.lease)   // none of its bytes is sent any more
 	f.ref = got.ref
 	if f.ref.free {
 		r.e.mem.give(f.paid)

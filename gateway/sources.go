@@ -32,10 +32,27 @@ func tierLend(t store.Tier, id store.ChunkID, record, lend bool) ([]byte, store.
 // nothing.
 func tierHas(t store.Tier, id store.ChunkID) bool {
 	_, lease, err := tierLend(t, id, false, true)
+	release(lease)
+	return err == nil
+}
+
+// release ends lease, if there is one.
+func release(lease store.Lease) {
 	if lease != nil {
 		lease.Release()
 	}
-	return err == nil
+}
+
+// leaseFile returns where the bytes lease holds lie in a file, from off
+// within them, if they do (store.FileSpan): the kernel may send them from
+// there while the lease is held.
+func leaseFile(lease store.Lease, off int64) (fd uintptr, at int64, ok bool) {
+	fs, ok := lease.(store.FileSpan)
+	if !ok {
+		return 0, 0, false
+	}
+	fd, at = fs.File()
+	return fd, at + off, true
 }
 
 // lookupRAM returns the chunk if the RAM tier, or the hot tier of copies

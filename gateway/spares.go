@@ -137,9 +137,7 @@ func (r chunkRef) release() {
 	if r.held {
 		r.fl.letGo()
 	}
-	if r.lease != nil {
-		r.lease.Release()
-	}
+	release(r.lease)
 	if r.pool != nil {
 		r.pool.put(r.data)
 	}
