@@ -67,7 +67,8 @@ func classOf(n int) int {
 	return len(classPages) - 1
 }
 
-// arena hands out slots of one memory file.
+// arena hands out slots of one memory file (a tier has arenaFiles of
+// them: arenaset.go).
 type arena struct {
 	os   *osArena
 	span int64 // bytes of address space
@@ -86,12 +87,9 @@ type arena struct {
 	pages  atomic.Int64 // pages written and not yet punched
 }
 
-// newArena returns an arena for a tier of capacity bytes, or nil where
-// the kernel cannot give one (the tier then keeps every chunk on the
-// heap).
-func newArena(capacity int64) (*arena, error) {
-	span := max(capacity*arenaSpanPerByte, arenaMinSpan)
-	span -= span % (ArenaMax)
+// newArena returns an arena of one memory file of span bytes (a
+// multiple of ArenaMax), or an error where the kernel cannot give one.
+func newArena(span int64) (*arena, error) {
 	o, err := openArena(span)
 	if err != nil {
 		return nil, err
@@ -150,7 +148,7 @@ func (t *Tier) fileBytes() int64 {
 	if t.arena == nil {
 		return 0
 	}
-	return t.arena.pages.Load() * pageSize
+	return t.arena.pages() * pageSize
 }
 
 // pages is how many pages the slot's chunk was written to.

@@ -116,19 +116,18 @@ func TestArenaLeaseOutlivesEviction(t *testing.T) {
 	if !bytes.Equal(b, arenaChunk(0, n)) {
 		t.Fatal("an evicted chunk's lent bytes changed under its lease")
 	}
-	a := tier.arena
-	if got := a.slots.Load(); got != 5 {
+	if got := arenaCount(tier, slotsOf); got != 5 {
 		t.Fatalf("%d slots in use, want 4 held and 1 leased", got)
 	}
 	lease.Release()
 	pages := int64((n + pageSize - 1) / pageSize)
-	if a.slots.Load() != 4 || a.pages.Load() != 4*pages {
-		t.Fatalf("after the release: %d slots, %d pages; want 4, %d", a.slots.Load(), a.pages.Load(), 4*pages)
+	if slots, pg := arenaCount(tier, slotsOf), arenaCount(tier, pagesOf); slots != 4 || pg != 4*pages {
+		t.Fatalf("after the release: %d slots, %d pages; want 4, %d", slots, pg, 4*pages)
 	}
 	if got := tier.Stats().FileBytes; got != 4*pages*pageSize {
 		t.Fatalf("the tier reports %d bytes in its file, want %d", got, 4*pages*pageSize)
 	}
-	if top := a.top; top > 6*classPages[classOf(n)]*pageSize {
+	if top := arenaCount(tier, topOf); top > 6*classPages[classOf(n)]*pageSize {
 		t.Fatalf("the arena handed out %d bytes of slots for 13 chunks of which 5 lived at once", top)
 	}
 	for i := 9; i <= 12; i++ {
@@ -138,9 +137,44 @@ func TestArenaLeaseOutlivesEviction(t *testing.T) {
 	}
 }
 
+// arenaCount sums a count of the tier's arena files.
+func arenaCount(tier *Tier, count func(*arena) int64) int64 { return tier.arena.sum(count) }
+
+// The counts arenaCount sums: slots in use, pages written, users of the
+// mapping, and the addresses handed out.
+func slotsOf(a *arena) int64 { return a.slots.Load() }
+func pagesOf(a *arena) int64 { return a.pages.Load() }
+func usersOf(a *arena) int64 { return a.leases.Load() }
+func topOf(a *arena) int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.top
+}
+
 // tierCost is the budget a chunk of n bytes takes in the arena.
 func tierCost(n int) int64 {
 	return charge(arenaID(0), make([]byte, (n+pageSize-1)/pageSize*pageSize))
+}
+
+// TestArenaSpreadsWrites: chunks put one after another land in every
+// memory file, so that concurrent writes do not queue on one file's lock.
+func TestArenaSpreadsWrites(t *testing.T) {
+	tier := newSendable(t, 64<<20)
+	for i := range 2 * arenaFiles {
+		if err := tier.Put(arenaID(i), arenaChunk(i, ArenaMin)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, a := range tier.arena.files {
+		if got := a.slots.Load(); got != 2 {
+			t.Errorf("file %d holds %d of %d chunks, want 2", i, got, 2*arenaFiles)
+		}
+	}
+	for i := range 2 * arenaFiles {
+		if got, err := tier.Get(arenaID(i)); err != nil || !bytes.Equal(got, arenaChunk(i, ArenaMin)) {
+			t.Fatalf("chunk %d: %v", i, err)
+		}
+	}
 }
 
 // TestArenaCloseWithLease: a tier closed while a chunk is lent keeps its
@@ -160,8 +194,8 @@ func TestArenaCloseWithLease(t *testing.T) {
 		t.Fatal("a closed tier's lent bytes changed")
 	}
 	lease.Release()
-	if tier.arena.leases.Load() != 0 {
-		t.Fatalf("%d users of the mapping left", tier.arena.leases.Load())
+	if users := arenaCount(tier, usersOf); users != 0 {
+		t.Fatalf("%d users of the mappings left", users)
 	}
 }
 
@@ -296,9 +330,9 @@ func TestArenaChurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := tier.Stats()
-	a := tier.arena
-	if a.slots.Load() != st.Chunks || a.pages.Load() != st.Chunks*((n+pageSize-1)/pageSize) {
-		t.Fatalf("the arena has %d slots, %d pages for %d chunks", a.slots.Load(), a.pages.Load(), st.Chunks)
+	slots, pg := arenaCount(tier, slotsOf), arenaCount(tier, pagesOf)
+	if slots != st.Chunks || pg != st.Chunks*((n+pageSize-1)/pageSize) {
+		t.Fatalf("the arena has %d slots, %d pages for %d chunks", slots, pg, st.Chunks)
 	}
 }
 

@@ -100,8 +100,8 @@ type Tier struct {
 
 	bytes bucketBytes // chunk data bytes per bucket (quota.go)
 
-	arena    *arena // nil: every chunk on the heap
-	arenaErr error  // why Options.Sendable got no arena
+	arena    *arenaSet // nil: every chunk on the heap
+	arenaErr error     // why Options.Sendable got no arena
 }
 
 var (
@@ -174,7 +174,7 @@ func New(opts Options) *Tier {
 		t.adm = newAdmission(t.capacity)
 	}
 	if opts.Sendable {
-		t.arena, t.arenaErr = newArena(t.capacity)
+		t.arena, t.arenaErr = newArenaSet(t.capacity)
 	}
 	for i := range t.shards {
 		t.shards[i].reset()
@@ -248,7 +248,7 @@ func (t *Tier) Leases() int64 {
 	if t.arena == nil {
 		return 0
 	}
-	return t.arena.lent.Load()
+	return t.arena.lent()
 }
 
 // lent returns an entry's bytes to a caller outside the shard lock, who
