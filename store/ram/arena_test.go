@@ -340,12 +340,13 @@ func TestArenaChurn(t *testing.T) {
 // tier with room for them all (so each is written before the tier's
 // lock), the way a cold pass of many readers fills RAM. cpu-ms/MiB is
 // the process's CPU time per MiB put: what the writes cost the node,
-// waiting included. The kernel takes the file's writes one at a time (the
-// inode's lock) and its waiters spin: 0.99-1.11 ms per MiB here, against
-// 0.56 for one writer. Queueing the writes on a Go mutex instead cut that
-// to 0.59-0.71 here, but slowed a real cold pass (1,000 x 1 MiB at 128
-// readers: 4.8-5.5 s against 3.9-4.3 s, the working memory full): a
-// waiter woken by Go waits behind every runnable request goroutine.
+// waiting included. The kernel takes a file's writes one at a time (the
+// inode's lock) and its waiters spin: with one file, 0.99-1.11 ms per MiB
+// here; with arenaFiles, 0.59-0.67. Queueing one file's writes on a Go
+// mutex instead cut it to 0.59-0.71 here, but slowed a real cold pass
+// (1,000 x 1 MiB at 128 readers: 4.8-5.5 s against 3.9-4.3 s, the
+// working memory full): a waiter Go wakes waits behind every runnable
+// request goroutine.
 func BenchmarkArenaPutParallel(b *testing.B) {
 	tier := New(Options{Capacity: 8 << 30, Policy: PolicyLRU, Sendable: true})
 	if err := tier.Sendable(); err != nil {

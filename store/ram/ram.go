@@ -52,8 +52,8 @@ type Options struct {
 	// or PutAlways that would take a bucket past its quota fails with
 	// store.ErrOverQuota (see quota.go). Nil sets no quotas.
 	Quotas store.Quotas
-	// Sendable keeps chunks of ArenaMin to ArenaMax bytes in a memory
-	// file the kernel can send from (arena.go); Lend lends them with a
+	// Sendable keeps chunks of ArenaMin to ArenaMax bytes in memory
+	// files the kernel can send from (arena.go); Lend lends them with a
 	// store.FileSpan. Where the kernel cannot give one, the tier keeps
 	// them on the heap and Sendable reports why.
 	Sendable bool
