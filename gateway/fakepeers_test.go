@@ -176,6 +176,31 @@ func (c *fakeCluster) chunkOwner(key string, idx int64) int {
 	return i
 }
 
+// hopsFrom is how many of key's first n chunks node reader does not own.
+func (c *fakeCluster) hopsFrom(reader int, key string, n int64) int {
+	hops := 0
+	for i := range n {
+		if c.chunkOwner(key, i) != reader {
+			hops++
+		}
+	}
+	return hops
+}
+
+// aReader is a node that owns some but not all of key's first n chunks,
+// and how many it does not own. Member IDs, and so the owners, differ from
+// run to run; any one node owns all n now and then, never two of them.
+func (c *fakeCluster) aReader(t *testing.T, key string, n int64) (reader, hops int) {
+	t.Helper()
+	for i := range c.engines {
+		if h := c.hopsFrom(i, key, n); h > 0 {
+			return i, h
+		}
+	}
+	t.Fatalf("no node reads %s through an owner", key)
+	return 0, 0
+}
+
 // originGets is the object reads that reached the origin, over all engines.
 func (c *fakeCluster) originGets() int {
 	n := 0

@@ -355,16 +355,7 @@ func TestClusterHotCopiesOnDiskServeRepeats(t *testing.T) {
 	c := newFakeCluster(t, fakeClusterOptions{n: 3, owners: 1, chunk: cs, hot: 1, disk: 64 << 20}) // no hot copies in RAM
 	data := randBytes(t, 6*cs)
 	newRigFor(t, c).seed("obj", data)
-	reader := 0
-	hops := 0
-	for i := range int64(6) {
-		if c.chunkOwner("obj", i) != reader {
-			hops++
-		}
-	}
-	if hops == 0 {
-		t.Fatal("every chunk is the reader's own: the test reads nothing through its owners")
-	}
+	reader, hops := c.aReader(t, "obj", 6)
 	got, err := c.read(reader, "obj")
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("first read: %d bytes, %v", len(got), err)
@@ -401,16 +392,11 @@ func TestClusterHotCopiesInRAMAreNotWrittenToDisk(t *testing.T) {
 	c := newFakeCluster(t, fakeClusterOptions{n: 3, owners: 1, chunk: cs, disk: 64 << 20})
 	data := randBytes(t, 6*cs)
 	newRigFor(t, c).seed("obj", data)
-	hops := 0
-	for i := range int64(6) {
-		if c.chunkOwner("obj", i) != 0 {
-			hops++
-		}
-	}
-	if got, err := c.read(0, "obj"); err != nil || !bytes.Equal(got, data) {
+	reader, hops := c.aReader(t, "obj", 6)
+	if got, err := c.read(reader, "obj"); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("read: %d bytes, %v", len(got), err)
 	}
-	e := c.engines[0]
+	e := c.engines[reader]
 	poll.Until(t, "the hot copies in RAM", func() bool { return e.opts.Hot.Stats().Chunks == int64(hops) })
 	// The disk queue also carries the reader's own chunks: once it is
 	// through them, no copy may have gone to disk.
