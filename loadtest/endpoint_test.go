@@ -142,7 +142,7 @@ func checkEndpointReport(t *testing.T, rep *report, url string) {
 		}
 	}
 	md := rep.markdown()
-	for _, want := range []string{"Targets, in the order measured: " + url + ".", "| 4KiB | 4 | " + url + " |",
+	for _, want := range []string{"Passes, in the order measured: " + url + ".", "| 4KiB | 4 | " + url + " |",
 		"| 2 ranges | " + url + " |", "| 4KiB | 4 | " + url + " | not measured | - | not measured |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)

@@ -50,7 +50,8 @@ type targetKind struct {
 
 // The kinds of the local lineup: MinIO direct, the trivial server, nginx
 // proxy_cache in front of MinIO (read unsigned, then signed once warm),
-// and granary in front of MinIO, read signed and then unsigned.
+// and granary in front of MinIO, read signed when cold, unsigned, then
+// signed again.
 var (
 	kindMinio   = targetKind{role: roleDirect, title: "MinIO"}
 	kindTrivial = targetKind{role: roleCeiling, cpuNote: "in the client"}
@@ -90,6 +91,53 @@ func passes(t target) []string {
 	return []string{t.name}
 }
 
+// step is one pass of a schedule: the target (an index into the lineup)
+// and the pass's label.
+type step struct {
+	target int
+	label  string
+}
+
+// schedule orders the passes over targets: each target's in turn, except
+// that the cache under test read unsigned is read between that cache's
+// cold and warm passes. Each cache is then read in the same order: its
+// cold pass, the unsigned pass (nginx's warm one, granary unsigned), and
+// the signed one (nginx signed, granary's warm one). The first pass after
+// a cold one costs more than later ones (the kernel moves the pages just
+// written to its active list as they are first read), so only the same
+// place in that order compares the two caches fairly.
+func schedule(targets []target) []step {
+	unsigned := -1
+	for i, t := range targets {
+		if t.role == roleSubjectUnsigned {
+			unsigned = i
+		}
+	}
+	var s []step
+	for i, t := range targets {
+		if i == unsigned && subjectBefore(targets, i) {
+			continue // read in its subject's turn
+		}
+		for k, label := range passes(t) {
+			s = append(s, step{i, label})
+			if k == 0 && t.cache && t.role == roleSubject && unsigned > i {
+				s = append(s, step{unsigned, passes(targets[unsigned])[0]})
+			}
+		}
+	}
+	return s
+}
+
+// subjectBefore reports whether a cache under test comes before index i.
+func subjectBefore(targets []target, i int) bool {
+	for _, t := range targets[:i] {
+		if t.role == roleSubject && t.cache {
+			return true
+		}
+	}
+	return false
+}
+
 // coldPass is the label of a cache's first pass ("" for no cache).
 func coldPass(t target) string {
 	if !t.cache {
@@ -121,16 +169,14 @@ func (r *report) pass(ro role, suffix string) string {
 	return t.name + " " + suffix
 }
 
-// lineupNote renders the targets given, in the order measured.
+// lineupNote renders the passes over the targets given, in the order
+// measured.
 func (r *report) lineupNote() string {
-	names := make([]string, len(r.targets))
-	for i, t := range r.targets {
-		names[i] = t.name
-		if t.cache {
-			names[i] += " (cold, then warm)"
-		}
+	var names []string
+	for _, st := range schedule(r.targets) {
+		names = append(names, st.label)
 	}
-	return "Targets, in the order measured: " + strings.Join(names, ", ") + "."
+	return "Passes, in the order measured: " + strings.Join(names, ", ") + "."
 }
 
 // where says where the targets run, for the report's first paragraph.

@@ -104,8 +104,9 @@ func readLocal(ctx context.Context, o options, d *dataset, rep *report, logf fun
 		}
 		defer g.stop()
 		rep.granaryRAM = ram
-		// The unsigned target reads the same node after its cold and warm
-		// passes: warm, as nginx is read (the bucket is anonymous-read).
+		// The unsigned target reads the same node between its cold and warm
+		// passes (schedule): warm, as nginx is read (the bucket is
+		// anonymous-read).
 		node, origin := pidOf(g.cmd.Process.Pid), pidOf(mio.Pid())
 		rep.targets = append(rep.targets,
 			target{name: "granary", endpoint: g.endpoint(), access: granaryAccess, secret: granarySecret, procs: node, origin: origin, targetKind: kindGranary},
@@ -167,61 +168,69 @@ const nginxSigned = "nginx signed"
 // GETs, warm.
 const granaryUnsigned = "granary unsigned"
 
-// measure runs every scenario against every target, in the same order.
+// measure runs every scenario against every target, in the order of
+// schedule.
 func measure(ctx context.Context, d *dataset, targets []target, rep *report, logf func(string, ...any)) error {
 	clients := make([]*client, len(targets))
 	for i, t := range targets {
 		clients[i] = newClient(t, d.bucket, 64)
 		defer clients[i].close()
 	}
+	steps := schedule(targets)
 	for _, set := range d.sets {
-		for i, t := range targets {
-			for _, label := range passes(t) {
-				h0, o0 := clients[i].cacheHits()
-				meter, err := startCPU(t)
-				if err != nil {
-					return err
-				}
-				r, err := runSmall(ctx, clients[i], set, label)
-				if err != nil {
-					return err
-				}
-				if label == coldPass(t) {
-					// What the cold pass left to do (a cache's disk writes
-					// of what it brought) is charged to it, not to the
-					// warm pass that follows.
-					if err := settle(ctx, t.procs, false); err != nil {
-						return err
-					}
-				}
-				if r.cpu, err = meter.used(); err != nil {
-					return err
-				}
-				r.cacheHits, r.cacheOthers = cacheDelta(clients[i], h0, o0)
-				c := r.cpu.perGet(r.n)
-				logf("%d x %s c%d %-13s %8.0f ops/s  p50 %v  p99 %v  cpu/GET target %v (%.2f switches) origin %v client %v%s", r.n, r.set, r.conc, label,
-					r.opsPerSec(), r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), c.server, c.switches, c.origin, c.client,
-					cacheNote(r.cacheHits, r.cacheOthers))
-				rep.small = append(rep.small, r)
+		for _, st := range steps {
+			r, err := measureSmall(ctx, clients[st.target], targets[st.target], set, st.label)
+			if err != nil {
+				return err
 			}
+			c := r.cpu.perGet(r.n)
+			logf("%d x %s c%d %-13s %8.0f ops/s  p50 %v  p99 %v  cpu/GET target %v (%.2f switches) origin %v client %v%s", r.n, r.set, r.conc, st.label,
+				r.opsPerSec(), r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), c.server, c.switches, c.origin, c.client,
+				cacheNote(r.cacheHits, r.cacheOthers))
+			rep.small = append(rep.small, r)
 		}
 	}
 	parts := []int{1, rep.plan.ranges}
 	for k, obj := range d.large {
-		for i, t := range targets {
-			for _, label := range passes(t) {
-				h0, o0 := clients[i].cacheHits()
-				r, err := runLarge(ctx, clients[i], obj, parts[k], label)
-				if err != nil {
-					return err
-				}
-				r.cacheHits, r.cacheOthers = cacheDelta(clients[i], h0, o0)
-				logf("%s %-13s %-13s %8.0f MB/s%s", sizeName(r.bytes), r.mode, label, r.mbPerSec(), cacheNote(r.cacheHits, r.cacheOthers))
-				rep.large = append(rep.large, r)
+		for _, st := range steps {
+			cl := clients[st.target]
+			h0, o0 := cl.cacheHits()
+			r, err := runLarge(ctx, cl, obj, parts[k], st.label)
+			if err != nil {
+				return err
 			}
+			r.cacheHits, r.cacheOthers = cacheDelta(cl, h0, o0)
+			logf("%s %-13s %-13s %8.0f MB/s%s", sizeName(r.bytes), r.mode, st.label, r.mbPerSec(), cacheNote(r.cacheHits, r.cacheOthers))
+			rep.large = append(rep.large, r)
 		}
 	}
 	return nil
+}
+
+// measureSmall makes the pass label of t over set with cl, and meters
+// what it cost.
+func measureSmall(ctx context.Context, cl *client, t target, set objectSet, label string) (smallResult, error) {
+	h0, o0 := cl.cacheHits()
+	meter, err := startCPU(t)
+	if err != nil {
+		return smallResult{}, err
+	}
+	r, err := runSmall(ctx, cl, set, label)
+	if err != nil {
+		return smallResult{}, err
+	}
+	if label == coldPass(t) {
+		// What the cold pass left to do (a cache's disk writes of what it
+		// brought) is charged to it, not to the warm pass that follows.
+		if err := settle(ctx, t.procs, false); err != nil {
+			return smallResult{}, err
+		}
+	}
+	if r.cpu, err = meter.used(); err != nil {
+		return smallResult{}, err
+	}
+	r.cacheHits, r.cacheOthers = cacheDelta(cl, h0, o0)
+	return r, nil
 }
 
 // cacheDelta is cl's cache status counts since h0 and o0.
