@@ -58,7 +58,7 @@ func quickPlan() plan {
 
 // bodiesPlan is the bodies scenario's: the reads lineup over objects a
 // node's RAM tier keeps in its memory file and sends with sendfile
-// (store/ram's arena: 128 KiB to 1 MiB), 1,000 of each size per
+// (store/ram's arena: 64 KiB to 1 MiB), 1,000 of each size per
 // concurrency (300 with quick), one 64 MiB object for the large reads.
 func bodiesPlan(quick bool) plan {
 	p := plan{count: 1_000, sizes: []int{256 << 10, 1 << 20}, concs: []int{16, 64}, largeSize: 64 << 20}

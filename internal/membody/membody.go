@@ -60,7 +60,7 @@ type Owner interface {
 
 // FileMin is the smallest body sent from its owner's file: a smaller one
 // costs less to send with its head in one writev (ram.ArenaMin says why).
-const FileMin = 128 << 10
+const FileMin = 64 << 10
 
 // fileBytes counts the body bytes sent from files (FileBytes).
 var fileBytes atomic.Int64

@@ -26,11 +26,12 @@ import (
 
 const (
 	// ArenaMin is the smallest chunk kept in the arena, and the smallest
-	// body a server sends from it (membody.FileMin): a sendfile needs the
-	// head sent by a system call of its own, which on this project's VM
-	// costs what the copy of a 100 KiB body does (sendfile paid 0.86-0.90x
-	// of a writev's CPU per GET at 256 KiB and 0.66-0.71x at 1 MiB).
-	ArenaMin = 128 << 10
+	// body a server sends from it (membody.FileMin). A sendfile needs the
+	// head sent by a system call of its own, which costs about what
+	// copying a 32-64 KiB body does; from 64 KiB the send by reference
+	// pays (node CPU per warm 100 KiB GET 0.84-0.98x of a writev's, 256
+	// KiB 0.86-0.90x, 1 MiB 0.66-0.71x).
+	ArenaMin = 64 << 10
 	// ArenaMax is the largest: bigger chunks (checkpoint shards) are
 	// read mostly by members and ranged reads, which want them as bytes.
 	ArenaMax = 1 << 20
