@@ -1,6 +1,6 @@
 // A container as the kubelet would start it, on this machine: its
-// environment resolved (values, fieldRefs, Secret and ConfigMap keys,
-// $(VAR) references), its volumes made under a temporary root (ConfigMap
+// environment resolved (values, fieldRefs, resourceFieldRefs, Secret and
+// ConfigMap keys, $(VAR) references), its volumes made under a temporary root (ConfigMap
 // and Secret keys written as files), and every path under a mount
 // rewritten to that root, so its args can be run by a real granary.
 package deploy
@@ -11,10 +11,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // fieldValues stand in for what the downward API would give a pod.
@@ -57,7 +59,7 @@ func resolve(t *testing.T, o *objects, w workload, c corev1.Container, root stri
 		rc.mounts[m.MountPath] = materialize(t, o, w, m.Name, root)
 	}
 	for _, e := range c.Env {
-		v, err := envValue(o, w, e)
+		v, err := envValue(o, w, c, e)
 		if err != nil {
 			t.Fatalf("%s container %s: env %s: %v", w, c.Name, e.Name, err)
 		}
@@ -69,8 +71,8 @@ func resolve(t *testing.T, o *objects, w workload, c corev1.Container, root stri
 	return rc
 }
 
-// envValue is one variable's value before expansion.
-func envValue(o *objects, w workload, e corev1.EnvVar) (string, error) {
+// envValue is one variable's value before expansion, in container c.
+func envValue(o *objects, w workload, c corev1.Container, e corev1.EnvVar) (string, error) {
 	src := e.ValueFrom
 	switch {
 	case src == nil:
@@ -81,6 +83,8 @@ func envValue(o *objects, w workload, e corev1.EnvVar) (string, error) {
 			return "", fmt.Errorf("fieldRef %s is not one the tests know", src.FieldRef.FieldPath)
 		}
 		return v, nil
+	case src.ResourceFieldRef != nil:
+		return resourceValue(w, c, src.ResourceFieldRef)
 	case src.SecretKeyRef != nil:
 		s, ok := o.secrets[src.SecretKeyRef.Name]
 		if !ok {
@@ -103,6 +107,35 @@ func envValue(o *objects, w workload, e corev1.EnvVar) (string, error) {
 		return v, nil
 	}
 	return "", fmt.Errorf("a source the tests do not know: %+v", src)
+}
+
+// resourceValue is a resourceFieldRef's value as the kubelet gives it: the
+// named container's (c's without a name) request or limit, divided by the
+// divisor and rounded up. A resource the container does not set fails.
+func resourceValue(w workload, c corev1.Container, ref *corev1.ResourceFieldSelector) (string, error) {
+	if ref.ContainerName != "" && ref.ContainerName != c.Name {
+		found := false
+		for _, other := range containers(w.pod) {
+			if other.Name == ref.ContainerName {
+				c, found = other, true
+			}
+		}
+		if !found {
+			return "", fmt.Errorf("resourceFieldRef names container %s, which the pod lacks", ref.ContainerName)
+		}
+	}
+	kind, name, ok := strings.Cut(ref.Resource, ".")
+	list := map[string]corev1.ResourceList{"requests": c.Resources.Requests, "limits": c.Resources.Limits}[kind]
+	q, set := list[corev1.ResourceName(name)]
+	if !ok || !set {
+		return "", fmt.Errorf("resourceFieldRef %s: container %s sets none", ref.Resource, c.Name)
+	}
+	divisor := ref.Divisor
+	if divisor.IsZero() {
+		divisor = resource.MustParse("1")
+	}
+	n := (q.MilliValue() + divisor.MilliValue() - 1) / divisor.MilliValue()
+	return strconv.FormatInt(n, 10), nil
 }
 
 // rewrite maps paths under the container's mounts onto this machine,

@@ -28,6 +28,7 @@ func TestKubernetesServe(t *testing.T) {
 				rc := resolve(t, o, w, c, filepath.Join(t.TempDir(), strconv.Itoa(i)))
 				e := printConfig(t, rc)
 				checkBudgets(t, w, c, rc, e)
+				checkSchedulers(t, w, c, rc)
 				checkCluster(t, o, w, e)
 				checkLive(t, w, c, rc, e)
 			}
@@ -42,6 +43,21 @@ func TestKubernetesServe(t *testing.T) {
 // node's memory budget: the Go runtime is held to the budget plus 192
 // MiB, and the process needs its code, stacks and connection buffers.
 func headroom(ram int64) int64 { return max(ram/8, 1<<30) }
+
+// checkSchedulers: the container requests whole cores and Go runs as
+// many schedulers (GOMAXPROCS) as it requests, not one per core of the
+// host, which it shares with the training job.
+func checkSchedulers(t *testing.T, w workload, c corev1.Container, rc *container) {
+	t.Helper()
+	cpu, ok := c.Resources.Requests[corev1.ResourceCPU]
+	if !ok || cpu.MilliValue()%1000 != 0 {
+		t.Errorf("%s: CPU request %s: want whole cores", w, cpu.String())
+		return
+	}
+	if got, want := rc.env["GOMAXPROCS"], strconv.FormatInt(cpu.Value(), 10); got != want {
+		t.Errorf("%s: GOMAXPROCS %q with a request of %s cores: want %s", w, got, cpu.String(), want)
+	}
+}
 
 // checkBudgets: the memory budget fits the memory limit (with headroom)
 // and uses at least half of it; the disk tier and the write-back limit
