@@ -107,20 +107,16 @@ type step struct {
 // written to its active list as they are first read), so only the same
 // place in that order compares the two caches fairly.
 func schedule(targets []target) []step {
-	unsigned := -1
-	for i, t := range targets {
-		if t.role == roleSubjectUnsigned {
-			unsigned = i
-		}
-	}
+	subject, unsigned := roleIndex(targets, roleSubject), roleIndex(targets, roleSubjectUnsigned)
+	moved := subject >= 0 && targets[subject].cache && unsigned > subject
 	var s []step
 	for i, t := range targets {
-		if i == unsigned && subjectBefore(targets, i) {
+		if moved && i == unsigned {
 			continue // read in its subject's turn
 		}
 		for k, label := range passes(t) {
 			s = append(s, step{i, label})
-			if k == 0 && t.cache && t.role == roleSubject && unsigned > i {
+			if moved && i == subject && k == 0 {
 				s = append(s, step{unsigned, passes(targets[unsigned])[0]})
 			}
 		}
@@ -128,14 +124,14 @@ func schedule(targets []target) []step {
 	return s
 }
 
-// subjectBefore reports whether a cache under test comes before index i.
-func subjectBefore(targets []target, i int) bool {
-	for _, t := range targets[:i] {
-		if t.role == roleSubject && t.cache {
-			return true
+// roleIndex is the index of the target in role ro, or -1.
+func roleIndex(targets []target, ro role) int {
+	for i, t := range targets {
+		if t.role == ro {
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 // coldPass is the label of a cache's first pass ("" for no cache).
@@ -148,10 +144,8 @@ func coldPass(t target) string {
 
 // byRole returns the report's target in role ro, if it was given one.
 func (r *report) byRole(ro role) (target, bool) {
-	for _, t := range r.targets {
-		if t.role == ro {
-			return t, true
-		}
+	if i := roleIndex(r.targets, ro); i >= 0 {
+		return r.targets[i], true
 	}
 	return target{}, false
 }
