@@ -226,14 +226,14 @@ func (e *Engine) flightFailed(id store.ChunkID, f *flight, err error) {
 // data is flight fl's buffer (else fl is nil) and RAM does not keep it,
 // the buffer is spare once the disk queue is through with it.
 func (e *Engine) storeChunk(id store.ChunkID, data []byte, keep, toDisk bool, fl *flight) {
-	kept := false
+	holds := false
 	if e.opts.RAM != nil {
-		kept = e.putTier(e.opts.RAM, "ram", id, data, keep)
+		_, holds = e.putTier(e.opts.RAM, "ram", id, data, keep)
 	}
 	if e.filler != nil && toDisk {
 		e.filler.enqueue(fillJob{id: id, data: data, keep: keep, from: fl})
 	}
-	if fl != nil && !kept {
+	if fl != nil && !holds {
 		fl.spare.Store(true)
 	}
 }
@@ -243,10 +243,11 @@ func (e *Engine) storeChunk(id store.ChunkID, data []byte, keep, toDisk bool, fl
 // rest is pinned, or past its bucket's quota, is not an error: it is only
 // not cached.
 //
-// It reports whether t may have kept data: false only when t said it did
-// not (one of those refusals) or keeps a copy (store.PutCopier), so that
-// data may be reused.
-func (e *Engine) putTier(t store.Tier, name string, id store.ChunkID, data []byte, keep bool) (kept bool) {
+// It reports whether t stored the chunk (data itself or a copy), and
+// whether t may hold data itself: false only when t said it did not (one
+// of those refusals) or keeps a copy (store.PutCopier), so that data may
+// be reused. A Put that failed otherwise stored nothing but may hold data.
+func (e *Engine) putTier(t store.Tier, name string, id store.ChunkID, data []byte, keep bool) (stored, holds bool) {
 	var err error
 	if a, ok := t.(store.Admitter); ok && keep {
 		err = a.PutAlways(id, data)
@@ -254,13 +255,13 @@ func (e *Engine) putTier(t store.Tier, name string, id store.ChunkID, data []byt
 		err = t.Put(id, data)
 	}
 	if err == nil {
-		return !putCopies(t, len(data))
+		return true, !putCopies(t, len(data))
 	}
 	if refused(err) {
-		return false
+		return false, false
 	}
 	e.log.Warn().Err(err).Str("bucket", id.Bucket).Str("key", id.Key).Msg(name + " tier put failed")
-	return true
+	return false, true
 }
 
 // putCopies reports whether t's Put of n bytes keeps a copy, not the

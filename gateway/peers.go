@@ -233,11 +233,14 @@ func (e *Engine) pushChunk(m cluster.Member, id store.ChunkID, data []byte) {
 // If data is flight fl's buffer (else fl is nil) and RAM does not keep
 // it, the buffer is spare once the disk queue is through with it.
 func (e *Engine) storeHot(id store.ChunkID, data []byte, fl *flight) {
-	kept := e.opts.Hot != nil && e.putTier(e.opts.Hot, "hot", id, data, false)
-	if !kept && e.filler != nil && e.opts.HotDisk != nil {
+	stored, holds := false, false
+	if e.opts.Hot != nil {
+		stored, holds = e.putTier(e.opts.Hot, "hot", id, data, false)
+	}
+	if !stored && e.filler != nil && e.opts.HotDisk != nil {
 		e.filler.enqueue(fillJob{id: id, data: data, from: fl, tier: e.opts.HotDisk})
 	}
-	if fl != nil && !kept {
+	if fl != nil && !holds {
 		fl.spare.Store(true)
 	}
 }

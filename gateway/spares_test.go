@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/granary-dev/granary/store/ram"
 )
 
 // spareSet seeds n objects of size bytes (one chunk each) behind c and,
@@ -212,9 +214,13 @@ func TestColdSmallMissesReuseTheirBuffers(t *testing.T) {
 	}
 }
 
+// heapChunk is a chunk size the RAM tier keeps by reference (below its
+// arena's smallest, which it copies into a slot).
+const heapChunk = ram.ArenaMin / 2
+
 func TestChunksRAMKeepsAreNeverSpare(t *testing.T) {
-	r := newRig(t, rigOptions{chunk: 64 << 10})
-	keys, data := seedSet(t, r, 12, 3*64<<10)
+	r := newRig(t, rigOptions{chunk: heapChunk})
+	keys, data := seedSet(t, r, 12, 3*heapChunk)
 	missesOf(t, r, keys, data, 0)
 	if r.e.spares.pooled.Load() != 0 || r.e.spares.reused.Load() != 0 {
 		t.Fatalf("chunks RAM kept were pooled (%d) or reused (%d)", r.e.spares.pooled.Load(), r.e.spares.reused.Load())
@@ -246,9 +252,28 @@ func TestDiskHitsRAMDeclinesReuseTheirBuffers(t *testing.T) {
 	}
 }
 
+// TestChunksRAMCopiesReuseTheirBuffers: a chunk the RAM tier copies into
+// its arena leaves the miss's buffer to the next miss, and the copy
+// stays whole while the buffer is reused.
+func TestChunksRAMCopiesReuseTheirBuffers(t *testing.T) {
+	r := newRig(t, rigOptions{chunk: ram.ArenaMin})
+	keys, data := seedSet(t, r, 12, 3*ram.ArenaMin)
+	missesOf(t, r, keys, data, 2)
+	wantReuse(t, &r.e.spares, 2*len(keys))
+	gets := r.originGets()
+	for _, key := range keys {
+		if got := r.read(key, nil); !bytes.Equal(got, data[key]) {
+			t.Fatalf("%s from RAM: %d bytes, not the object's", key, len(got))
+		}
+	}
+	if n := r.originGets() - gets; n != 0 {
+		t.Fatalf("the second pass read the origin %d times, not RAM", n)
+	}
+}
+
 func TestDiskHitsRAMKeepsAreNeverSpare(t *testing.T) {
-	r := newRig(t, rigOptions{chunk: 64 << 10})
-	keys, data := seedSet(t, r, 12, 3*64<<10)
+	r := newRig(t, rigOptions{chunk: heapChunk})
+	keys, data := seedSet(t, r, 12, 3*heapChunk)
 	missesOf(t, r, keys, data, 0)
 	for deadline := time.Now().Add(time.Minute); r.e.filler.queued.Load() > 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
@@ -272,7 +297,7 @@ func TestDiskHitsRAMKeepsAreNeverSpare(t *testing.T) {
 	// overwrite what the first ones then read from RAM.
 	for i := range 12 {
 		key := fmt.Sprintf("other%d", i)
-		b := randBytes(t, 3*64<<10)
+		b := randBytes(t, 3*heapChunk)
 		r.seed(key, b)
 		if got := r.read(key, nil); !bytes.Equal(got, b) {
 			t.Fatalf("%s: %d bytes, not the object's", key, len(got))
