@@ -169,7 +169,7 @@ const nginxSigned = "nginx signed"
 const granaryUnsigned = "granary unsigned"
 
 // measure runs every scenario against every target, in the order of
-// schedule.
+// schedule, and after each small set the CPU comparison's rounds.
 func measure(ctx context.Context, d *dataset, targets []target, rep *report, logf func(string, ...any)) error {
 	clients := make([]*client, len(targets))
 	for i, t := range targets {
@@ -188,6 +188,13 @@ func measure(ctx context.Context, d *dataset, targets []target, rep *report, log
 				r.opsPerSec(), r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), c.server, c.switches, c.origin, c.client,
 				cacheNote(r.cacheHits, r.cacheOthers))
 			rep.small = append(rep.small, r)
+		}
+		rs, ok, err := measureRounds(ctx, clients, targets, set, rep.quick, logf)
+		if err != nil {
+			return err
+		}
+		if ok {
+			rep.rounds = append(rep.rounds, rs)
 		}
 	}
 	parts := []int{1, rep.plan.ranges}

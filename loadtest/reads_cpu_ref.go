@@ -79,14 +79,21 @@ func (r *report) cpuAgainstReference(b *strings.Builder) {
 
 // cpuTargets adds the CPU goal for every small set: the subject's
 // signed warm GET costs its processes at most what the reference's cost
-// for the same signed GETs.
+// for the same signed GETs, judged on the median of the interleaved
+// rounds where they ran (else on the single pair).
 func (r *report) cpuTargets(goal func(name, measured, target string, ok, have bool), R string) {
 	for _, s := range r.small {
 		if s.target != r.pass(roleReference, "warm") {
 			continue
 		}
+		name, target := fmt.Sprintf("CPU per warm %s GET, %d clients, signed", s.set, s.conc), fmt.Sprintf("≤ 1.00x %s read signed", R)
+		if rs, ok := r.findRounds(s); ok {
+			if sum, ok := summarize(rs.signed); ok {
+				goal(name, fmt.Sprintf("%s, median of %d rounds", sum, sum.n), target, sum.median <= 1, true)
+				continue
+			}
+		}
 		signed, _ := r.cpuPairs(s)
-		goal(fmt.Sprintf("CPU per warm %s GET, %d clients, signed", s.set, s.conc), signed.String(),
-			fmt.Sprintf("≤ 1.00x %s read signed", R), signed.cheaper(), signed.have())
+		goal(name, signed.String(), target, signed.cheaper(), signed.have())
 	}
 }

@@ -22,6 +22,7 @@ type report struct {
 	small   []smallResult
 	large   []largeResult
 	fills   []fillResult // warm reads while a checkpoint lands (reads_fill.go)
+	rounds  []roundSet   // the CPU comparison's interleaved rounds (reads_rounds.go)
 	// granaryRAM is the --ram given to the cache under test (roleSubject)
 	// when the load test started it; 0 when not. granaryPeakRSS is its
 	// VmHWM plus its memory file (peakRSS).
@@ -45,6 +46,7 @@ func (r *report) markdown() string {
 	r.nginxTables(&b)
 	r.nginxTargets(&b)
 	r.cpuAgainstReference(&b)
+	r.roundsTable(&b)
 	r.cpuTable(&b)
 	r.fillTable(&b)
 	if subj, ok := r.byRole(roleSubject); ok && r.granaryRAM > 0 {
