@@ -1,7 +1,8 @@
 // Warm reads while a checkpoint lands, the reads scenario's last table:
 // each cache's warm reads of the largest small objects at the highest
 // concurrency on a quiet cache, then again at once after a checkpoint
-// saved through the same cache returned. Whatever the cache does with
+// saved through the same cache returned, in rounds (the figure is their
+// median). Whatever the cache does with
 // the saved bytes afterwards (Granary fills its tiers from its copy)
 // competes with the readers; training reads never stop while a
 // checkpoint is written.
@@ -10,8 +11,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,6 +27,7 @@ import (
 // fillResult is one cache's quiet and during-a-fill passes.
 type fillResult struct {
 	target        string
+	round         int // from 1
 	saved         int64
 	save          time.Duration
 	quiet, during smallResult
@@ -43,31 +47,57 @@ func saveSize(quick bool) int64 {
 // own, or (nginx passes writes through unsigned by itself) the origin's.
 type saverCreds struct{ access, secret string }
 
+// fillRounds is how many times each cache is measured during a fill:
+// one round's ratio moves by a fifth between runs of one build (the
+// machine's memory and its other work), so the figure is the median.
+func fillRounds(quick bool) int {
+	if quick {
+		return 1
+	}
+	return 3
+}
+
 // measureFills runs the quiet and during-a-fill passes for every cache in
-// targets that takes writes (nginx and a signed granary target).
+// targets that takes writes (nginx and a signed granary target), in
+// fillRounds rounds, the caches' order turned round each round. Each
+// round saves other bytes (its number in the first ones), so each is a
+// new version for the cache to fill.
 func measureFills(ctx context.Context, d *dataset, targets []target, origin saverCreds, rep *report, logf func(string, ...any)) error {
 	set := d.sets[len(d.sets)-1] // the largest objects at the highest concurrency
 	payload := randomBytes(saveSize(rep.quick), 99)
+	var savers []target
 	for _, t := range targets {
-		creds := saverCreds{t.access, t.secret}
-		switch t.targetKind {
-		case kindNginx:
-			creds = origin
-		case kindGranary:
-		default:
-			continue
+		if t.targetKind == kindNginx || t.targetKind == kindGranary {
+			savers = append(savers, t)
 		}
-		r, err := measureFill(ctx, d, set, t, creds, payload, fillPassTime(rep.quick))
-		if err != nil {
-			return fmt.Errorf("%s during a fill: %w", t.name, err)
+	}
+	for round := range fillRounds(rep.quick) {
+		binary.LittleEndian.PutUint64(payload, uint64(round))
+		for k := range savers {
+			t := savers[k]
+			if round%2 == 1 {
+				t = savers[len(savers)-1-k]
+			}
+			creds := saverCreds{t.access, t.secret}
+			if t.targetKind == kindNginx {
+				creds = origin
+			}
+			r, err := measureFill(ctx, d, set, t, creds, payload, fillPassTime(rep.quick))
+			if err != nil {
+				return fmt.Errorf("%s during a fill: %w", t.name, err)
+			}
+			r.round = round + 1
+			logf("%s, round %d: warm %s c%d quiet %.0f ops/s, right after a %s save (%v) %.0f ops/s (%.2fx); reclaimed %v / %v", t.name, r.round,
+				set.name, set.conc, r.quiet.opsPerSec(), mib(r.saved), r.save.Round(time.Millisecond), r.during.opsPerSec(), r.ratio(),
+				r.quietReclaim, r.duringReclaim)
+			rep.fills = append(rep.fills, r)
 		}
-		logf("%s: warm %s c%d quiet %.0f ops/s, right after a %s save (%v) %.0f ops/s (%.2fx); reclaimed %v / %v", t.name, set.name, set.conc,
-			r.quiet.opsPerSec(), mib(r.saved), r.save.Round(time.Millisecond), r.during.opsPerSec(), r.during.opsPerSec()/r.quiet.opsPerSec(),
-			r.quietReclaim, r.duringReclaim)
-		rep.fills = append(rep.fills, r)
 	}
 	return nil
 }
+
+// ratio is the during-a-fill rate against the quiet one.
+func (f fillResult) ratio() float64 { return f.during.opsPerSec() / f.quiet.opsPerSec() }
 
 // measureFill reads set through t quietly, saves payload through t, and
 // reads set again the moment the save returns.
@@ -191,24 +221,40 @@ func runMetered(ctx context.Context, cl *client, set objectSet, t target, label 
 	return sum, err
 }
 
-// fillTable renders the quiet and during-a-fill passes.
+// fillTable renders the quiet and during-a-fill passes, round by round,
+// and each cache's median ratio.
 func (r *report) fillTable(b *strings.Builder) {
 	if len(r.fills) == 0 {
 		return
 	}
 	b.WriteString("## Warm reads while a checkpoint lands\n\n" +
 		"Each cache's warm reads (the set again and again, for a few seconds) on a quiet cache (its processes idle first), then again the moment a checkpoint save through the same cache returned " +
-		"(minio-go, 16 MiB parts, 4 at once). nginx passes the save to MinIO; Granary also fills its tiers from its own copy " +
+		"(minio-go, 16 MiB parts, 4 at once), in rounds, the caches' order turned round each round and each round's save a new version. " +
+		"nginx passes the save to MinIO; Granary also fills its tiers from its own copy " +
 		"afterwards, as background work that yields to clients. The last column is what the kernel reclaimed while each pass ran, " +
 		"by kswapd and by allocations that stalled to reclaim, and the memory free as it began (/proc/vmstat, /proc/meminfo): " +
 		"work for the whole machine that no process's CPU time shows.\n\n")
-	b.WriteString("| target | objects | conc | save | quiet ops/s | during the fill | during / quiet | CPU per GET quiet / during | memory reclaimed quiet / during |\n" +
-		"|---|---|---:|---|---:|---:|---:|---|---|\n")
+	b.WriteString("| target | round | objects | conc | save | quiet ops/s | during the fill | during / quiet | CPU per GET quiet / during | memory reclaimed quiet / during |\n" +
+		"|---|---:|---|---:|---|---:|---:|---:|---|---|\n")
+	ratios := map[string][]float64{}
+	var order []string
 	for _, f := range r.fills {
 		q, d := f.quiet.cpu.perGet(f.quiet.n), f.during.cpu.perGet(f.during.n)
-		fmt.Fprintf(b, "| %s | %s | %d | %s in %.1f s | %.0f | %.0f | %.2fx | %s / %s | %s / %s |\n", f.target, f.quiet.set, f.quiet.conc,
-			mib(f.saved), f.save.Seconds(), f.quiet.opsPerSec(), f.during.opsPerSec(), f.during.opsPerSec()/f.quiet.opsPerSec(),
+		fmt.Fprintf(b, "| %s | %d | %s | %d | %s in %.1f s | %.0f | %.0f | %.2fx | %s / %s | %s / %s |\n", f.target, f.round, f.quiet.set, f.quiet.conc,
+			mib(f.saved), f.save.Seconds(), f.quiet.opsPerSec(), f.during.opsPerSec(), f.ratio(),
 			us(q.server), us(d.server), f.quietReclaim, f.duringReclaim)
+		if _, seen := ratios[f.target]; !seen {
+			order = append(order, f.target)
+		}
+		ratios[f.target] = append(ratios[f.target], f.ratio())
 	}
-	b.WriteString("\n")
+	b.WriteString("\nDuring / quiet, the median of the rounds (their range):")
+	for i, t := range order {
+		if i > 0 {
+			b.WriteString(";")
+		}
+		xs := ratios[t]
+		fmt.Fprintf(b, " %s %.2fx (%.2f-%.2fx, %d rounds)", t, median(xs), slices.Min(xs), slices.Max(xs), len(xs))
+	}
+	b.WriteString(".\n\n")
 }
