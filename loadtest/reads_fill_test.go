@@ -19,20 +19,18 @@ func TestFillTable(t *testing.T) {
 	}
 	calm := reclaim{free: 900 << 20, ok: true}
 	busy := reclaim{kswapd: 65536, direct: 2560, stalls: 7, free: 240 << 20, ok: true}
-	rep := &report{fills: []fillResult{
-		{target: "nginx", round: 1, saved: 1 << 30, save: 4200 * time.Millisecond, quiet: pass(13000, 44*time.Microsecond), during: pass(12870, 46*time.Microsecond),
-			quietReclaim: calm, duringReclaim: calm},
-		{target: "granary", round: 1, saved: 1 << 30, save: 6700 * time.Millisecond, quiet: pass(10000, 70*time.Microsecond), during: pass(9100, 78*time.Microsecond),
-			quietReclaim: calm, duringReclaim: busy},
-		{target: "granary", round: 2, saved: 1 << 30, save: 6700 * time.Millisecond, quiet: pass(10000, 70*time.Microsecond), during: pass(7000, 78*time.Microsecond),
-			quietReclaim: calm, duringReclaim: calm},
-		{target: "nginx", round: 2, saved: 1 << 30, save: 4200 * time.Millisecond, quiet: pass(13000, 44*time.Microsecond), during: pass(13000, 46*time.Microsecond),
-			quietReclaim: calm, duringReclaim: calm},
-		{target: "nginx", round: 3, saved: 1 << 30, save: 4200 * time.Millisecond, quiet: pass(13000, 44*time.Microsecond), during: pass(11700, 46*time.Microsecond),
-			quietReclaim: calm, duringReclaim: calm},
-		{target: "granary", round: 3, saved: 1 << 30, save: 6700 * time.Millisecond, quiet: pass(10000, 70*time.Microsecond), during: pass(9500, 78*time.Microsecond),
-			quietReclaim: calm, duringReclaim: calm},
-	}}
+	// nginx and granary rounds, each cache's quiet pass and CPU the same
+	// in every round, and the saves as in a run.
+	nginx := func(round int, during float64) fillResult {
+		return fillResult{target: "nginx", round: round, saved: 1 << 30, save: 4200 * time.Millisecond,
+			quiet: pass(13000, 44*time.Microsecond), during: pass(during, 46*time.Microsecond), quietReclaim: calm, duringReclaim: calm}
+	}
+	granary := func(round int, during float64, duringReclaim reclaim) fillResult {
+		return fillResult{target: "granary", round: round, saved: 1 << 30, save: 6700 * time.Millisecond,
+			quiet: pass(10000, 70*time.Microsecond), during: pass(during, 78*time.Microsecond), quietReclaim: calm, duringReclaim: duringReclaim}
+	}
+	rep := &report{fills: []fillResult{nginx(1, 12870), granary(1, 9100, busy), granary(2, 7000, calm), nginx(2, 13000),
+		nginx(3, 11700), granary(3, 9500, calm)}}
 	var b strings.Builder
 	rep.fillTable(&b)
 	for _, want := range []string{
