@@ -189,7 +189,7 @@ func TestClusterNodeKilledMidRead(t *testing.T) {
 	r.nodes[1].kill(t)
 	r.nodes[1] = nil
 	if _, err := got.ReadFrom(obj); err != nil {
-		t.Fatalf("the read failed after a node died: %v", err)
+		t.Fatalf("the read failed after a node died, %d bytes in: %v\nnode 1's log:\n%s", got.Len(), err, r.nodes[0].stderr.String())
 	}
 	if sha256.Sum256(got.Bytes()) != sha256.Sum256(big) {
 		t.Fatalf("the read returned %d bytes that differ from the object", got.Len())
