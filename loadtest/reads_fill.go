@@ -14,7 +14,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -253,8 +252,7 @@ func (r *report) fillTable(b *strings.Builder) {
 		if i > 0 {
 			b.WriteString(";")
 		}
-		xs := ratios[t]
-		fmt.Fprintf(b, " %s %.2fx (%.2f-%.2fx, %d rounds)", t, median(xs), slices.Min(xs), slices.Max(xs), len(xs))
+		fmt.Fprintf(b, " %s %s, %d rounds)", t, spreadOf(ratios[t]), len(ratios[t]))
 	}
 	b.WriteString(".\n\n")
 }

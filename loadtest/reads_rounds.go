@@ -98,12 +98,24 @@ func measureRoundPair(ctx context.Context, clients []*client, targets []target, 
 	return cpuPair{subj: got[0], ref: got[1]}, nil
 }
 
-// roundsSummary is the median ratio of pairs and its range, with the
-// median CPU per GET of each side.
+// spread is the median of some ratios and their range.
+type spread struct{ median, lo, hi float64 }
+
+// spreadOf is the spread of xs (not empty; not modified).
+func spreadOf(xs []float64) spread {
+	return spread{median(xs), slices.Min(xs), slices.Max(xs)}
+}
+
+// String renders the spread as "0.93x (0.85-1.10x"; the caller adds to
+// the parenthesis and closes it.
+func (s spread) String() string { return fmt.Sprintf("%.2fx (%.2f-%.2fx", s.median, s.lo, s.hi) }
+
+// roundsSummary is the spread of the subject's CPU per GET over the
+// reference's, with the median CPU per GET of each side (µs).
 type roundsSummary struct {
-	n                  int
-	median, lo, hi     float64 // subject / reference
-	subjMedian, refMed float64 // µs
+	spread
+	n               int
+	subjMed, refMed float64
 }
 
 // summarize returns the summary of pairs, ok false when none measured.
@@ -122,8 +134,7 @@ func summarize(pairs []cpuPair) (s roundsSummary, ok bool) {
 	if len(ratios) == 0 {
 		return s, false
 	}
-	return roundsSummary{n: len(ratios), median: median(ratios), lo: slices.Min(ratios), hi: slices.Max(ratios),
-		subjMedian: median(subj), refMed: median(ref)}, true
+	return roundsSummary{spread: spreadOf(ratios), n: len(ratios), subjMed: median(subj), refMed: median(ref)}, true
 }
 
 // median is the middle of xs (the mean of the two middle ones for an even
@@ -140,7 +151,7 @@ func median(xs []float64) float64 {
 
 // String renders the summary: "0.93x (0.85-1.10x; 54 against 58 µs)".
 func (s roundsSummary) String() string {
-	return fmt.Sprintf("%.2fx (%.2f-%.2fx; %.0f against %.0f µs)", s.median, s.lo, s.hi, s.subjMedian, s.refMed)
+	return fmt.Sprintf("%s; %.0f against %.0f µs)", s.spread, s.subjMed, s.refMed)
 }
 
 // findRounds returns the rounds of the set and concurrency of like.
