@@ -169,7 +169,8 @@ const nginxSigned = "nginx signed"
 const granaryUnsigned = "granary unsigned"
 
 // measure runs every scenario against every target, in the order of
-// schedule, and after each small set the CPU comparison's rounds.
+// schedule, and after each small set the CPU comparison's rounds and
+// the system call census.
 func measure(ctx context.Context, d *dataset, targets []target, rep *report, logf func(string, ...any)) error {
 	clients := make([]*client, len(targets))
 	for i, t := range targets {
@@ -195,6 +196,9 @@ func measure(ctx context.Context, d *dataset, targets []target, rep *report, log
 		}
 		if ok {
 			rep.rounds = append(rep.rounds, rs)
+		}
+		if err := measureCensus(ctx, clients, targets, set, rep, logf); err != nil {
+			return err
 		}
 	}
 	parts := []int{1, rep.plan.ranges}

@@ -23,6 +23,10 @@ type report struct {
 	large   []largeResult
 	fills   []fillResult // warm reads while a checkpoint lands (reads_fill.go)
 	rounds  []roundSet   // the CPU comparison's interleaved rounds (reads_rounds.go)
+	// census is the traced passes' system calls (reads_syscalls.go), or
+	// censusSkipped why there are none.
+	census        []censusRow
+	censusSkipped string
 	// granaryRAM is the --ram given to the cache under test (roleSubject)
 	// when the load test started it; 0 when not. granaryPeakRSS is its
 	// VmHWM plus its memory file (peakRSS).
@@ -47,6 +51,7 @@ func (r *report) markdown() string {
 	r.nginxTargets(&b)
 	r.cpuAgainstReference(&b)
 	r.roundsTable(&b)
+	r.censusTable(&b)
 	r.cpuTable(&b)
 	r.fillTable(&b)
 	if subj, ok := r.byRole(roleSubject); ok && r.granaryRAM > 0 {
