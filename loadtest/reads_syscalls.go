@@ -240,8 +240,8 @@ func (c censusRow) describe() string {
 			continue
 		}
 		p := fmt.Sprintf("%s %.2f", s.name, per)
-		if s.errors > 0 {
-			p += fmt.Sprintf(" (%.2f failed)", float64(s.errors)/float64(max(c.gets, 1)))
+		if failed := float64(s.errors) / float64(max(c.gets, 1)); failed >= 0.005 {
+			p += fmt.Sprintf(" (%.2f failed)", failed)
 		}
 		parts = append(parts, p)
 	}
