@@ -27,6 +27,7 @@ command -v fusermount3 >/dev/null 2>&1 || need+=(fuse3)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx)
 [ -x /usr/lib/chromium/chromium ] || command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+command -v strace >/dev/null 2>&1 || need+=(strace)
 if [ ${#need[@]} -gt 0 ]; then
 	echo "deps: apt-get install ${need[*]}"
 	sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
