@@ -91,29 +91,52 @@ func procFaults(pid int) (int64, error) { return procStat(pid, 10) }
 // /proc/PID/task/*/status: a cost the machine's scheduler sets (dear in
 // a VM) and its speed does not. Threads that have exited are not counted.
 func procSwitches(pid int) (int64, error) {
+	var sum int64
+	err := eachTaskStatus(pid, func(task, status string) error {
+		for _, name := range []string{"voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"} {
+			v, ok := statusField(status, name)
+			if !ok {
+				continue
+			}
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return fmt.Errorf("/proc/%d/task/%s/status: %w", pid, task, err)
+			}
+			sum += n
+		}
+		return nil
+	})
+	return sum, err
+}
+
+// eachTaskStatus calls f with each thread of process pid and the text of
+// its /proc/PID/task/TID/status, skipping threads that exit meanwhile,
+// until f fails.
+func eachTaskStatus(pid int, f func(task, status string) error) error {
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
-		return 0, err
+		return err
 	}
-	var sum int64
 	for _, task := range tasks {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, task.Name()))
 		if err != nil {
 			continue // the thread exited meanwhile
 		}
-		for _, line := range strings.Split(string(b), "\n") {
-			name, value, ok := strings.Cut(line, ":")
-			if !ok || (name != "voluntary_ctxt_switches" && name != "nonvoluntary_ctxt_switches") {
-				continue
-			}
-			n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("/proc/%d/task/%s/status: %w", pid, task.Name(), err)
-			}
-			sum += n
+		if err := f(task.Name(), string(b)); err != nil {
+			return err
 		}
 	}
-	return sum, nil
+	return nil
+}
+
+// statusField is the value of the "name:" line of a status file, trimmed.
+func statusField(status, name string) (string, bool) {
+	for line := range strings.Lines(status) {
+		if k, v, ok := strings.Cut(line, ":"); ok && k == name {
+			return strings.TrimSpace(v), true
+		}
+	}
+	return "", false
 }
 
 // selfCPU returns the user plus system CPU time the load test (its

@@ -156,31 +156,21 @@ func waitTraced(ctx context.Context, pids []int, exited <-chan error) error {
 }
 
 // allTraced reports whether every thread of pids has a tracer
-// (TracerPid in /proc/PID/task/TID/status).
+// (TracerPid in its status).
 func allTraced(pids []int) bool {
+	errUntraced := errors.New("untraced")
 	for _, p := range pids {
-		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", p))
-		if err != nil || len(tasks) == 0 {
-			return false
-		}
-		for _, path := range tasks {
-			b, err := os.ReadFile(path)
-			if err != nil || !hasTracer(string(b)) {
-				return false
+		err := eachTaskStatus(p, func(_, status string) error {
+			if v, ok := statusField(status, "TracerPid"); !ok || v == "0" {
+				return errUntraced
 			}
+			return nil
+		})
+		if err != nil {
+			return false
 		}
 	}
 	return true
-}
-
-// hasTracer reads a status file's TracerPid line.
-func hasTracer(status string) bool {
-	for line := range strings.Lines(status) {
-		if v, ok := strings.CutPrefix(line, "TracerPid:"); ok {
-			return strings.TrimSpace(v) != "0"
-		}
-	}
-	return false
 }
 
 // parseStraceSummary reads strace -c's table: after its heading, a line
@@ -221,8 +211,11 @@ func (c censusRow) perGet() float64 {
 	for _, s := range c.calls {
 		n += s.calls
 	}
-	return float64(n) / float64(max(c.gets, 1))
+	return c.per(n)
 }
+
+// per is n per GET of the row.
+func (c censusRow) per(n int64) float64 { return float64(n) / float64(max(c.gets, 1)) }
 
 // censusMin is the least a call is made per GET to be named in the
 // table; the rest are summed as "others".
@@ -234,13 +227,13 @@ func (c censusRow) describe() string {
 	var parts []string
 	var others float64
 	for _, s := range c.calls {
-		per := float64(s.calls) / float64(max(c.gets, 1))
+		per := c.per(s.calls)
 		if per < censusMin {
 			others += per
 			continue
 		}
 		p := fmt.Sprintf("%s %.2f", s.name, per)
-		if failed := float64(s.errors) / float64(max(c.gets, 1)); failed >= 0.005 {
+		if failed := c.per(s.errors); failed >= 0.005 {
 			p += fmt.Sprintf(" (%.2f failed)", failed)
 		}
 		parts = append(parts, p)
