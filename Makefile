@@ -65,6 +65,7 @@ device-kit: deps bench-deps
 
 bench: deps bench-deps build
 	$(GO) run ./loadtest -granary bin/granary
+	scripts/warmrig.py granary=bin/granary
 	$(GO) run ./loadtest -granary bin/granary -scenario bodies
 	$(GO) run ./loadtest -granary bin/granary -scenario checkpoint
 	$(GO) run ./loadtest -granary bin/granary -scenario checkpoint -origin-payload crc32c -out loadtest/results/checkpoint-crc32c.md

@@ -1,0 +1,336 @@
+#!/usr/bin/env python3
+"""Spot check of warm GETs: CPU per GET of Granary builds and of nginx.
+
+Starts MinIO with 1,000 objects of each size, one Granary node per binary
+given (--freshness immutable) and nginx proxy_cache (one worker, cache in
+/dev/shm) over it, reads every object once through each, then replays
+boto3-signed GETs (unsigned for nginx, which checks no signature) with wrk
+in interleaved rounds: each round every target in turn, the order turned
+round each round. With two cores or more, the caches run on core 0 and wrk
+on core 1. It prints, per size and reader count, the medians of the
+rounds: each target's user and system CPU per GET (from /proc), wrk's,
+the rate, and the total against nginx's. The rig behind the README's wrk
+figures (Benchmarks, "Sending the head at once" and after).
+
+  scripts/warmrig.py [--rounds 5] [--secs 4] [--readers 16,64]
+                     [--sizes 4,100] NAME=GRANARY_BINARY ...
+
+Needs minio (MINIO, ~/go/bin or PATH), nginx, wrk, taskset and boto3:
+`make deps bench-deps`.
+"""
+
+import argparse
+import concurrent.futures
+import os
+import re
+import resource
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+import boto3
+from botocore.auth import S3SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+
+BUCKET = "bench"
+OBJECTS = 1000
+MINIO_KEY, MINIO_SECRET = "minioadmin", "minioadmin"
+NODE_KEY, NODE_SECRET = "warmrigaccess", "warmrigsecret1234567890"
+CLK = os.sysconf("SC_CLK_TCK")
+
+
+class Rig:
+    """The processes started, stopped (their sessions) at exit."""
+
+    def __init__(self, root):
+        self.root = root
+        self.procs = []
+
+    def start(self, name, cmd, env=None, pin=None):
+        if pin is not None:
+            cmd = ["taskset", "-c", pin] + cmd
+        log = open(os.path.join(self.root, name + ".log"), "w")
+        p = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL, start_new_session=True)
+        self.procs.append(p)
+        return p
+
+    def stop(self):
+        for p in self.procs:
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        for p in self.procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_ready(url, proc, limit=60):
+    """Polls url until it answers (any HTTP status) or proc exits."""
+    end = time.time() + limit
+    while time.time() < end:
+        if proc.poll() is not None:
+            sys.exit("warmrig: %s exited (status %d)" % (proc.args, proc.returncode))
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            return
+        except urllib.error.HTTPError:
+            return
+        except OSError:
+            time.sleep(0.1)
+    sys.exit("warmrig: %s did not answer in %ds" % (url, limit))
+
+
+def find(binary, env_name=None):
+    for c in [os.environ.get(env_name or "", ""), shutil.which(binary),
+              os.path.expanduser("~/go/bin/" + binary), "/usr/sbin/" + binary]:
+        if c and os.access(c, os.X_OK):
+            return c
+    sys.exit("warmrig: no %s (make deps bench-deps)" % binary)
+
+
+def s3(endpoint, key, secret):
+    return boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                        aws_access_key_id=key, aws_secret_access_key=secret)
+
+
+def start_minio(rig):
+    port = free_port()
+    env = dict(os.environ, MINIO_ROOT_USER=MINIO_KEY, MINIO_ROOT_PASSWORD=MINIO_SECRET)
+    p = rig.start("minio", [find("minio", "MINIO"), "server", os.path.join(rig.root, "minio"),
+                            "--address", "127.0.0.1:%d" % port, "--quiet"], env=env)
+    wait_ready("http://127.0.0.1:%d/minio/health/ready" % port, p)
+    return port
+
+
+def fill_origin(port, sizes):
+    """Writes OBJECTS random objects of each size under k<size>/, readable
+    anonymously (nginx passes GETs on unsigned)."""
+    c = s3("http://127.0.0.1:%d" % port, MINIO_KEY, MINIO_SECRET)
+    c.create_bucket(Bucket=BUCKET)
+    for kib in sizes:
+        with concurrent.futures.ThreadPoolExecutor(8) as ex:
+            list(ex.map(lambda i: c.put_object(Bucket=BUCKET, Key=key(kib, i), Body=os.urandom(kib << 10)),
+                        range(OBJECTS)))
+    c.put_bucket_policy(Bucket=BUCKET, Policy='{"Version":"2012-10-17","Statement":[{"Effect":"Allow",'
+                        '"Principal":{"AWS":["*"]},"Action":["s3:GetObject"],"Resource":["arn:aws:s3:::%s/*"]}]}'
+                        % BUCKET)
+
+
+def key(kib, i):
+    return "k%d/%04d" % (kib, i)
+
+
+def start_node(rig, name, binary, origin, pin):
+    port = free_port()
+    data = os.path.join(rig.root, "node-" + name)
+    env = dict(os.environ, GRANARY_ACCESS_KEY=NODE_KEY, GRANARY_SECRET_KEY=NODE_SECRET,
+               GRANARY_ORIGIN_ACCESS_KEY=MINIO_KEY, GRANARY_ORIGIN_SECRET_KEY=MINIO_SECRET)
+    p = rig.start("node-" + name, [binary, "serve", "--listen", "127.0.0.1:%d" % port, "--data-dir", data,
+                                   "--ram", "2GiB", "--disk", "1GiB", "--freshness", "immutable",
+                                   "--origin", "s3://127.0.0.1:%d?secure=false" % origin,
+                                   "--log-level", "warn"], env=env, pin=pin)
+    wait_ready("http://127.0.0.1:%d/healthz" % port, p)
+    return {"name": name, "port": port, "pid": p.pid, "signed": True}
+
+
+NGINX_CONF = """worker_processes 1;
+daemon off;
+error_log %(root)s/nginx-error.log warn;
+pid %(root)s/nginx.pid;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  sendfile on;
+  tcp_nodelay on;
+  keepalive_requests 1000000;
+  open_file_cache max=10000 inactive=60s;
+  proxy_cache_path %(cache)s levels=1:2 keys_zone=warmrig:64m max_size=4g inactive=1d use_temp_path=off;
+  client_body_temp_path %(root)s/nginx-body;
+  proxy_temp_path %(root)s/nginx-proxy;
+  server {
+    listen 127.0.0.1:%(port)d;
+    location / {
+      proxy_pass http://127.0.0.1:%(origin)d;
+      proxy_cache warmrig;
+      proxy_cache_valid 200 1d;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Authorization "";
+    }
+  }
+}
+"""
+
+
+def start_nginx(rig, origin, pin):
+    port = free_port()
+    cache = os.path.join("/dev/shm", os.path.basename(rig.root))  # nginx makes it, for its worker
+    conf = os.path.join(rig.root, "nginx.conf")
+    with open(conf, "w") as f:
+        f.write(NGINX_CONF % {"root": rig.root, "cache": cache, "port": port, "origin": origin})
+    p = rig.start("nginx", [find("nginx"), "-c", conf, "-p", rig.root], pin=pin)
+    wait_ready("http://127.0.0.1:%d/" % port, p)
+    rig.shm = cache
+    return {"name": "nginx", "port": port, "pid": worker_of(p.pid), "signed": False}
+
+
+def worker_of(master):
+    """The one nginx worker: the master's child."""
+    end = time.time() + 30
+    while time.time() < end:
+        with open("/proc/%d/task/%d/children" % (master, master)) as f:
+            kids = f.read().split()
+        if kids:
+            return int(kids[0])
+        time.sleep(0.05)
+    sys.exit("warmrig: nginx started no worker")
+
+
+def requests_of(t, kib):
+    """Every object's GET as wrk sends it: boto3's signature for a node."""
+    creds = Credentials(NODE_KEY, NODE_SECRET)
+    out = []
+    for i in range(OBJECTS):
+        path = "/%s/%s" % (BUCKET, key(kib, i))
+        r = AWSRequest(method="GET", url="http://127.0.0.1:%d%s" % (t["port"], path), headers={"User-Agent": "warmrig"})
+        if t["signed"]:
+            S3SigV4Auth(creds, "s3", "us-east-1").add_auth(r)
+        head = "".join("%s: %s\r\n" % kv for kv in r.headers.items())
+        out.append("GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n%s\r\n" % (path, t["port"], head))
+    return out
+
+
+def wrk_script(rig, t, kib):
+    """A wrk script cycling over requests_of (signed now: they last 15 minutes)."""
+    path = os.path.join(rig.root, "%s-%d.lua" % (t["name"], kib))
+    lines = ['  "%s",' % q.replace("\r", "\\r").replace("\n", "\\n") for q in requests_of(t, kib)]
+    with open(path, "w") as f:
+        f.write("reqs = {\n%s\n}\ni = 0\nrequest = function() i = i %% #reqs + 1; return reqs[i] end\n"
+                % "\n".join(lines))
+    return path
+
+
+def warm(t, kib):
+    """Reads every object through t once, so the rounds read a warm cache."""
+    def get(i):
+        url = "http://127.0.0.1:%d/%s/%s" % (t["port"], BUCKET, key(kib, i))
+        if t["signed"]:
+            r = AWSRequest(method="GET", url=url)
+            S3SigV4Auth(Credentials(NODE_KEY, NODE_SECRET), "s3", "us-east-1").add_auth(r)
+            req = urllib.request.Request(url, headers=dict(r.headers.items()))
+        else:
+            req = urllib.request.Request(url)
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            if len(resp.read()) != kib << 10:
+                sys.exit("warmrig: %s returned a short body" % url)
+    with concurrent.futures.ThreadPoolExecutor(16) as ex:
+        list(ex.map(get, range(OBJECTS)))
+
+
+def settle(pid, limit=60):
+    """Waits until pid is idle (under 2% of a core over half a second): a
+    node writes what the warm-up fetched to its disk tier after the GETs."""
+    end = time.time() + limit
+    while time.time() < end:
+        before = sum(cpu_of(pid))
+        time.sleep(0.5)
+        if sum(cpu_of(pid)) - before < 0.01:
+            return
+    sys.exit("warmrig: process %d still busy after %ds" % (pid, limit))
+
+
+def cpu_of(pid):
+    f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    return int(f[11]) / CLK, int(f[12]) / CLK
+
+
+def one_pass(t, script, readers, secs, pin):
+    """One wrk pass at t: per GET, t's user and system µs and wrk's; the
+    rate; non-2xx answers."""
+    cmd = ["wrk", "-t1", "-c%d" % readers, "-d%ds" % secs, "-s", script, "http://127.0.0.1:%d/" % t["port"]]
+    if pin is not None:
+        cmd = ["taskset", "-c", pin] + cmd
+    u0, s0 = cpu_of(t["pid"])
+    c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    u1, s1 = cpu_of(t["pid"])
+    c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    n = int(re.search(r"(\d+) requests in", out).group(1))
+    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    client = c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime
+    return ((u1 - u0) * 1e6 / n, (s1 - s0) * 1e6 / n, client * 1e6 / n, n / secs, int(bad.group(1)) if bad else 0)
+
+
+def measure(rig, targets, kib, readers, args, pin):
+    scripts = {t["name"]: wrk_script(rig, t, kib) for t in targets}
+    runs = {t["name"]: [] for t in targets}
+    for r in range(args.rounds):
+        order = targets if r % 2 == 0 else targets[::-1]
+        for t in order:
+            runs[t["name"]].append(one_pass(t, scripts[t["name"]], readers, args.secs, pin))
+    return {name: [statistics.median(x[i] for x in rs) for i in range(4)] + [sum(x[4] for x in rs)]
+            for name, rs in runs.items()}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--secs", type=int, default=4)
+    ap.add_argument("--readers", default="16,64")
+    ap.add_argument("--sizes", default="4,100", help="object sizes in KiB")
+    ap.add_argument("builds", nargs="+", metavar="NAME=GRANARY_BINARY")
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    two = os.cpu_count() >= 2
+    cache_pin, client_pin = ("0", "1") if two else (None, None)
+    rig = Rig(tempfile.mkdtemp(prefix="warmrig-"))
+    os.chmod(rig.root, 0o755)  # nginx's worker runs as another user
+    rig.shm = None
+    try:
+        origin = start_minio(rig)
+        fill_origin(origin, sizes)
+        targets = [start_node(rig, b.split("=", 1)[0], os.path.abspath(b.split("=", 1)[1]), origin, cache_pin)
+                   for b in args.builds]
+        targets.append(start_nginx(rig, origin, cache_pin))
+        for t in targets:
+            for kib in sizes:
+                warm(t, kib)
+        for t in targets:
+            settle(t["pid"])
+        print("| size | readers | target | user µs/GET | sys µs/GET | total | vs nginx | wrk µs/GET | GETs/s | non-2xx |")
+        print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for kib in sizes:
+            for readers in [int(r) for r in args.readers.split(",")]:
+                res = measure(rig, targets, kib, readers, args, client_pin)
+                ref = res["nginx"][0] + res["nginx"][1]
+                for t in targets:
+                    u, s, w, rate, bad = res[t["name"]]
+                    print("| %d KiB | %d | %s | %.1f | %.1f | %.1f | %.2fx | %.1f | %.0f | %d |"
+                          % (kib, readers, t["name"], u, s, u + s, (u + s) / ref, w, rate, bad), flush=True)
+    finally:
+        rig.stop()
+        if rig.shm:
+            shutil.rmtree(rig.shm, ignore_errors=True)
+        shutil.rmtree(rig.root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
