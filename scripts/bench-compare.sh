@@ -86,39 +86,8 @@ if [ -n "$NGINX" ]; then
 	mkdir -p "$DIR/nginx" "$DIR/nginx-cache"
 	user=""
 	[ "$(id -u)" = 0 ] && user="user root;"
-	cat >"$DIR/nginx/nginx.conf" <<CONF
-$user
-worker_processes auto;
-pid $DIR/nginx/nginx.pid;
-error_log $DIR/nginx/error.log warn;
-events { worker_connections 4096; }
-http {
-	access_log off;
-	sendfile on;
-	tcp_nodelay on;
-	keepalive_requests 1000000;
-	client_body_temp_path $DIR/nginx/client_body;
-	proxy_temp_path $DIR/nginx/proxy;
-	fastcgi_temp_path $DIR/nginx/fastcgi;
-	uwsgi_temp_path $DIR/nginx/uwsgi;
-	scgi_temp_path $DIR/nginx/scgi;
-	proxy_cache_path $DIR/nginx-cache levels=1:2 keys_zone=bench:64m max_size=8g inactive=1d use_temp_path=off;
-	upstream origin { server $LINK; keepalive 128; }
-	server {
-		listen 127.0.0.1:$NGINX_PORT backlog=4096;
-		location / {
-			proxy_pass http://origin;
-			proxy_http_version 1.1;
-			proxy_set_header Connection "";
-			proxy_set_header Host \$http_host;
-			proxy_cache bench;
-			proxy_cache_valid 200 206 1h;
-			proxy_cache_lock on;
-			proxy_cache_lock_timeout 10m;
-		}
-	}
-}
-CONF
+	sed -e "s|@USER@|$user|" -e "s|@WORKERS@|auto|" -e "s|@DIR@|$DIR/nginx|g" -e "s|@CACHE@|$DIR/nginx-cache|" \
+		-e "s|@ORIGIN@|$LINK|" -e "s|@PORT@|$NGINX_PORT|" "$(dirname "$0")/nginx-cache.conf" >"$DIR/nginx/nginx.conf"
 	"$NGINX" -c "$DIR/nginx/nginx.conf" -g 'daemon off;' >"$DIR/nginx/stderr.log" 2>&1 &
 	pids+=($!)
 	for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$NGINX_PORT/" && break; sleep 0.1; done

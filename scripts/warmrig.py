@@ -2,10 +2,10 @@
 """Spot check of warm GETs: CPU per GET of Granary builds and of nginx.
 
 Starts MinIO with 1,000 objects of each size, one Granary node per binary
-given (--freshness immutable) and nginx proxy_cache (one worker, cache in
-/dev/shm) over it, reads every object once through each, then replays
-boto3-signed GETs (unsigned for nginx, which checks no signature) with wrk
-in interleaved rounds: each round every target in turn, the order turned
+given (--freshness immutable) and nginx proxy_cache over it (tuned as
+scripts/nginx-cache.conf says, one worker, cache in /dev/shm), reads
+every object once through each, then replays boto3-signed GETs (unsigned
+for nginx, which checks no signature) with wrk in interleaved rounds: each round every target in turn, the order turned
 round each round. With two cores or more, the caches run on core 0 and wrk
 on core 1. It prints, per size and reader count, the medians of the
 rounds: each target's user and system CPU per GET (from /proc), wrk's,
@@ -151,42 +151,20 @@ def start_node(rig, name, binary, origin, pin):
     return {"name": name, "port": port, "pid": p.pid, "signed": True}
 
 
-NGINX_CONF = """worker_processes 1;
-daemon off;
-error_log %(root)s/nginx-error.log warn;
-pid %(root)s/nginx.pid;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  sendfile on;
-  tcp_nodelay on;
-  keepalive_requests 1000000;
-  open_file_cache max=10000 inactive=60s;
-  proxy_cache_path %(cache)s levels=1:2 keys_zone=warmrig:64m max_size=4g inactive=1d use_temp_path=off;
-  client_body_temp_path %(root)s/nginx-body;
-  proxy_temp_path %(root)s/nginx-proxy;
-  server {
-    listen 127.0.0.1:%(port)d;
-    location / {
-      proxy_pass http://127.0.0.1:%(origin)d;
-      proxy_cache warmrig;
-      proxy_cache_valid 200 1d;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header Authorization "";
-    }
-  }
-}
-"""
-
-
 def start_nginx(rig, origin, pin):
+    """nginx as scripts/nginx-cache.conf tunes it, one worker (on the
+    caches' core), its cache in /dev/shm."""
     port = free_port()
-    cache = os.path.join("/dev/shm", os.path.basename(rig.root))  # nginx makes it, for its worker
-    conf = os.path.join(rig.root, "nginx.conf")
-    with open(conf, "w") as f:
-        f.write(NGINX_CONF % {"root": rig.root, "cache": cache, "port": port, "origin": origin})
-    p = rig.start("nginx", [find("nginx"), "-c", conf, "-p", rig.root], pin=pin)
+    cache = os.path.join("/dev/shm", os.path.basename(rig.root))
+    conf = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "nginx-cache.conf")).read()
+    fields = {"USER": "user root;" if os.getuid() == 0 else "", "WORKERS": "1", "DIR": rig.root,
+              "CACHE": cache, "ORIGIN": "127.0.0.1:%d" % origin, "PORT": str(port)}
+    for k, v in fields.items():
+        conf = conf.replace("@%s@" % k, v)
+    path = os.path.join(rig.root, "nginx.conf")
+    with open(path, "w") as f:
+        f.write(conf)
+    p = rig.start("nginx", [find("nginx"), "-c", path, "-p", rig.root, "-g", "daemon off;"], pin=pin)
     wait_ready("http://127.0.0.1:%d/" % port, p)
     rig.shm = cache
     return {"name": "nginx", "port": port, "pid": worker_of(p.pid), "signed": False}
