@@ -11,7 +11,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -138,9 +137,6 @@ type trackedConn struct {
 	held []byte
 	bufs [8][]byte
 	all  net.Buffers // WriteBuffers' vector, kept so a writev allocates nothing
-	// answered is set when bytes went to the socket since the last Read:
-	// the next Read is most likely the wait for the next request.
-	answered atomic.Bool
 }
 
 // Write sends p, unless the connection was silenced; after Hold, it
@@ -153,7 +149,6 @@ func (c *trackedConn) Write(p []byte) (int, error) {
 		c.held = append(c.held, p...)
 		return len(p), nil
 	}
-	c.answered.Store(true)
 	return c.Conn.Write(p)
 }
 
@@ -173,7 +168,6 @@ func (c *trackedConn) Release() error {
 	if len(head) == 0 || c.silent.Load() {
 		return nil
 	}
-	c.answered.Store(true)
 	_, err := c.Conn.Write(head)
 	return err
 }
@@ -184,7 +178,6 @@ func (c *trackedConn) Release() error {
 func (c *trackedConn) WriteBuffers(v *net.Buffers) (int64, error) {
 	head := c.held
 	c.hold, c.held = false, c.held[:0]
-	c.answered.Store(true)
 	if c.silent.Load() {
 		var n int64
 		for _, b := range *v {
@@ -256,19 +249,7 @@ func lingerOnClose(conn net.Conn) {
 	}
 }
 
-// Read reads from the connection. A Read right after an answer first
-// lets the other runnable goroutines go (the node's other connections):
-// the client's next request is usually still on its way, and Go's read
-// tries the socket before it waits on the poller, so a read at once
-// finds nothing, parks and is woken to read again, two system calls a
-// GET where one does once the request is in. On a busy node the yield
-// gives the request that time (wrk, 64 readers of 4 KiB, node on one
-// core: 1.99 reads a GET before, 1.01 after); on an idle one it costs a
-// trip through the scheduler.
 func (c *trackedConn) Read(p []byte) (int, error) {
-	if c.answered.Swap(false) {
-		runtime.Gosched()
-	}
 	n, err := c.Conn.Read(p)
 	if n > 0 && !c.used.Load() {
 		c.used.Store(true)

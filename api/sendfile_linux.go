@@ -33,7 +33,6 @@ func (c *trackedConn) SendFile(fd uintptr, off int64, n int) (int64, error) {
 	}
 	head := c.held
 	c.hold, c.held = false, c.held[:0]
-	c.answered.Store(true)
 	if c.silent.Load() {
 		return int64(n), nil
 	}
