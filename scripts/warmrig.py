@@ -53,6 +53,7 @@ class Rig:
     def __init__(self, root):
         self.root = root
         self.procs = []
+        self.shm = None  # nginx's cache directory, once it has one
 
     def start(self, name, cmd, env=None, pin=None):
         if pin is not None:
@@ -182,16 +183,21 @@ def worker_of(master):
     sys.exit("warmrig: nginx started no worker")
 
 
+def get_headers(t, path):
+    """The header fields of a GET of path at t: boto3's signature for a
+    node, none for nginx."""
+    r = AWSRequest(method="GET", url="http://127.0.0.1:%d%s" % (t["port"], path), headers={"User-Agent": "warmrig"})
+    if t["signed"]:
+        S3SigV4Auth(Credentials(NODE_KEY, NODE_SECRET), "s3", "us-east-1").add_auth(r)
+    return dict(r.headers.items())
+
+
 def requests_of(t, kib):
-    """Every object's GET as wrk sends it: boto3's signature for a node."""
-    creds = Credentials(NODE_KEY, NODE_SECRET)
+    """Every object's GET as wrk sends it."""
     out = []
     for i in range(OBJECTS):
         path = "/%s/%s" % (BUCKET, key(kib, i))
-        r = AWSRequest(method="GET", url="http://127.0.0.1:%d%s" % (t["port"], path), headers={"User-Agent": "warmrig"})
-        if t["signed"]:
-            S3SigV4Auth(creds, "s3", "us-east-1").add_auth(r)
-        head = "".join("%s: %s\r\n" % kv for kv in r.headers.items())
+        head = "".join("%s: %s\r\n" % kv for kv in get_headers(t, path).items())
         out.append("GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n%s\r\n" % (path, t["port"], head))
     return out
 
@@ -209,13 +215,9 @@ def wrk_script(rig, t, kib):
 def warm(t, kib):
     """Reads every object through t once, so the rounds read a warm cache."""
     def get(i):
-        url = "http://127.0.0.1:%d/%s/%s" % (t["port"], BUCKET, key(kib, i))
-        if t["signed"]:
-            r = AWSRequest(method="GET", url=url)
-            S3SigV4Auth(Credentials(NODE_KEY, NODE_SECRET), "s3", "us-east-1").add_auth(r)
-            req = urllib.request.Request(url, headers=dict(r.headers.items()))
-        else:
-            req = urllib.request.Request(url)
+        path = "/%s/%s" % (BUCKET, key(kib, i))
+        url = "http://127.0.0.1:%d%s" % (t["port"], path)
+        req = urllib.request.Request(url, headers=get_headers(t, path))
         with urllib.request.urlopen(req, timeout=60) as resp:
             if len(resp.read()) != kib << 10:
                 sys.exit("warmrig: %s returned a short body" % url)
@@ -280,8 +282,7 @@ def main():
     two = os.cpu_count() >= 2
     cache_pin, client_pin = ("0", "1") if two else (None, None)
     rig = Rig(tempfile.mkdtemp(prefix="warmrig-"))
-    os.chmod(rig.root, 0o755)  # nginx's worker runs as another user
-    rig.shm = None
+    refused = 0
     try:
         origin = start_minio(rig)
         fill_origin(origin, sizes)
@@ -301,6 +302,7 @@ def main():
                 ref = res["nginx"][0] + res["nginx"][1]
                 for t in targets:
                     u, s, w, rate, bad = res[t["name"]]
+                    refused += bad
                     print("| %d KiB | %d | %s | %.1f | %.1f | %.1f | %.2fx | %.1f | %.0f | %d |"
                           % (kib, readers, t["name"], u, s, u + s, (u + s) / ref, w, rate, bad), flush=True)
     finally:
@@ -308,6 +310,8 @@ def main():
         if rig.shm:
             shutil.rmtree(rig.shm, ignore_errors=True)
         shutil.rmtree(rig.root, ignore_errors=True)
+    if refused:
+        sys.exit("warmrig: %d GETs were answered with an error: the figures above count them" % refused)
 
 
 if __name__ == "__main__":
