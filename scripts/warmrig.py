@@ -13,7 +13,11 @@ the rate, and the total against nginx's. The rig behind the README's wrk
 figures (Benchmarks, "Sending the head at once" and after).
 
   scripts/warmrig.py [--rounds 5] [--secs 4] [--readers 16,64]
-                     [--sizes 4,100] NAME=GRANARY_BINARY ...
+                     [--sizes 4,100] [--profile DIR] NAME=GRANARY_BINARY ...
+
+With --profile, each set ends with one more pass per node, not counted,
+during which Go's CPU profile of the node is written to
+DIR/NAME-SIZE-READERS.pprof (`go tool pprof -top BINARY FILE`).
 
 Needs minio (MINIO, ~/go/bin or PATH), nginx, wrk, taskset and boto3:
 `make deps bench-deps`.
@@ -139,17 +143,18 @@ def key(kib, i):
     return "k%d/%04d" % (kib, i)
 
 
-def start_node(rig, name, binary, origin, pin):
+def start_node(rig, name, binary, origin, pin, profile):
     port = free_port()
     data = os.path.join(rig.root, "node-" + name)
+    pprof = ["--pprof-listen", "127.0.0.1:%d" % free_port()] if profile else []
     env = dict(os.environ, GRANARY_ACCESS_KEY=NODE_KEY, GRANARY_SECRET_KEY=NODE_SECRET,
                GRANARY_ORIGIN_ACCESS_KEY=MINIO_KEY, GRANARY_ORIGIN_SECRET_KEY=MINIO_SECRET)
     p = rig.start("node-" + name, [binary, "serve", "--listen", "127.0.0.1:%d" % port, "--data-dir", data,
                                    "--ram", "2GiB", "--disk", "1GiB", "--freshness", "immutable",
                                    "--origin", "s3://127.0.0.1:%d?secure=false" % origin,
-                                   "--log-level", "warn"], env=env, pin=pin)
+                                   "--log-level", "warn"] + pprof, env=env, pin=pin)
     wait_ready("http://127.0.0.1:%d/healthz" % port, p)
-    return {"name": name, "port": port, "pid": p.pid, "signed": True}
+    return {"name": name, "port": port, "pid": p.pid, "signed": True, "pprof": pprof[1:]}
 
 
 def start_nginx(rig, origin, pin):
@@ -266,8 +271,24 @@ def measure(rig, targets, kib, readers, args, pin):
         order = targets if r % 2 == 0 else targets[::-1]
         for t in order:
             runs[t["name"]].append(one_pass(t, scripts[t["name"]], readers, args.secs, pin))
+    if args.profile:
+        for t in targets:
+            if t.get("pprof"):
+                profile(t, scripts[t["name"]], readers, args, pin, "%s-%d-%d" % (t["name"], kib, readers))
     return {name: [statistics.median(x[i] for x in rs) for i in range(4)] + [sum(x[4] for x in rs)]
             for name, rs in runs.items()}
+
+
+def profile(t, script, readers, args, pin, name):
+    """One more wrk pass at t, not counted, while its CPU profile is taken
+    into args.profile/name.pprof."""
+    secs = max(args.secs, 4)
+    url = "http://%s/debug/pprof/profile?seconds=%d" % (t["pprof"][0], secs - 2)
+    with concurrent.futures.ThreadPoolExecutor(1) as ex:
+        got = ex.submit(lambda: urllib.request.urlopen(url, timeout=secs + 30).read())
+        one_pass(t, script, readers, secs, pin)
+        with open(os.path.join(args.profile, name + ".pprof"), "wb") as f:
+            f.write(got.result())
 
 
 def main():
@@ -276,9 +297,12 @@ def main():
     ap.add_argument("--secs", type=int, default=4)
     ap.add_argument("--readers", default="16,64")
     ap.add_argument("--sizes", default="4,100", help="object sizes in KiB")
+    ap.add_argument("--profile", metavar="DIR", help="write each node's CPU profile of each set here")
     ap.add_argument("builds", nargs="+", metavar="NAME=GRANARY_BINARY")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
+    if args.profile:
+        os.makedirs(args.profile, exist_ok=True)
     two = os.cpu_count() >= 2
     cache_pin, client_pin = ("0", "1") if two else (None, None)
     rig = Rig(tempfile.mkdtemp(prefix="warmrig-"))
@@ -286,8 +310,8 @@ def main():
     try:
         origin = start_minio(rig)
         fill_origin(origin, sizes)
-        targets = [start_node(rig, b.split("=", 1)[0], os.path.abspath(b.split("=", 1)[1]), origin, cache_pin)
-                   for b in args.builds]
+        targets = [start_node(rig, b.split("=", 1)[0], os.path.abspath(b.split("=", 1)[1]), origin, cache_pin,
+                              args.profile) for b in args.builds]
         targets.append(start_nginx(rig, origin, cache_pin))
         for t in targets:
             for kib in sizes:
