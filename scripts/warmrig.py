@@ -146,15 +146,15 @@ def key(kib, i):
 def start_node(rig, name, binary, origin, pin, profile):
     port = free_port()
     data = os.path.join(rig.root, "node-" + name)
-    pprof = ["--pprof-listen", "127.0.0.1:%d" % free_port()] if profile else []
+    pprof = "127.0.0.1:%d" % free_port() if profile else None
     env = dict(os.environ, GRANARY_ACCESS_KEY=NODE_KEY, GRANARY_SECRET_KEY=NODE_SECRET,
                GRANARY_ORIGIN_ACCESS_KEY=MINIO_KEY, GRANARY_ORIGIN_SECRET_KEY=MINIO_SECRET)
     p = rig.start("node-" + name, [binary, "serve", "--listen", "127.0.0.1:%d" % port, "--data-dir", data,
                                    "--ram", "2GiB", "--disk", "1GiB", "--freshness", "immutable",
                                    "--origin", "s3://127.0.0.1:%d?secure=false" % origin,
-                                   "--log-level", "warn"] + pprof, env=env, pin=pin)
+                                   "--log-level", "warn"] + (["--pprof-listen", pprof] if pprof else []), env=env, pin=pin)
     wait_ready("http://127.0.0.1:%d/healthz" % port, p)
-    return {"name": name, "port": port, "pid": p.pid, "signed": True, "pprof": pprof[1:]}
+    return {"name": name, "port": port, "pid": p.pid, "signed": True, "pprof": pprof}
 
 
 def start_nginx(rig, origin, pin):
@@ -283,7 +283,7 @@ def profile(t, script, readers, args, pin, name):
     """One more wrk pass at t, not counted, while its CPU profile is taken
     into args.profile/name.pprof."""
     secs = max(args.secs, 4)
-    url = "http://%s/debug/pprof/profile?seconds=%d" % (t["pprof"][0], secs - 2)
+    url = "http://%s/debug/pprof/profile?seconds=%d" % (t["pprof"], secs - 2)
     with concurrent.futures.ThreadPoolExecutor(1) as ex:
         got = ex.submit(lambda: urllib.request.urlopen(url, timeout=secs + 30).read())
         one_pass(t, script, readers, secs, pin)
