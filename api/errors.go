@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 
 	"github.com/granary-dev/granary/api/s3err"
 	"github.com/granary-dev/granary/gateway"
@@ -109,12 +110,17 @@ func (s *core) writeError(c *fiber.Ctx, err error) {
 	if r == nil { // cannot happen for requests that passed entry
 		r = &request{id: string(c.Response().Header.Peek("X-Amz-Request-Id"))}
 	}
+	s.answerError(c.Response(), r, err)
+}
+
+// answerError sets resp to r's answer err (writeError; the GET lane's
+// answers, lane_get.go).
+func (s *core) answerError(resp *fasthttp.Response, r *request, err error) {
 	e, known := toS3(err)
 	if !known {
 		s.reqLog(r).Error().Err(err).Str("op", r.op.String()).
 			Str("bucket", r.bucket).Str("key", r.key).Msg("internal error")
 	}
-	resp := c.Response()
 	resp.ResetBody()
 	if e == nil {
 		r.errCode = "ClientClosed"
@@ -171,8 +177,7 @@ func (s *Server) protocolError(c *fiber.Ctx, err error) error {
 	}
 	r := &request{start: time.Now(), id: newRequestID(), method: methodString(c.Request().Header.Method())}
 	c.Locals(requestKey{}, r)
-	c.Response().Header.Set("X-Amz-Request-Id", r.id)
-	c.Response().Header.Set("X-Amz-Id-2", r.id)
+	setRequestID(sinkOf(&c.Response().Header), r.id)
 	c.Response().SetConnectionClose()
 	s.writeError(c, s3err.New(code, ""))
 	r.status = c.Response().StatusCode()

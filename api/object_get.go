@@ -61,15 +61,12 @@ func (s objects) getObject(c *fiber.Ctx, r *request) error {
 	if err != nil {
 		return err
 	}
-	small, err := readSmall(obj)
+	resp := c.Response()
+	small, err := s.opened(sinkOf(&resp.Header), r, obj)
 	if err != nil {
-		obj.Close()
 		return err
 	}
-	setObjectHeaders(c, obj.Info)
-	s.setPersisted(c, r)
 	setOverrides(c)
-	resp := c.Response()
 	if kind != rangeNone {
 		setContentRange(c, obj.Offset, obj.Length, obj.Info.Size)
 		resp.SetStatusCode(http.StatusPartialContent)
@@ -114,9 +111,34 @@ func (s objects) getChecked(ctx context.Context, c *fiber.Ctx, r *request, rng g
 		}
 		c.Response().Header.Set("Content-Range", "bytes */"+strconv.FormatInt(seen.Size, 10))
 	case errors.Is(err, errNotModified) && seen != nil:
-		setValidators(c, *seen)
+		setValidators(sinkOf(&c.Response().Header), *seen)
 	}
 	return nil, err
+}
+
+// getPlain opens a GetObject without a range or conditions, as the GET
+// lane takes it (lane_get.go): the object, its body read whole if small,
+// its headers set on h.
+func (s objects) getPlain(h headerSink, r *request) (*gateway.Object, *[]byte, error) {
+	obj, err := s.engine.Get(r.ctx, r.bucket, r.key, gateway.GetOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	small, err := s.opened(h, r, obj)
+	return obj, small, err
+}
+
+// opened reads obj's body whole if it is small (readSmall) and sets the
+// headers describing it on h; on failure obj is closed.
+func (s objects) opened(h headerSink, r *request, obj *gateway.Object) (*[]byte, error) {
+	small, err := readSmall(obj)
+	if err != nil {
+		obj.Close()
+		return nil, err
+	}
+	setObjectHeaders(h, obj.Info)
+	s.setPersisted(h, r)
+	return small, nil
 }
 
 // readSmall reads a small body whole into a pooled buffer, returned for
@@ -170,7 +192,7 @@ func (s objects) headObject(c *fiber.Ctx, r *request) error {
 	if cond, ok := parseConditions(h, getConditions); ok {
 		if err := cond.check(info); err != nil {
 			if errors.Is(err, errNotModified) {
-				setValidators(c, info)
+				setValidators(sinkOf(&c.Response().Header), info)
 			}
 			return err
 		}
@@ -194,8 +216,9 @@ func (s objects) headObject(c *fiber.Ctx, r *request) error {
 		setContentRange(c, off, n, info.Size)
 		status = http.StatusPartialContent
 	}
-	setObjectHeaders(c, info)
-	s.setPersisted(c, r)
+	out := sinkOf(&c.Response().Header)
+	setObjectHeaders(out, info)
+	s.setPersisted(out, r)
 	setOverrides(c)
 	c.Response().Header.SetContentLength(int(n))
 	c.Response().SetStatusCode(status)

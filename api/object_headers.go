@@ -27,45 +27,41 @@ var overrides = [...]struct{ param, header string }{
 }
 
 // setValidators sets ETag (quoted) and Last-Modified.
-func setValidators(c *fiber.Ctx, info store.ObjectInfo) {
-	h := &c.Response().Header
+func setValidators(h headerSink, info store.ObjectInfo) {
 	var buf [96]byte
 	b := append(buf[:0], '"')
 	b = append(b, info.ETag...)
 	b = append(b, '"')
-	h.SetBytesV("ETag", b)
-	h.SetBytesV("Last-Modified", fasthttp.AppendHTTPDate(buf[:0], info.LastModified))
+	h.setBytes("ETag", b)
+	h.setBytes("Last-Modified", fasthttp.AppendHTTPDate(buf[:0], info.LastModified))
 }
 
 // setObjectHeaders sets every header describing info, but Content-Length
 // (fasthttp sets it from the body; HEAD sets it itself).
-func setObjectHeaders(c *fiber.Ctx, info store.ObjectInfo) {
-	setValidators(c, info)
-	h := &c.Response().Header
-	h.Set("Accept-Ranges", "bytes")
+func setObjectHeaders(h headerSink, info store.ObjectInfo) {
+	setValidators(h, info)
+	h.set("Accept-Ranges", "bytes")
 	ct := info.ContentType
 	if ct == "" || !safeHeaderValue(ct) {
 		ct = defaultContentType
 	}
-	h.SetContentType(ct)
+	h.set("Content-Type", ct)
 	setIfSafe(h, "Content-Encoding", info.ContentEncoding)
 	setIfSafe(h, "Content-Disposition", info.ContentDisposition)
 	setIfSafe(h, "Content-Language", info.ContentLanguage)
 	setIfSafe(h, "Cache-Control", info.CacheControl)
 	setIfSafe(h, "Expires", info.Expires)
 	if n := info.NumTags(); n > 0 {
-		h.Set("X-Amz-Tagging-Count", strconv.Itoa(n))
+		h.set("X-Amz-Tagging-Count", strconv.Itoa(n))
 	}
 	// User metadata names go out lower-case, as S3 and MinIO send them
 	// (SDKs expose the names as sent); fasthttp would capitalise them.
 	// An empty value is sent too: S3 keeps it.
-	h.DisableNormalizing()
 	for k, v := range info.User {
 		if safeHeaderValue(k) && safeHeaderValue(v) {
-			h.Set("x-amz-meta-"+k, v)
+			h.setRaw("x-amz-meta-"+k, v)
 		}
 	}
-	h.EnableNormalizing()
 }
 
 // persistedHeader tells whether an object has reached the origin: "false"
@@ -73,19 +69,19 @@ func setObjectHeaders(c *fiber.Ctx, info store.ObjectInfo) {
 const persistedHeader = "X-Granary-Persisted"
 
 // setPersisted sets persistedHeader for the addressed object.
-func (s objects) setPersisted(c *fiber.Ctx, r *request) {
+func (s objects) setPersisted(h headerSink, r *request) {
 	v := "true"
 	if !s.engine.Persisted(r.bucket, r.key) {
 		v = "false"
 	}
-	c.Response().Header.Set(persistedHeader, v)
+	h.set(persistedHeader, v)
 }
 
 // setIfSafe sets a non-empty value that cannot break the header block
 // (metadata comes from the origin, which another client may have written).
-func setIfSafe(h *fasthttp.ResponseHeader, name, v string) {
+func setIfSafe(h headerSink, name, v string) {
 	if v != "" && safeHeaderValue(v) {
-		h.Set(name, v)
+		h.set(name, v)
 	}
 }
 

@@ -90,16 +90,9 @@ func (s *core) reqLog(r *request) *zerolog.Logger {
 
 // entry is the only fiber handler: every request passes through it.
 func (s *Server) entry(c *fiber.Ctx) error {
-	r := &request{
-		id:     newRequestID(),
-		start:  time.Now(),
-		method: methodString(c.Request().Header.Method()),
-	}
-	r.ctx = gateway.WithRequestID(s.parents.pick(), r.id)
+	r := s.newRequest(methodString(c.Request().Header.Method()))
 	r.tooLarge = restoreTooLarge(&c.Request().Header)
-	h := &c.Response().Header
-	h.Set("X-Amz-Request-Id", r.id)
-	h.Set("X-Amz-Id-2", r.id)
+	setRequestID(sinkOf(&c.Response().Header), r.id)
 	c.Locals(requestKey{}, r)
 	defer s.recoverPanic(c, r)
 
@@ -108,6 +101,19 @@ func (s *Server) entry(c *fiber.Ctx) error {
 	}
 	s.finish(c, r)
 	return nil
+}
+
+// newRequest starts a request: its id, its start and its context.
+func (s *core) newRequest(method string) *request {
+	r := &request{id: newRequestID(), start: time.Now(), method: method}
+	r.ctx = gateway.WithRequestID(s.parents.pick(), r.id)
+	return r
+}
+
+// setRequestID sets the headers that name a request's id.
+func setRequestID(h headerSink, id string) {
+	h.set("X-Amz-Request-Id", id)
+	h.set("X-Amz-Id-2", id)
 }
 
 // recoverPanic turns a handler panic into an InternalError, so one bad

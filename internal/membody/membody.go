@@ -88,9 +88,15 @@ func SetOwned(resp *fasthttp.Response, b []byte, conn net.Conn, o Owner) {
 		o.Close()
 		return
 	}
+	Stream(resp, Owned(b, conn, o), len(b), conn)
+}
+
+// Owned is a body of b, which o holds, for the connection conn; its
+// Close closes o.
+func Owned(b []byte, conn net.Conn, o Owner) *Body {
 	body := New(b, conn)
 	body.owner = o
-	Stream(resp, body, len(b), conn)
+	return body
 }
 
 // Stream makes body (size bytes) resp's body and has conn hold the
