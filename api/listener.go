@@ -135,6 +135,9 @@ type trackedConn struct {
 	// with the body in WriteBuffers' writev (membody.Conn).
 	hold bool
 	held []byte
+	// pre is what the GET lane read of the connection before it handed
+	// it to fasthttp: Read returns it first.
+	pre  []byte
 	bufs [8][]byte
 	all  net.Buffers // WriteBuffers' vector, kept so a writev allocates nothing
 }
@@ -250,6 +253,11 @@ func lingerOnClose(conn net.Conn) {
 }
 
 func (c *trackedConn) Read(p []byte) (int, error) {
+	if len(c.pre) > 0 { // what the GET lane read before it handed c off
+		n := copy(p, c.pre)
+		c.pre = c.pre[n:]
+		return n, nil
+	}
 	n, err := c.Conn.Read(p)
 	if n > 0 && !c.used.Load() {
 		c.used.Store(true)

@@ -48,6 +48,9 @@ type Options struct {
 	// accepted (see trackingListener.Accept). 0 means
 	// DefaultMaxConnsPerIP; a negative value means no limit.
 	MaxConnsPerIP int
+	// DisableLane has every request go through fasthttp: no GET lane
+	// (lane.go), which answers plain signed GETs on plain TCP itself.
+	DisableLane bool
 	// ServerHeader is the Server header of every answer, such as
 	// "granary/v1.2.3" (what `granary version --endpoint` reads); ""
 	// sends none.
@@ -117,6 +120,8 @@ type Server struct {
 	shutdown   sync.Once
 	// ln is the listener Serve runs on, nil before Serve.
 	ln atomic.Pointer[trackingListener]
+	// lane is Serve's GET lane (lane.go), nil before Serve or without one.
+	lane atomic.Pointer[lane]
 	// stopping is set when Shutdown begins: a Serve that starts after it
 	// closes its listener and returns (Shutdown closes ln if Serve stored
 	// it first: whichever comes second sees the other).
@@ -217,6 +222,12 @@ func (s *Server) Serve(ln net.Listener) error {
 		return net.ErrClosed
 	}
 	s.startFaces()
+	if s.opts.TLS == nil && !s.opts.DisableLane {
+		l := newLane(s, tl)
+		s.lane.Store(l)
+		go l.run()
+		return s.app.Listener(laneListener{l})
+	}
 	return s.app.Listener(tl)
 }
 
@@ -228,6 +239,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	done := make(chan struct{})
 	go s.expireUnusedUntil(done)
 	err := s.app.ShutdownWithContext(ctx)
+	if l := s.lane.Load(); l != nil {
+		l.close() // Serve may have stored it without fiber serving it yet
+		l.shutdown(ctx.Done())
+	}
 	close(done)
 	if tl := s.ln.Load(); tl != nil {
 		// Serve may have stored its listener without fiber knowing it

@@ -52,7 +52,7 @@ func buildServer(cfg Config, p serverParts, log zerolog.Logger) (*api.Server, er
 		}
 	}
 	return api.New(api.Options{
-		TLS: p.tls, Registerer: p.reg, MaxConnsPerIP: cfg.ConnsPerIP(),
+		TLS: p.tls, Registerer: p.reg, MaxConnsPerIP: cfg.ConnsPerIP(), DisableLane: !cfg.GetLane,
 		ServerHeader: serverHeaderPrefix + Version(),
 		Logger:       log.With().Str("component", "api").Logger(),
 	}, faces)

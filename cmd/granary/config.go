@@ -56,6 +56,9 @@ type Config struct {
 	// OriginIdleProbe is how long the origin may go unasked before the
 	// node asks it (guard.Options.IdleProbe); 0 means never.
 	OriginIdleProbe Duration `yaml:"origin-idle-probe"`
+	// GetLane has the node answer plain signed GETs itself (api's GET
+	// lane) rather than through fasthttp.
+	GetLane bool `yaml:"get-lane"`
 	// UsersFile holds the users `granary user` manages, their secrets
 	// sealed with the key in UsersKeyFile (users.go); "" means users.json
 	// and users.key under DataDir.
@@ -197,6 +200,7 @@ func Defaults() Config {
 		OriginTimeout:      Duration(guard.DefaultTimeout),
 		ServeStaleWhenDown: true,
 		OriginIdleProbe:    Duration(guard.DefaultIdleProbe),
+		GetLane:            true,
 
 		MaxConnsPerIP: api.DefaultMaxConnsPerIP,
 		MetricsAuth:   metricsAuthOpen,

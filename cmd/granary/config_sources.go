@@ -164,6 +164,8 @@ var serveSettings = []setting{
 		get: func(c Config) string { return strconv.Itoa(c.MaxConnsPerIP) },
 		set: func(c *Config, v string) error { n, err := strconv.Atoi(v); c.MaxConnsPerIP = n; return err },
 	},
+	boolSetting("get-lane", "answer plain signed GETs over plain HTTP in the node's own lean front end; false: every request through fasthttp",
+		func(c *Config) *bool { return &c.GetLane }),
 	stringSetting("metrics-auth", "who may read /metrics: open (anyone), or bearer:FILE (a scrape must send 'Authorization: Bearer TOKEN' with the token in FILE, read again when the file changes); /healthz stays open",
 		func(c *Config) *string { return &c.MetricsAuth }),
 	stringSetting("pprof-listen", "`host:port` to serve Go's profiler on (/debug/pprof/, unauthenticated: keep it on loopback); empty: off",

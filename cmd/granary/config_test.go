@@ -54,6 +54,7 @@ func TestDefaults(t *testing.T) {
 		Cluster:       ClusterConfig{Owners: 1, PeerTimeout: Duration(3 * time.Second)},
 		MaxConnsPerIP: 1024, MetricsAuth: "open",
 		OriginTimeout: Duration(5 * time.Second), ServeStaleWhenDown: true, OriginIdleProbe: Duration(5 * time.Second),
+		GetLane: true,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", c, want)

@@ -1,0 +1,218 @@
+// The requests the GET lane takes and how it answers them: a plain
+// GetObject, signed with a SigV4 header, of a path-style bucket and key,
+// carrying only the fields SDKs send with such a GET. Anything else (a
+// range, a condition, a query, an encoded path, a virtual host, a name
+// S3 refuses, an unsigned or presigned request, a field the lane does
+// not know) is fasthttp's, which answers it as it answers every request.
+// What the lane takes it answers with the S3 face's own code: the
+// signature's check, the policy, the engine's Get, the headers and the
+// body as attachBody sends them, errors as writeError writes them.
+package api
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/granary-dev/granary/access"
+	"github.com/granary-dev/granary/api/s3err"
+	"github.com/granary-dev/granary/api/sigv4"
+	"github.com/granary-dev/granary/gateway"
+	"github.com/granary-dev/granary/internal/membody"
+)
+
+// laneSpan is where one header field's name and value lie in a head.
+type laneSpan struct{ name, value [2]int }
+
+// laneField is each field a taken request may carry, by lower-case name:
+// the ones boto3, the AWS CLI, minio-go and Go's net/http send with a
+// plain signed GET.
+var laneField = map[string]bool{
+	"host": true, "user-agent": true, "accept": true, "accept-encoding": true,
+	"authorization": true, "x-amz-date": true, "x-amz-content-sha256": true,
+	"amz-sdk-invocation-id": true, "amz-sdk-request": true, "connection": true,
+}
+
+// laneTarget reports whether target may be taken as it is: a path of
+// printable ASCII with no query, fragment or escape (decodePath would
+// leave it as it is).
+func laneTarget(target []byte) bool {
+	if len(target) == 0 || target[0] != '/' {
+		return false
+	}
+	for _, c := range target {
+		if c <= ' ' || c >= 0x7f || c == '?' || c == '#' || c == '%' {
+			return false
+		}
+	}
+	return true
+}
+
+// takes reports whether the lane answers the request whose head is
+// head, recording its fields' spans.
+func (lc *laneConn) takes(head []byte) bool {
+	line, rest, _ := bytes.Cut(head, []byte("\r\n"))
+	target, ok := bytes.CutPrefix(line, []byte("GET "))
+	if !ok {
+		return false
+	}
+	if target, ok = bytes.CutSuffix(target, []byte(" HTTP/1.1")); !ok || !laneTarget(target) {
+		return false
+	}
+	lc.spans = lc.spans[:0]
+	var host, auth int // how many of each
+	off := len(line) + 2
+	for len(rest) > 2 { // the head ends in the blank line's CRLF
+		l, next, _ := bytes.Cut(rest, []byte("\r\n"))
+		name, value, ok := bytes.Cut(l, []byte(":"))
+		if !ok || len(name) == 0 || bytes.IndexByte(l, '\n') >= 0 || len(name) > len("amz-sdk-invocation-id") {
+			return false
+		}
+		var lower [24]byte
+		for i, c := range name {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			lower[i] = c
+		}
+		lname := lower[:len(name)]
+		if !laneField[string(lname)] { // no allocation: a map index by a converted slice
+			return false
+		}
+		v := trimSpace(value)
+		switch string(lname) {
+		case "host":
+			host++
+			lc.host = len(lc.spans)
+		case "authorization":
+			auth++
+			if !bytes.HasPrefix(v, []byte("AWS4-HMAC-SHA256 ")) {
+				return false
+			}
+		case "connection":
+			if !asciiEqualFold(v, "keep-alive") {
+				return false
+			}
+		}
+		vOff := off + len(name) + 1 + (len(value) - len(bytes.TrimLeft(value, " \t")))
+		lc.spans = append(lc.spans, laneSpan{[2]int{off, off + len(name)}, [2]int{vOff, vOff + len(v)}})
+		off += len(l) + 2
+		rest = next
+	}
+	return host == 1 && auth == 1 && lc.pathStyle(target)
+}
+
+// pathStyle reports whether target names an object path-style, by a
+// bucket and key S3 accepts, and the request's host names no bucket.
+func (lc *laneConn) pathStyle(target []byte) bool {
+	bucket, key, ok := bytes.Cut(target[1:], []byte("/"))
+	if !ok || len(key) == 0 || checkBucket(string(bucket)) != nil || checkKey(string(key)) != nil {
+		return false
+	}
+	sp := lc.spans[lc.host]
+	_, virtual := hostBucket(string(lc.buf[sp.value[0]:sp.value[1]]), lc.l.s.s3.domainSuffixes)
+	return !virtual
+}
+
+// answer answers the taken request whose head is head and reports
+// whether the connection stays open.
+func (lc *laneConn) answer(head []byte) (keep bool) {
+	s := lc.l.s
+	r := s.newRequest(mGET)
+	r.op = opGetObject
+	sent := false // a byte of the answer went out
+	defer func() {
+		if p := recover(); p != nil {
+			s.reqLog(r).Error().Str("panic", fmt.Sprint(p)).Str("op", r.op.String()).Msg("handler panic")
+			if !sent {
+				lc.fail(r, s3err.New(s3err.InternalError, ""))
+			}
+			keep = false
+		}
+	}()
+	obj, small, err := lc.open(r, head)
+	if err != nil {
+		return lc.fail(r, err)
+	}
+	sent = true
+	return lc.sendObject(r, obj, small)
+}
+
+// fail answers r with err as writeError does and reports whether the
+// connection stays open.
+func (lc *laneConn) fail(r *request, err error) bool {
+	lc.resp.Reset()
+	setRequestID(sinkOf(&lc.resp.Header), r.id)
+	lc.l.s.answerError(&lc.resp, r, err)
+	return lc.sendAnswer(r)
+}
+
+// open authenticates and authorizes the request and opens its object as
+// getObject does for a plain GET (getPlain), its 200 head begun in lc.hd.
+func (lc *laneConn) open(r *request, head []byte) (*gateway.Object, *[]byte, error) {
+	s3 := lc.l.s.s3
+	// One copy of the head that every string of the request shares, as
+	// authenticate makes (the signing-key cache may keep some of them).
+	str := string(head)
+	line, _, _ := bytes.Cut(head, []byte("\r\n"))
+	target := str[len("GET ") : len(line)-len(" HTTP/1.1")]
+	lc.fields = lc.fields[:0]
+	req := sigv4.Request{Method: r.method, RawPath: target, ContentLength: -1, Body: http.NoBody}
+	for _, sp := range lc.spans {
+		lc.fields = append(lc.fields, sigv4.Field{Name: str[sp.name[0]:sp.name[1]], Value: str[sp.value[0]:sp.value[1]]})
+	}
+	req.Header, req.Host = lc.fields, lc.fields[lc.host].Value
+	path := target[1:]
+	slash := strings.IndexByte(path, '/')
+	r.bucket, r.key = path[:slash], path[slash+1:]
+	err := s3.verifier.VerifyInto(&req, &r.authResult)
+	clear(lc.fields) // the fields are the request's: not kept past it
+	if err != nil {
+		return nil, nil, err
+	}
+	r.auth, r.policy = &r.authResult, s3.access.Policy(r.authResult.AccessKey)
+	if !r.policy.Object(access.Read, r.bucket, r.key) { // allows, for GetObject
+		return nil, nil, errAccessDenied()
+	}
+	lc.hd.start(lc.l.s.opts.ServerHeader, lc.date(r.start))
+	setRequestID(&lc.hd, r.id)
+	return objects{s3}.getPlain(&lc.hd, r)
+}
+
+// sendObject sends the object's head and body as attachBody has
+// fasthttp send them, and reports r; it reports whether the connection
+// stays open.
+func (lc *laneConn) sendObject(r *request, obj *gateway.Object, small *[]byte) bool {
+	s := lc.l.s
+	head := lc.hd.end(obj.Length)
+	r.status = http.StatusOK
+	c := lc.c
+	c.SetWriteDeadline(time.Now().Add(s.ioTimeout))
+	if small != nil {
+		v := net.Buffers{head, (*small)[:obj.Length]}
+		_, err := c.WriteBuffers(&v)
+		smallBufs.Put(small)
+		obj.Close()
+		s.report(r, obj.Length, nil)
+		return err == nil
+	}
+	c.Hold()
+	c.Write(head) //nolint:errcheck // held: it leaves with the body
+	if b, ok := obj.Bytes(); ok && int64(len(b)) == obj.Length {
+		body := membody.Owned(b, c, obj)
+		_, err := body.WriteTo(c)
+		if cerr := body.Close(); err == nil {
+			err = cerr
+		}
+		s.report(r, obj.Length, nil)
+		return err == nil
+	}
+	r.streaming = true
+	st := newObjectStream(s.core, r, obj, c)
+	st.WriteTo(c) //nolint:errcheck // st.err has it
+	st.Close()    // reports r
+	return st.err == nil
+}
