@@ -44,20 +44,27 @@ type conditions struct {
 
 // parseConditions reads one family of headers; ok is false when none is
 // present (the common case, which costs four lookups).
-func parseConditions(h *fasthttp.RequestHeader, names conditionHeaders) (cond conditions, ok bool) {
-	if v := h.Peek(names.ifMatch); len(v) > 0 {
-		cond.ifMatch, ok = bytes.Clone(v), true
+func parseConditions(h *fasthttp.RequestHeader, names conditionHeaders) (conditions, bool) {
+	return conditionsOf(h.Peek(names.ifMatch), h.Peek(names.ifNoneMatch),
+		h.Peek(names.ifModifiedSince), h.Peek(names.ifUnmodifiedSince))
+}
+
+// conditionsOf parses the four headers' values (nil or empty: absent); ok
+// is false when none is present.
+func conditionsOf(ifMatch, ifNoneMatch, modifiedSince, unmodifiedSince []byte) (cond conditions, ok bool) {
+	if len(ifMatch) > 0 {
+		cond.ifMatch, ok = bytes.Clone(ifMatch), true
 	}
-	if v := h.Peek(names.ifNoneMatch); len(v) > 0 {
-		cond.ifNoneMatch, ok = bytes.Clone(v), true
+	if len(ifNoneMatch) > 0 {
+		cond.ifNoneMatch, ok = bytes.Clone(ifNoneMatch), true
 	}
-	if v := h.Peek(names.ifModifiedSince); len(v) > 0 {
-		if t, err := http.ParseTime(string(v)); err == nil {
+	if len(modifiedSince) > 0 {
+		if t, err := http.ParseTime(string(modifiedSince)); err == nil {
 			cond.modifiedSince, cond.hasModified, ok = t, true, true
 		}
 	}
-	if v := h.Peek(names.ifUnmodifiedSince); len(v) > 0 {
-		if t, err := http.ParseTime(string(v)); err == nil {
+	if len(unmodifiedSince) > 0 {
+		if t, err := http.ParseTime(string(unmodifiedSince)); err == nil {
 			cond.unmodifiedSince, cond.hasUnmodified, ok = t, true, true
 		}
 	}

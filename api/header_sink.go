@@ -37,15 +37,21 @@ func (h *fastHeader) setRaw(name, v string) {
 	fh.EnableNormalizing()
 }
 
-// laneHead is the head of a 200 answer the GET lane sends, written line
-// by line: the status line and each header in the order set, then the
-// blank line (end).
-type laneHead struct{ b []byte }
+// laneHead is the head of an answer with a body the GET lane sends (200
+// or 206), written line by line: the status line and each header in the
+// order set, then the blank line (end).
+type laneHead struct {
+	b      []byte
+	status int
+}
 
-// start begins the head of a 200 answer, with the Server header (if
-// server names one) and Date, as fasthttp writes them.
-func (h *laneHead) start(server string, date []byte) {
-	h.b = append(h.b[:0], "HTTP/1.1 200 OK\r\n"...)
+// start begins the head of an answer of status, with the Server header
+// (if server names one) and Date, as fasthttp writes them.
+func (h *laneHead) start(status int, server string, date []byte) {
+	h.status = status
+	h.b = append(h.b[:0], "HTTP/1.1 "...)
+	h.b = strconv.AppendInt(h.b, int64(status), 10)
+	h.b = append(append(append(h.b, ' '), fasthttp.StatusMessage(status)...), "\r\n"...)
 	if server != "" {
 		h.set("Server", server)
 	}

@@ -32,7 +32,7 @@ type laneConn struct {
 	n        int
 	// Working memory kept across requests.
 	spans  []laneSpan
-	host   int // the Host field's index in spans
+	opt    [numOpts]int // each slot's field: its index in spans + 1, 0 if absent
 	fields sigv4.Header
 	resp   fasthttp.Response // an error's answer
 	head   []byte            // resp's head, as sent
@@ -69,6 +69,7 @@ func (lc *laneConn) loop() bool {
 		}
 		keep := lc.answer(lc.buf[:end])
 		lc.served++
+		lc.l.s.metrics.laneGets.Inc()
 		lc.n = copy(lc.buf, lc.buf[end:lc.n])
 		if !keep {
 			return false

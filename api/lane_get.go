@@ -1,12 +1,13 @@
-// The requests the GET lane takes and how it answers them: a plain
-// GetObject, signed with a SigV4 header, of a path-style bucket and key,
-// carrying only the fields SDKs send with such a GET. Anything else (a
-// range, a condition, a query, an encoded path, a virtual host, a name
+// The requests the GET lane takes and how it answers them: a GetObject,
+// signed with a SigV4 header, of a path-style bucket and key, carrying
+// only the fields SDKs send with a GET, a range and the conditions among
+// them. Anything else (a query, an encoded path, a virtual host, a name
 // S3 refuses, an unsigned or presigned request, a field the lane does
-// not know) is fasthttp's, which answers it as it answers every request.
-// What the lane takes it answers with the S3 face's own code: the
-// signature's check, the policy, the engine's Get, the headers and the
-// body as attachBody sends them, errors as writeError writes them.
+// not know or one it reads sent twice) is fasthttp's, which answers it
+// as it answers every request. What the lane takes it answers with the
+// S3 face's own code: the signature's check, the policy, the engine's
+// Get (openGet), the headers and the body as attachBody sends them,
+// errors as writeError writes them.
 package api
 
 import (
@@ -27,13 +28,32 @@ import (
 // laneSpan is where one header field's name and value lie in a head.
 type laneSpan struct{ name, value [2]int }
 
-// laneField is each field a taken request may carry, by lower-case name:
-// the ones boto3, the AWS CLI, minio-go and Go's net/http send with a
-// plain signed GET.
-var laneField = map[string]bool{
-	"host": true, "user-agent": true, "accept": true, "accept-encoding": true,
-	"authorization": true, "x-amz-date": true, "x-amz-content-sha256": true,
-	"amz-sdk-invocation-id": true, "amz-sdk-request": true, "connection": true,
+// The fields the lane reads, each a slot of laneConn.opt; a request
+// carries each at most once.
+const (
+	optNone = iota // a field passed to the signature's check only
+	optHost
+	optAuth
+	optRange
+	optIfMatch
+	optIfNoneMatch
+	optIfModifiedSince
+	optIfUnmodifiedSince
+	numOpts
+)
+
+// laneField is each field a taken request may carry, by lower-case name,
+// with its slot: the ones boto3, the AWS CLI, minio-go and Go's net/http
+// send with a signed GET. x-amz-checksum-mode (boto3 sends ENABLED by
+// default) asks for the object's stored checksums, which the node keeps
+// none of: fiber's path ignores it too.
+var laneField = map[string]int{
+	"host": optHost, "authorization": optAuth, "range": optRange,
+	"if-match": optIfMatch, "if-none-match": optIfNoneMatch,
+	"if-modified-since": optIfModifiedSince, "if-unmodified-since": optIfUnmodifiedSince,
+	"user-agent": optNone, "accept": optNone, "accept-encoding": optNone,
+	"x-amz-date": optNone, "x-amz-content-sha256": optNone, "x-amz-checksum-mode": optNone,
+	"amz-sdk-invocation-id": optNone, "amz-sdk-request": optNone, "connection": optNone,
 }
 
 // laneTarget reports whether target may be taken as it is: a path of
@@ -63,7 +83,7 @@ func (lc *laneConn) takes(head []byte) bool {
 		return false
 	}
 	lc.spans = lc.spans[:0]
-	var host, auth int // how many of each
+	lc.opt = [numOpts]int{}
 	off := len(line) + 2
 	for len(rest) > 2 { // the head ends in the blank line's CRLF
 		l, next, _ := bytes.Cut(rest, []byte("\r\n"))
@@ -79,30 +99,42 @@ func (lc *laneConn) takes(head []byte) bool {
 			lower[i] = c
 		}
 		lname := lower[:len(name)]
-		if !laneField[string(lname)] { // no allocation: a map index by a converted slice
+		slot, known := laneField[string(lname)] // no allocation: a map index by a converted slice
+		if !known || (slot != optNone && lc.opt[slot] != 0) {
 			return false
 		}
+		lc.opt[slot] = len(lc.spans) + 1
 		v := trimSpace(value)
-		switch string(lname) {
-		case "host":
-			host++
-			lc.host = len(lc.spans)
-		case "authorization":
-			auth++
-			if !bytes.HasPrefix(v, []byte("AWS4-HMAC-SHA256 ")) {
-				return false
-			}
-		case "connection":
-			if !asciiEqualFold(v, "keep-alive") {
-				return false
-			}
+		switch {
+		case slot == optAuth && !bytes.HasPrefix(v, []byte("AWS4-HMAC-SHA256 ")):
+			return false
+		case string(lname) == "connection" && !asciiEqualFold(v, "keep-alive"):
+			return false
 		}
 		vOff := off + len(name) + 1 + (len(value) - len(bytes.TrimLeft(value, " \t")))
 		lc.spans = append(lc.spans, laneSpan{[2]int{off, off + len(name)}, [2]int{vOff, vOff + len(v)}})
 		off += len(l) + 2
 		rest = next
 	}
-	return host == 1 && auth == 1 && lc.pathStyle(target)
+	return lc.opt[optHost] != 0 && lc.opt[optAuth] != 0 && lc.pathStyle(target)
+}
+
+// value is the value of the field in slot, nil if the request has none.
+func (lc *laneConn) value(slot int) []byte {
+	if i := lc.opt[slot]; i > 0 {
+		sp := lc.spans[i-1]
+		return lc.buf[sp.value[0]:sp.value[1]]
+	}
+	return nil
+}
+
+// query is what the request asks of its object: its range, conditions.
+func (lc *laneConn) query() getQuery {
+	var q getQuery
+	q.rng, q.kind = parseRange(lc.value(optRange))
+	q.cond, q.hasCond = conditionsOf(lc.value(optIfMatch), lc.value(optIfNoneMatch),
+		lc.value(optIfModifiedSince), lc.value(optIfUnmodifiedSince))
+	return q
 }
 
 // pathStyle reports whether target names an object path-style, by a
@@ -112,8 +144,7 @@ func (lc *laneConn) pathStyle(target []byte) bool {
 	if !ok || len(key) == 0 || checkBucket(string(bucket)) != nil || checkKey(string(key)) != nil {
 		return false
 	}
-	sp := lc.spans[lc.host]
-	_, virtual := hostBucket(string(lc.buf[sp.value[0]:sp.value[1]]), lc.l.s.s3.domainSuffixes)
+	_, virtual := hostBucket(string(lc.value(optHost)), lc.l.s.s3.domainSuffixes)
 	return !virtual
 }
 
@@ -123,11 +154,13 @@ func (lc *laneConn) answer(head []byte) (keep bool) {
 	s := lc.l.s
 	r := s.newRequest(mGET)
 	r.op = opGetObject
+	lc.resp.Reset()
 	sent := false // a byte of the answer went out
 	defer func() {
 		if p := recover(); p != nil {
 			s.reqLog(r).Error().Str("panic", fmt.Sprint(p)).Str("op", r.op.String()).Msg("handler panic")
 			if !sent {
+				lc.resp.Reset()
 				lc.fail(r, s3err.New(s3err.InternalError, ""))
 			}
 			keep = false
@@ -141,17 +174,17 @@ func (lc *laneConn) answer(head []byte) (keep bool) {
 	return lc.sendObject(r, obj, small)
 }
 
-// fail answers r with err as writeError does and reports whether the
-// connection stays open.
+// fail answers r with err as writeError does, with the headers lc.resp
+// holds, and reports whether the connection stays open.
 func (lc *laneConn) fail(r *request, err error) bool {
-	lc.resp.Reset()
 	setRequestID(sinkOf(&lc.resp.Header), r.id)
 	lc.l.s.answerError(&lc.resp, r, err)
 	return lc.sendAnswer(r)
 }
 
 // open authenticates and authorizes the request and opens its object as
-// getObject does for a plain GET (getPlain), its 200 head begun in lc.hd.
+// getObject does (openGet), its head begun in lc.hd; an error's headers
+// are in lc.resp.
 func (lc *laneConn) open(r *request, head []byte) (*gateway.Object, *[]byte, error) {
 	s3 := lc.l.s.s3
 	// One copy of the head that every string of the request shares, as
@@ -164,7 +197,7 @@ func (lc *laneConn) open(r *request, head []byte) (*gateway.Object, *[]byte, err
 	for _, sp := range lc.spans {
 		lc.fields = append(lc.fields, sigv4.Field{Name: str[sp.name[0]:sp.name[1]], Value: str[sp.value[0]:sp.value[1]]})
 	}
-	req.Header, req.Host = lc.fields, lc.fields[lc.host].Value
+	req.Header, req.Host = lc.fields, lc.fields[lc.opt[optHost]-1].Value
 	path := target[1:]
 	slash := strings.IndexByte(path, '/')
 	r.bucket, r.key = path[:slash], path[slash+1:]
@@ -177,9 +210,10 @@ func (lc *laneConn) open(r *request, head []byte) (*gateway.Object, *[]byte, err
 	if !r.policy.Object(access.Read, r.bucket, r.key) { // allows, for GetObject
 		return nil, nil, errAccessDenied()
 	}
-	lc.hd.start(lc.l.s.opts.ServerHeader, lc.date(r.start))
+	q := lc.query()
+	lc.hd.start(q.status(), lc.l.s.opts.ServerHeader, lc.date(r.start))
 	setRequestID(&lc.hd, r.id)
-	return objects{s3}.getPlain(&lc.hd, r)
+	return objects{s3}.openGet(&lc.hd, sinkOf(&lc.resp.Header), r, q)
 }
 
 // sendObject sends the object's head and body as attachBody has
@@ -188,7 +222,7 @@ func (lc *laneConn) open(r *request, head []byte) (*gateway.Object, *[]byte, err
 func (lc *laneConn) sendObject(r *request, obj *gateway.Object, small *[]byte) bool {
 	s := lc.l.s
 	head := lc.hd.end(obj.Length)
-	r.status = http.StatusOK
+	r.status = lc.hd.status
 	c := lc.c
 	c.SetWriteDeadline(time.Now().Add(s.ioTimeout))
 	if small != nil {

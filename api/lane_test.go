@@ -1,8 +1,8 @@
 // The GET lane over real connections: what it answers is what fasthttp's
 // path answers for the same request, a connection it hands off goes on
 // under fasthttp, pipelined requests are answered in order, heads it
-// does not take are fasthttp's, and a shutdown closes its idle
-// connections.
+// does not take are fasthttp's, a shutdown closes its idle connections,
+// and the GETs real clients send are the lane's.
 package api
 
 import (
@@ -12,12 +12,16 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // laneConnTo dials e; the connection is closed when the test ends.
@@ -56,14 +60,14 @@ func readAnswer(t *testing.T, br *bufio.Reader, method string) (*http.Response, 
 }
 
 // awaitTaken waits until e's lane has counted want requests (it counts
-// as connections leave it).
+// each once its answer is written).
 func awaitTaken(t *testing.T, e *env, want int64) {
 	t.Helper()
-	l := e.srv.lane.Load()
+	taken := func() int64 { return int64(testutil.ToFloat64(e.srv.metrics.laneGets)) }
 	deadline := time.Now().Add(30 * time.Second)
-	for l.taken.Load() != want {
+	for taken() != want {
 		if time.Now().After(deadline) {
-			t.Fatalf("the lane answered %d requests; want %d", l.taken.Load(), want)
+			t.Fatalf("the lane answered %d requests; want %d", taken(), want)
 		}
 		time.Sleep(5 * time.Millisecond) // polling interval, not a wait for an event
 	}
@@ -105,26 +109,48 @@ func sameHeader(a, b http.Header) bool {
 }
 
 // TestLaneAnswersAsFasthttp: each GET the lane takes (a small object, one
-// sent from the RAM tier's file, one of several chunks, a missing key, a
-// bad signature) gets the answer fasthttp's path gives the same request,
-// sent with a field the lane does not know.
+// sent from the RAM tier's file, one of several chunks, ranges of them,
+// conditions that hold and that fail, a missing key, a bad signature)
+// gets the answer fasthttp's path gives the same request, sent with a
+// field the lane does not know.
 func TestLaneAnswersAsFasthttp(t *testing.T) {
 	e := newEnv(t, backends[0])
 	bucket := e.makeBucket(t, "lane")
 	sizes := map[string]int{"small": 4 << 10, "file": 100 << 10, "chunks": 9 << 20}
+	etag := map[string]string{}
 	for name, n := range sizes {
-		e.put(t, bucket, name, bytes.Repeat([]byte(name[:1]), n), minio.PutObjectOptions{
-			ContentType: "text/x-" + name, UserMetadata: map[string]string{"origin": name}})
+		etag[name] = `"` + e.put(t, bucket, name, bytes.Repeat([]byte(name[:1]), n), minio.PutObjectOptions{
+			ContentType: "text/x-" + name, UserMetadata: map[string]string{"origin": name}}).ETag + `"`
 	}
-	cases := []rawRequest{
-		{method: http.MethodGet, path: "/" + bucket + "/small"},
-		{method: http.MethodGet, path: "/" + bucket + "/file"},
-		{method: http.MethodGet, path: "/" + bucket + "/chunks"},
-		{method: http.MethodGet, path: "/" + bucket + "/missing"},
-		{method: http.MethodGet, path: "/" + bucket + "/small", secret: "not-the-secret"},
+	get := func(name string, fields ...string) rawRequest {
+		rr := rawRequest{method: http.MethodGet, path: "/" + bucket + "/" + name, header: http.Header{}}
+		for i := 0; i < len(fields); i += 2 {
+			rr.header.Set(fields[i], fields[i+1])
+		}
+		return rr
+	}
+	future := time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)
+	cases := []struct {
+		rr     rawRequest
+		status int
+	}{
+		{get("small"), http.StatusOK},
+		{get("file"), http.StatusOK},
+		{get("chunks"), http.StatusOK},
+		{get("small", "Range", "bytes=100-1099"), http.StatusPartialContent},
+		{get("file", "Range", "bytes=-300"), http.StatusPartialContent},
+		{get("chunks", "Range", "bytes=8388000-", "If-Match", etag["chunks"]), http.StatusPartialContent},
+		{get("small", "Range", "bytes=9000-"), http.StatusRequestedRangeNotSatisfiable},
+		{get("small", "If-None-Match", etag["small"]), http.StatusNotModified},
+		{get("file", "If-Match", `"0123"`), http.StatusPreconditionFailed},
+		{get("small", "If-Modified-Since", future), http.StatusNotModified},
+		{get("small", "If-Unmodified-Since", future, "If-None-Match", `"0123"`), http.StatusOK},
+		{get("missing"), http.StatusNotFound},
+		{rawRequest{method: http.MethodGet, path: "/" + bucket + "/small", secret: "not-the-secret"}, http.StatusForbidden},
 	}
 	var taken int64
-	for i, rr := range cases {
+	for _, tc := range cases {
+		rr := tc.rr
 		for range 2 { // the first read warms the object: compare the second
 			c, br := laneConnTo(t, e)
 			lane, lbody := exchange(t, c, br, e.buildRequest(t, rr))
@@ -137,8 +163,11 @@ func TestLaneAnswersAsFasthttp(t *testing.T) {
 			fast, fbody := exchange(t, c, br, req)
 			c.Close()
 			sameAnswer(t, rr.path, lane, fast, lbody, fbody)
-			if i < 3 && (lane.StatusCode != http.StatusOK || len(lbody) != sizes[rr.path[strings.LastIndexByte(rr.path, '/')+1:]]) {
-				t.Errorf("%s: %d, %d bytes", rr.path, lane.StatusCode, len(lbody))
+			if lane.StatusCode != tc.status {
+				t.Errorf("%s %v: %d, want %d", rr.path, rr.header, lane.StatusCode, tc.status)
+			}
+			if n := sizes[rr.path[strings.LastIndexByte(rr.path, '/')+1:]]; tc.status == http.StatusOK && len(lbody) != n {
+				t.Errorf("%s: %d bytes, want %d", rr.path, len(lbody), n)
 			}
 		}
 	}
@@ -146,8 +175,8 @@ func TestLaneAnswersAsFasthttp(t *testing.T) {
 }
 
 // TestLaneHandsOffMidConnection: a connection whose second request is not
-// the lane's (a ranged GET) is fasthttp's from then on, with nothing lost
-// between the two.
+// the lane's (a GET with a query) is fasthttp's from then on, with
+// nothing lost between the two.
 func TestLaneHandsOffMidConnection(t *testing.T) {
 	e := newEnv(t, backends[0])
 	bucket := e.makeBucket(t, "handoff")
@@ -155,16 +184,15 @@ func TestLaneHandsOffMidConnection(t *testing.T) {
 	e.put(t, bucket, "k", data, minio.PutObjectOptions{})
 	c, br := laneConnTo(t, e)
 	get := rawRequest{method: http.MethodGet, path: "/" + bucket + "/k"}
-	ranged := get
-	ranged.header = http.Header{"Range": {"bytes=2-5"}}
-	for i, rr := range []rawRequest{get, ranged, get} {
+	typed := get
+	typed.query = "response-content-type=text%2Fplain"
+	for i, rr := range []rawRequest{get, typed, get} {
 		resp, body := exchange(t, c, br, e.buildRequest(t, rr))
-		want := data
-		if rr.header != nil {
-			want = data[2:6]
+		if resp.StatusCode != http.StatusOK || !bytes.Equal(body, data) {
+			t.Fatalf("request %d: %d %q; want %q", i, resp.StatusCode, body, data)
 		}
-		if resp.StatusCode/100 != 2 || !bytes.Equal(body, want) {
-			t.Fatalf("request %d: %d %q; want %q", i, resp.StatusCode, body, want)
+		if want := rr.query != ""; want != (resp.Header.Get("Content-Type") == "text/plain") {
+			t.Fatalf("request %d: Content-Type %q", i, resp.Header.Get("Content-Type"))
 		}
 	}
 	c.Close()
@@ -252,4 +280,58 @@ func TestLaneShutdownClosesIdle(t *testing.T) {
 	if n, err := br.Read(make([]byte, 1)); err == nil {
 		t.Fatalf("the idle connection is open after the shutdown (read %d bytes)", n)
 	}
+}
+
+// boto3GetsScript reads one object n times with boto3 as a data loader
+// would, its defaults kept (it asks for checksums), and checks each body:
+// endpoint, key, secret, bucket, object key, n, the body's byte, its size.
+const boto3GetsScript = `
+import sys, boto3
+from botocore.config import Config
+endpoint, key, secret, bucket, name, n, byte, size = sys.argv[1:9]
+s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+    aws_access_key_id=key, aws_secret_access_key=secret,
+    config=Config(retries={"max_attempts": 1, "mode": "standard"}, s3={"addressing_style": "path"}))
+for _ in range(int(n)):
+    body = s3.get_object(Bucket=bucket, Key=name)["Body"].read()
+    assert body == byte.encode() * int(size), len(body)
+print("ok")
+`
+
+// TestLaneTakesClientGETs: the plain GETs boto3 and minio-go send, with
+// their default settings, are the lane's.
+func TestLaneTakesClientGETs(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal("python3 not found (make deps installs it)")
+	}
+	e := newEnv(t, backends[0])
+	bucket := e.makeBucket(t, "clients")
+	const size = 100 << 10
+	data := bytes.Repeat([]byte("c"), size)
+	e.put(t, bucket, "k", data, minio.PutObjectOptions{})
+	out, err := exec.Command(py, "-c", boto3GetsScript, "http://"+e.addr, testAccess, testSecret,
+		bucket, "k", "3", "c", strconv.Itoa(size)).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "ok" {
+		t.Fatalf("boto3: %v\n%s", err, out)
+	}
+	awaitTaken(t, e, 3)
+	// A client of its own: e.client's connections went to fasthttp with
+	// the bucket's creation and the PUT.
+	c, err := minio.New(e.addr, &minio.Options{Creds: credentials.NewStaticV4(testAccess, testSecret, ""), Region: testRegion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		obj, err := c.GetObject(t.Context(), bucket, "k", minio.GetObjectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(obj)
+		obj.Close()
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("minio-go: %d bytes, %v", len(got), err)
+		}
+	}
+	awaitTaken(t, e, 6)
 }

@@ -163,6 +163,7 @@ type metrics struct {
 	requests *prometheus.CounterVec
 	duration [numOps]prometheus.Observer
 	refused  prometheus.Counter // connections closed at accept (MaxConnsPerIP)
+	laneGets prometheus.Counter // GETs the GET lane answered (lane.go)
 	served   [numOps][2]atomic.Pointer[prometheus.Counter]
 }
 
@@ -188,6 +189,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Name: "granary_connections_refused_total",
 		Help: "Connections closed as soon as accepted because their client address already held the most open connections allowed.",
 	})
+	laneGets := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "granary_get_lane_requests_total",
+		Help: "GetObject requests the node's GET lane answered itself rather than through fasthttp (counted in granary_requests_total too).",
+	})
 	if reg != nil {
 		var err error
 		if requests, err = registerOrReuse(reg, requests); err != nil {
@@ -199,11 +204,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		if refused, err = registerOrReuse(reg, refused); err != nil {
 			return nil, err
 		}
+		if laneGets, err = registerOrReuse(reg, laneGets); err != nil {
+			return nil, err
+		}
 		if _, err = registerOrReuse(reg, sentFromFiles); err != nil {
 			return nil, err
 		}
 	}
-	m := &metrics{requests: requests, refused: refused}
+	m := &metrics{requests: requests, refused: refused, laneGets: laneGets}
 	for o := op(0); o < numOps; o++ {
 		m.duration[o] = duration.WithLabelValues(o.String())
 	}

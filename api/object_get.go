@@ -5,7 +5,6 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"io"
 	"math"
@@ -46,56 +45,84 @@ func (s objects) getObject(c *fiber.Ctx, r *request) error {
 		}
 		rng, kind = part.rng, rangeValid
 	}
-	cond, hasCond := parseConditions(h, getConditions)
-	// No context of its own: a Get served from memory starts nothing that
-	// outlives it (metadata loads and flights run detached), and a reader
-	// cancels its own context when its stream is closed.
-	ctx := r.ctx
-	var obj *gateway.Object
-	var err error
-	if kind == rangeNone && !hasCond {
-		obj, err = s.engine.Get(ctx, r.bucket, r.key, gateway.GetOptions{})
-	} else {
-		obj, err = s.getChecked(ctx, c, r, rng, kind, cond, hasCond)
-	}
-	if err != nil {
-		return err
-	}
+	q := getQuery{rng: rng, kind: kind}
+	q.cond, q.hasCond = parseConditions(h, getConditions)
 	resp := c.Response()
-	small, err := s.opened(sinkOf(&resp.Header), r, obj)
+	out := sinkOf(&resp.Header)
+	obj, small, err := s.openGet(out, out, r, q)
 	if err != nil {
 		return err
 	}
 	setOverrides(c)
-	if kind != rangeNone {
-		setContentRange(c, obj.Offset, obj.Length, obj.Info.Size)
-		resp.SetStatusCode(http.StatusPartialContent)
-	} else {
-		resp.SetStatusCode(http.StatusOK)
-	}
+	resp.SetStatusCode(q.status())
 	s.attachBody(c, r, obj, small)
 	return nil
 }
 
+// getQuery is what a GetObject asks of its object: a range, conditions.
+type getQuery struct {
+	rng     gateway.Range
+	kind    rangeKind
+	cond    conditions
+	hasCond bool
+}
+
+// status is the status of q's answer when its object opens.
+func (q *getQuery) status() int {
+	if q.kind != rangeNone {
+		return http.StatusPartialContent
+	}
+	return http.StatusOK
+}
+
+// openGet opens r's object for q, its body read whole if small
+// (readSmall), and sets the headers of its answer on h, Content-Range
+// for a range; on failure it sets on errh the headers S3 sends with the
+// error (getChecked). Shared by fiber's path and the GET lane's
+// (lane_get.go).
+func (s objects) openGet(h, errh headerSink, r *request, q getQuery) (*gateway.Object, *[]byte, error) {
+	// No context of its own: a Get served from memory starts nothing that
+	// outlives it (metadata loads and flights run detached), and a reader
+	// cancels its own context when its stream is closed.
+	var obj *gateway.Object
+	var err error
+	if q.kind == rangeNone && !q.hasCond {
+		obj, err = s.engine.Get(r.ctx, r.bucket, r.key, gateway.GetOptions{})
+	} else {
+		obj, err = s.getChecked(errh, r, q)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	small, err := s.opened(h, r, obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	if q.kind != rangeNone {
+		setContentRange(h, obj.Offset, obj.Length, obj.Info.Size)
+	}
+	return obj, small, nil
+}
+
 // getChecked is a Get with a range and/or conditions. On failure it sets
-// the headers S3 sends with it: Content-Range "*/size" with a 416, the
-// validators with a 304.
-func (s objects) getChecked(ctx context.Context, c *fiber.Ctx, r *request, rng gateway.Range,
-	kind rangeKind, cond conditions, hasCond bool) (*gateway.Object, error) {
+// on h the headers S3 sends with it: Content-Range "*/size" with a 416,
+// the validators with a 304.
+func (s objects) getChecked(h headerSink, r *request, q getQuery) (*gateway.Object, error) {
 	var seen *store.ObjectInfo // the info Check ran on: Check runs inside Get
 	opts := gateway.GetOptions{Check: func(info store.ObjectInfo) error {
 		seen = &info
-		if hasCond {
-			return cond.check(info)
+		if q.hasCond {
+			return q.cond.check(info)
 		}
 		return nil
 	}}
-	switch kind {
+	switch q.kind {
 	case rangeValid:
-		opts.Range = &rng
+		opts.Range = &q.rng
 	case rangeUnsatisfiable:
 		opts.Range = &unsatisfiable
 	}
+	ctx := r.ctx
 	obj, err := s.engine.Get(ctx, r.bucket, r.key, opts)
 	if err == nil {
 		return obj, nil
@@ -109,23 +136,11 @@ func (s objects) getChecked(ctx context.Context, c *fiber.Ctx, r *request, rng g
 			}
 			seen = &info
 		}
-		c.Response().Header.Set("Content-Range", "bytes */"+strconv.FormatInt(seen.Size, 10))
+		h.set("Content-Range", "bytes */"+strconv.FormatInt(seen.Size, 10))
 	case errors.Is(err, errNotModified) && seen != nil:
-		setValidators(sinkOf(&c.Response().Header), *seen)
+		setValidators(h, *seen)
 	}
 	return nil, err
-}
-
-// getPlain opens a GetObject without a range or conditions, as the GET
-// lane takes it (lane_get.go): the object, its body read whole if small,
-// its headers set on h.
-func (s objects) getPlain(h headerSink, r *request) (*gateway.Object, *[]byte, error) {
-	obj, err := s.engine.Get(r.ctx, r.bucket, r.key, gateway.GetOptions{})
-	if err != nil {
-		return nil, nil, err
-	}
-	small, err := s.opened(h, r, obj)
-	return obj, small, err
 }
 
 // opened reads obj's body whole if it is small (readSmall) and sets the
@@ -213,7 +228,7 @@ func (s objects) headObject(c *fiber.Ctx, r *request) error {
 			c.Response().Header.Set("Content-Range", "bytes */"+strconv.FormatInt(info.Size, 10))
 			return err
 		}
-		setContentRange(c, off, n, info.Size)
+		setContentRange(sinkOf(&c.Response().Header), off, n, info.Size)
 		status = http.StatusPartialContent
 	}
 	out := sinkOf(&c.Response().Header)
@@ -225,7 +240,7 @@ func (s objects) headObject(c *fiber.Ctx, r *request) error {
 	return nil
 }
 
-func setContentRange(c *fiber.Ctx, off, n, size int64) {
+func setContentRange(h headerSink, off, n, size int64) {
 	var buf [80]byte
 	b := append(buf[:0], "bytes "...)
 	b = strconv.AppendInt(b, off, 10)
@@ -233,5 +248,5 @@ func setContentRange(c *fiber.Ctx, off, n, size int64) {
 	b = strconv.AppendInt(b, off+n-1, 10)
 	b = append(b, '/')
 	b = strconv.AppendInt(b, size, 10)
-	c.Response().Header.SetBytesV("Content-Range", b)
+	h.setBytes("Content-Range", b)
 }
