@@ -1,6 +1,6 @@
 // The GET lane: the node's own front end for the request it answers most,
-// a plain signed GetObject. Every plain-TCP connection starts here. A
-// request the lane takes (laneTakes, lane_get.go) is answered by the
+// a signed GetObject (and HeadObject). Every plain-TCP connection starts
+// here. A request the lane takes (takes, lane_get.go) is answered by the
 // same S3 code as fiber's path, without fasthttp's and fiber's work per
 // request; at the first request it does not take, the connection and
 // the bytes read of it go to fasthttp, which serves it from then on as

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"net"
+	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -31,6 +32,7 @@ type laneConn struct {
 	buf      []byte
 	n        int
 	// Working memory kept across requests.
+	method string // the taken request's: mGET or mHEAD
 	spans  []laneSpan
 	opt    [numOpts]int // each slot's field: its index in spans + 1, 0 if absent
 	fields sigv4.Header
@@ -152,7 +154,12 @@ func (lc *laneConn) timedOut() {
 func (lc *laneConn) sendAnswer(r *request) bool {
 	resp := &lc.resp
 	body := resp.Body()
-	resp.Header.SetContentLength(len(body))
+	// As fasthttp's Response.Write: an answer that has no body (to a HEAD;
+	// a 1xx, 204 or 304) names no length unless it holds one.
+	st := resp.StatusCode()
+	if bodyless := r.method == mHEAD || st < 200 || st == http.StatusNoContent || st == http.StatusNotModified; !bodyless || len(body) > 0 {
+		resp.Header.SetContentLength(len(body))
+	}
 	lc.head = lc.setServer(resp).AppendBytes(lc.head[:0])
 	lc.c.SetWriteDeadline(time.Now().Add(lc.l.s.ioTimeout))
 	v := net.Buffers{lc.head, body}

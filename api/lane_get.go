@@ -1,13 +1,14 @@
-// The requests the GET lane takes and how it answers them: a GetObject,
-// signed with a SigV4 header, of a path-style bucket and key, carrying
-// only the fields SDKs send with a GET, a range and the conditions among
-// them. Anything else (a query, an encoded path, a virtual host, a name
-// S3 refuses, an unsigned or presigned request, a field the lane does
-// not know or one it reads sent twice) is fasthttp's, which answers it
-// as it answers every request. What the lane takes it answers with the
-// S3 face's own code: the signature's check, the policy, the engine's
-// Get (openGet), the headers and the body as attachBody sends them,
-// errors as writeError writes them.
+// The requests the GET lane takes and how it answers them: a GetObject or
+// HeadObject, signed with a SigV4 header, of a path-style bucket and key,
+// carrying only the fields SDKs send with a GET, a range and the
+// conditions among them. Anything else (a query, an encoded path, a
+// virtual host, a name S3 refuses, an unsigned or presigned request, a
+// field the lane does not know or one it reads sent twice) is
+// fasthttp's, which answers it as it answers every request. What the
+// lane takes it answers with the S3 face's own code: the signature's
+// check, the policy, the engine's Get (openGet) or Head (headChecked,
+// headAnswer), the headers and the body as attachBody sends them, errors
+// as writeError writes them.
 package api
 
 import (
@@ -75,9 +76,13 @@ func laneTarget(target []byte) bool {
 // head, recording its fields' spans.
 func (lc *laneConn) takes(head []byte) bool {
 	line, rest, _ := bytes.Cut(head, []byte("\r\n"))
+	lc.method = mGET
 	target, ok := bytes.CutPrefix(line, []byte("GET "))
 	if !ok {
-		return false
+		lc.method = mHEAD
+		if target, ok = bytes.CutPrefix(line, []byte("HEAD ")); !ok {
+			return false
+		}
 	}
 	if target, ok = bytes.CutSuffix(target, []byte(" HTTP/1.1")); !ok || !laneTarget(target) {
 		return false
@@ -152,8 +157,11 @@ func (lc *laneConn) pathStyle(target []byte) bool {
 // whether the connection stays open.
 func (lc *laneConn) answer(head []byte) (keep bool) {
 	s := lc.l.s
-	r := s.newRequest(mGET)
+	r := s.newRequest(lc.method)
 	r.op = opGetObject
+	if r.method == mHEAD {
+		r.op = opHeadObject
+	}
 	lc.resp.Reset()
 	sent := false // a byte of the answer went out
 	defer func() {
@@ -166,7 +174,25 @@ func (lc *laneConn) answer(head []byte) (keep bool) {
 			keep = false
 		}
 	}()
-	obj, small, err := lc.open(r, head)
+	if err := lc.authorize(r, head); err != nil {
+		return lc.fail(r, err)
+	}
+	o, q, errh := objects{s.s3}, lc.query(), sinkOf(&lc.resp.Header)
+	lc.hd.start(q.status(), s.opts.ServerHeader, lc.date(r.start))
+	setRequestID(&lc.hd, r.id)
+	if r.method == mHEAD {
+		info, err := o.headChecked(errh, r, q)
+		var n int64
+		if err == nil {
+			n, err = o.headAnswer(&lc.hd, errh, r, info, q)
+		}
+		if err != nil {
+			return lc.fail(r, err)
+		}
+		sent = true
+		return lc.sendHead(r, n)
+	}
+	obj, small, err := o.openGet(&lc.hd, errh, r, q)
 	if err != nil {
 		return lc.fail(r, err)
 	}
@@ -182,16 +208,15 @@ func (lc *laneConn) fail(r *request, err error) bool {
 	return lc.sendAnswer(r)
 }
 
-// open authenticates and authorizes the request and opens its object as
-// getObject does (openGet), its head begun in lc.hd; an error's headers
-// are in lc.resp.
-func (lc *laneConn) open(r *request, head []byte) (*gateway.Object, *[]byte, error) {
+// authorize checks the request's signature and its user's policy, as
+// entry does for GetObject and HeadObject.
+func (lc *laneConn) authorize(r *request, head []byte) error {
 	s3 := lc.l.s.s3
 	// One copy of the head that every string of the request shares, as
 	// authenticate makes (the signing-key cache may keep some of them).
 	str := string(head)
 	line, _, _ := bytes.Cut(head, []byte("\r\n"))
-	target := str[len("GET ") : len(line)-len(" HTTP/1.1")]
+	target := str[len(r.method)+1 : len(line)-len(" HTTP/1.1")]
 	lc.fields = lc.fields[:0]
 	req := sigv4.Request{Method: r.method, RawPath: target, ContentLength: -1, Body: http.NoBody}
 	for _, sp := range lc.spans {
@@ -204,16 +229,25 @@ func (lc *laneConn) open(r *request, head []byte) (*gateway.Object, *[]byte, err
 	err := s3.verifier.VerifyInto(&req, &r.authResult)
 	clear(lc.fields) // the fields are the request's: not kept past it
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	r.auth, r.policy = &r.authResult, s3.access.Policy(r.authResult.AccessKey)
-	if !r.policy.Object(access.Read, r.bucket, r.key) { // allows, for GetObject
-		return nil, nil, errAccessDenied()
+	if !r.policy.Object(access.Read, r.bucket, r.key) { // allows, for both
+		return errAccessDenied()
 	}
-	q := lc.query()
-	lc.hd.start(q.status(), lc.l.s.opts.ServerHeader, lc.date(r.start))
-	setRequestID(&lc.hd, r.id)
-	return objects{s3}.openGet(&lc.hd, sinkOf(&lc.resp.Header), r, q)
+	return nil
+}
+
+// sendHead sends the head of a HEAD's answer, naming n bytes, and reports
+// r; it reports whether the connection stays open.
+func (lc *laneConn) sendHead(r *request, n int64) bool {
+	s := lc.l.s
+	head := lc.hd.end(n)
+	r.status = lc.hd.status
+	lc.c.SetWriteDeadline(time.Now().Add(s.ioTimeout))
+	_, err := lc.c.Write(head)
+	s.report(r, 0, nil)
+	return err == nil
 }
 
 // sendObject sends the object's head and body as attachBody has

@@ -108,11 +108,11 @@ func sameHeader(a, b http.Header) bool {
 	return true
 }
 
-// TestLaneAnswersAsFasthttp: each GET the lane takes (a small object, one
-// sent from the RAM tier's file, one of several chunks, ranges of them,
-// conditions that hold and that fail, a missing key, a bad signature)
-// gets the answer fasthttp's path gives the same request, sent with a
-// field the lane does not know.
+// TestLaneAnswersAsFasthttp: each GET and HEAD the lane takes (a small
+// object, one sent from the RAM tier's file, one of several chunks,
+// ranges of them, conditions that hold and that fail, a missing key, a
+// bad signature) gets the answer fasthttp's path gives the same request,
+// sent with a field the lane does not know.
 func TestLaneAnswersAsFasthttp(t *testing.T) {
 	e := newEnv(t, backends[0])
 	bucket := e.makeBucket(t, "lane")
@@ -127,6 +127,11 @@ func TestLaneAnswersAsFasthttp(t *testing.T) {
 		for i := 0; i < len(fields); i += 2 {
 			rr.header.Set(fields[i], fields[i+1])
 		}
+		return rr
+	}
+	head := func(name string, fields ...string) rawRequest {
+		rr := get(name, fields...)
+		rr.method = http.MethodHead
 		return rr
 	}
 	future := time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)
@@ -146,6 +151,11 @@ func TestLaneAnswersAsFasthttp(t *testing.T) {
 		{get("small", "If-Modified-Since", future), http.StatusNotModified},
 		{get("small", "If-Unmodified-Since", future, "If-None-Match", `"0123"`), http.StatusOK},
 		{get("missing"), http.StatusNotFound},
+		{head("file"), http.StatusOK},
+		{head("chunks", "Range", "bytes=10-"), http.StatusPartialContent},
+		{head("small", "Range", "bytes=9000-"), http.StatusRequestedRangeNotSatisfiable},
+		{head("small", "If-None-Match", etag["small"]), http.StatusNotModified},
+		{head("missing"), http.StatusNotFound},
 		{rawRequest{method: http.MethodGet, path: "/" + bucket + "/small", secret: "not-the-secret"}, http.StatusForbidden},
 	}
 	var taken int64
@@ -166,7 +176,7 @@ func TestLaneAnswersAsFasthttp(t *testing.T) {
 			if lane.StatusCode != tc.status {
 				t.Errorf("%s %v: %d, want %d", rr.path, rr.header, lane.StatusCode, tc.status)
 			}
-			if n := sizes[rr.path[strings.LastIndexByte(rr.path, '/')+1:]]; tc.status == http.StatusOK && len(lbody) != n {
+			if n := sizes[rr.path[strings.LastIndexByte(rr.path, '/')+1:]]; tc.status == http.StatusOK && rr.method == http.MethodGet && len(lbody) != n {
 				t.Errorf("%s: %d bytes, want %d", rr.path, len(lbody), n)
 			}
 		}
@@ -200,7 +210,7 @@ func TestLaneHandsOffMidConnection(t *testing.T) {
 }
 
 // TestLanePipelined: requests sent together, before any answer, are
-// answered in order, the lane's and then fasthttp's.
+// answered in order, the lane's and then fasthttp's (a GET with a query).
 func TestLanePipelined(t *testing.T) {
 	e := newEnv(t, backends[0])
 	bucket := e.makeBucket(t, "pipelined")
@@ -217,6 +227,10 @@ func TestLanePipelined(t *testing.T) {
 	if err := head.Write(&wire); err != nil {
 		t.Fatal(err)
 	}
+	typed := e.buildRequest(t, rawRequest{method: http.MethodGet, path: "/" + bucket + "/b", query: "response-content-type=text%2Fplain"})
+	if err := typed.Write(&wire); err != nil {
+		t.Fatal(err)
+	}
 	c, br := laneConnTo(t, e)
 	if _, err := c.Write(wire.Bytes()); err != nil {
 		t.Fatal(err)
@@ -230,8 +244,12 @@ func TestLanePipelined(t *testing.T) {
 	if resp, _ := readAnswer(t, br, http.MethodHead); resp.StatusCode != http.StatusOK || resp.ContentLength != int64(len("body of a")) {
 		t.Fatalf("HEAD: %d, length %d", resp.StatusCode, resp.ContentLength)
 	}
+	if resp, body := readAnswer(t, br, http.MethodGet); resp.StatusCode != http.StatusOK || string(body) != "body of b" ||
+		resp.Header.Get("Content-Type") != "text/plain" {
+		t.Fatalf("GET b as text: %d %q, %q", resp.StatusCode, body, resp.Header.Get("Content-Type"))
+	}
 	c.Close()
-	awaitTaken(t, e, 2)
+	awaitTaken(t, e, 3)
 }
 
 // TestLaneLeavesOddHeads: a head whose lines end in bare LFs, or that

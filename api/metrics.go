@@ -163,7 +163,7 @@ type metrics struct {
 	requests *prometheus.CounterVec
 	duration [numOps]prometheus.Observer
 	refused  prometheus.Counter // connections closed at accept (MaxConnsPerIP)
-	laneGets prometheus.Counter // GETs the GET lane answered (lane.go)
+	laneGets prometheus.Counter // GETs and HEADs the GET lane answered (lane.go)
 	served   [numOps][2]atomic.Pointer[prometheus.Counter]
 }
 
@@ -191,7 +191,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	})
 	laneGets := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "granary_get_lane_requests_total",
-		Help: "GetObject requests the node's GET lane answered itself rather than through fasthttp (counted in granary_requests_total too).",
+		Help: "GetObject and HeadObject requests the node's GET lane answered itself rather than through fasthttp (counted in granary_requests_total too).",
 	})
 	if reg != nil {
 		var err error

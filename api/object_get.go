@@ -200,44 +200,68 @@ func (s objects) headObject(c *fiber.Ctx, r *request) error {
 		return err
 	}
 	h := &c.Request().Header
-	info, err := s.engine.Head(r.ctx, r.bucket, r.key)
+	out := sinkOf(&c.Response().Header)
+	var q getQuery
+	q.cond, q.hasCond = parseConditions(h, getConditions)
+	info, err := s.headChecked(out, r, q)
 	if err != nil {
 		return err
 	}
-	if cond, ok := parseConditions(h, getConditions); ok {
-		if err := cond.check(info); err != nil {
-			if errors.Is(err, errNotModified) {
-				setValidators(sinkOf(&c.Response().Header), info)
-			}
-			return err
-		}
-	}
-	off, n, status := int64(0), info.Size, http.StatusOK
-	rng, kind := parseRange(h.Peek("Range"))
-	if part, err := s.partOf(c, r, kind); err != nil || part != nil {
+	q.rng, q.kind = parseRange(h.Peek("Range"))
+	if part, err := s.partOf(c, r, q.kind); err != nil || part != nil {
 		if err != nil {
 			return err
 		}
-		rng, kind = part.rng, rangeValid
+		q.rng, q.kind = part.rng, rangeValid
 	}
-	if kind == rangeUnsatisfiable {
-		rng = unsatisfiable
+	n, err := s.headAnswer(out, out, r, info, q)
+	if err != nil {
+		return err
 	}
-	if kind != rangeNone {
-		if off, n, err = rng.Resolve(info.Size); err != nil {
-			c.Response().Header.Set("Content-Range", "bytes */"+strconv.FormatInt(info.Size, 10))
-			return err
-		}
-		setContentRange(sinkOf(&c.Response().Header), off, n, info.Size)
-		status = http.StatusPartialContent
-	}
-	out := sinkOf(&c.Response().Header)
-	setObjectHeaders(out, info)
-	s.setPersisted(out, r)
 	setOverrides(c)
 	c.Response().Header.SetContentLength(int(n))
-	c.Response().SetStatusCode(status)
+	c.Response().SetStatusCode(q.status())
 	return nil
+}
+
+// headChecked is the info of r's object, if q's conditions hold on it;
+// with a 304 it sets the validators on errh.
+func (s objects) headChecked(errh headerSink, r *request, q getQuery) (store.ObjectInfo, error) {
+	info, err := s.engine.Head(r.ctx, r.bucket, r.key)
+	if err != nil || !q.hasCond {
+		return info, err
+	}
+	if err := q.cond.check(info); err != nil {
+		if errors.Is(err, errNotModified) {
+			setValidators(errh, info)
+		}
+		return info, err
+	}
+	return info, nil
+}
+
+// headAnswer sets on h the headers of a HEAD of info for q's range, and
+// returns the length its answer names; for a range info cannot satisfy
+// it sets Content-Range "*/size" on errh. Shared by fiber's path and the
+// GET lane's (lane_get.go).
+func (s objects) headAnswer(h, errh headerSink, r *request, info store.ObjectInfo, q getQuery) (int64, error) {
+	n := info.Size
+	rng := q.rng
+	if q.kind == rangeUnsatisfiable {
+		rng = unsatisfiable
+	}
+	if q.kind != rangeNone {
+		var off int64
+		var err error
+		if off, n, err = rng.Resolve(info.Size); err != nil {
+			errh.set("Content-Range", "bytes */"+strconv.FormatInt(info.Size, 10))
+			return 0, err
+		}
+		setContentRange(h, off, n, info.Size)
+	}
+	setObjectHeaders(h, info)
+	s.setPersisted(h, r)
+	return n, nil
 }
 
 func setContentRange(h headerSink, off, n, size int64) {
