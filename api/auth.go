@@ -50,7 +50,8 @@ type wire struct {
 	fields sigv4.Header
 }
 
-// fieldSpan is where one field's name and value lie in wire.raw.
+// fieldSpan is where one field's name and value lie in a buffer: wire.raw,
+// or a GET lane connection's (laneConn.buf).
 type fieldSpan struct{ name, value [2]int }
 
 var wirePool = sync.Pool{New: func() any { return &wire{raw: make([]byte, 0, 1024)} }}

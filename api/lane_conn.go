@@ -32,8 +32,8 @@ type laneConn struct {
 	buf      []byte
 	n        int
 	// Working memory kept across requests.
-	method string // the taken request's: mGET or mHEAD
-	spans  []laneSpan
+	method string       // the taken request's: mGET or mHEAD
+	spans  []fieldSpan  // where each field lies in buf
 	opt    [numOpts]int // each slot's field: its index in spans + 1, 0 if absent
 	fields sigv4.Header
 	resp   fasthttp.Response // an error's answer

@@ -26,9 +26,6 @@ import (
 	"github.com/granary-dev/granary/internal/membody"
 )
 
-// laneSpan is where one header field's name and value lie in a head.
-type laneSpan struct{ name, value [2]int }
-
 // The fields the lane reads, each a slot of laneConn.opt; a request
 // carries each at most once.
 const (
@@ -117,7 +114,7 @@ func (lc *laneConn) takes(head []byte) bool {
 			return false
 		}
 		vOff := off + len(name) + 1 + (len(value) - len(bytes.TrimLeft(value, " \t")))
-		lc.spans = append(lc.spans, laneSpan{[2]int{off, off + len(name)}, [2]int{vOff, vOff + len(v)}})
+		lc.spans = append(lc.spans, fieldSpan{[2]int{off, off + len(name)}, [2]int{vOff, vOff + len(v)}})
 		off += len(l) + 2
 		rest = next
 	}
