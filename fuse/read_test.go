@@ -70,13 +70,14 @@ func keepPageCache(t *testing.T) {
 }
 
 // keptPageCache checks that reading size bytes of unchanged files again
-// fetched (almost) nothing: the kernel may reclaim a few cached pages
-// under memory pressure (a busy machine, proactive reclaim), but a
-// dropped cache would refetch them all (keepPageCache keeps the tests'
-// own drops away).
+// did not fetch them again: the kernel may reclaim some cached pages
+// under memory pressure (in a CI run beside the other packages' tests,
+// 15% of them), but a dropped cache, or pages invalidated at open,
+// would refetch them all (keepPageCache keeps the tests' own drops
+// away).
 func keptPageCache(t *testing.T, fetched, size int64) {
 	t.Helper()
-	if fetched > size/16 {
+	if fetched > size/2 {
 		t.Errorf("second read of %d bytes of unchanged files fetched %d: the page cache was dropped", size, fetched)
 	}
 }
