@@ -18,6 +18,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -32,14 +33,23 @@ type lane struct {
 	once sync.Once
 
 	mu       sync.Mutex
-	idle     map[*trackedConn]struct{} // waiting for a request's first byte
-	stopping bool                      // Shutdown began: no new request is taken
-	wg       sync.WaitGroup            // one per connection the lane serves
+	conns    map[*laneConn]struct{} // the connections it serves
+	stopping atomic.Bool            // Shutdown began: no new request is taken
+	wg       sync.WaitGroup         // one per connection the lane serves
 }
+
+// A connection's idle state (laneConn.idle): between requests it is
+// idle, and the first of itself (a request's first byte) and Shutdown
+// to move it on wins: busy, its request is answered; closing, it closes.
+const (
+	connBusy = iota
+	connIdle
+	connClosing
+)
 
 func newLane(s *Server, ln net.Listener) *lane {
 	return &lane{s: s, ln: ln, out: make(chan net.Conn), done: make(chan struct{}),
-		idle: map[*trackedConn]struct{}{}}
+		conns: map[*laneConn]struct{}{}}
 }
 
 // run accepts connections until the listener closes, serving each on a
@@ -85,6 +95,14 @@ func (l *lane) close() error {
 func (l *lane) serve(c *trackedConn) {
 	defer l.wg.Done()
 	lc := &laneConn{l: l, c: c, accepted: time.Now()}
+	l.mu.Lock()
+	l.conns[lc] = struct{}{}
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		delete(l.conns, lc)
+		l.mu.Unlock()
+	}()
 	if lc.loop() {
 		l.handOff(c)
 		return
@@ -102,34 +120,30 @@ func (l *lane) handOff(c net.Conn) {
 	}
 }
 
-// waitIdle marks c as waiting for a request; false once Shutdown began
-// (the connection is to close).
-func (l *lane) waitIdle(c *trackedConn) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.stopping {
-		return false
-	}
-	l.idle[c] = struct{}{}
-	return true
+// waitIdle marks lc as waiting for a request; false once Shutdown began
+// (the connection is to close). lc is idle before it looks at stopping,
+// and Shutdown sets stopping before it looks at the connections, so one
+// of the two sees the other (both may: a connection closes twice).
+func (lc *laneConn) waitIdle() bool {
+	lc.idle.Store(connIdle)
+	return !lc.l.stopping.Load()
 }
 
-// busy marks c as no longer waiting.
-func (l *lane) busy(c *trackedConn) {
-	l.mu.Lock()
-	delete(l.idle, c)
-	l.mu.Unlock()
+// busy marks lc as no longer waiting; false if Shutdown closed it first.
+func (lc *laneConn) busy() bool {
+	return lc.idle.CompareAndSwap(connIdle, connBusy) || lc.idle.Load() == connBusy
 }
 
 // shutdown closes the idle connections, has the busy ones close after
 // their answer, and waits for all of them until ctx ends.
 func (l *lane) shutdown(done <-chan struct{}) {
+	l.stopping.Store(true)
 	l.mu.Lock()
-	l.stopping = true
-	for c := range l.idle {
-		c.Close()
+	for lc := range l.conns {
+		if lc.idle.CompareAndSwap(connIdle, connClosing) {
+			lc.c.Close()
+		}
 	}
-	clear(l.idle)
 	l.mu.Unlock()
 	finished := make(chan struct{})
 	go func() {

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -28,9 +30,15 @@ type laneConn struct {
 	l        *lane
 	c        *trackedConn
 	accepted time.Time
-	served   int // requests answered
-	buf      []byte
-	n        int
+	served   int          // requests answered
+	idle     atomic.Int32 // connBusy, connIdle or connClosing
+	handOff  bool         // step stopped at a request for fasthttp
+	// When the buffered part of a head was first waited on; zero if none.
+	headFrom time.Time
+	// The read and write deadlines last set (due).
+	readBy, writeBy time.Time
+	buf             []byte
+	n               int
 	// Working memory kept across requests.
 	method string       // the taken request's: mGET or mHEAD
 	spans  []fieldSpan  // where each field lies in buf
@@ -56,73 +64,139 @@ func (lc *laneConn) date(now time.Time) []byte {
 
 // loop answers c's requests until one is not the lane's (true: hand the
 // connection off, buf[:n] unread) or the connection is to close (false).
+//
+// Its reads run under the poller's RawConn.Read, which keeps the socket's
+// readiness between step's calls. A read that leaves room in the buffer
+// has emptied the socket, so step then waits for the poller without
+// reading again, as an epoll server does; a net.Conn's Read clears that
+// readiness as it begins and so must read to find out, which fails once
+// per request on a connection whose client waits for each answer.
 func (lc *laneConn) loop() bool {
+	sc, ok := lc.c.Conn.(syscall.Conn)
+	if !ok { // cannot happen: the lane serves plain TCP
+		return true
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil || !lc.wait() {
+		return false
+	}
 	bp := laneBufs.Get().(*[]byte)
 	defer laneBufs.Put(bp)
 	lc.buf = *bp
+	if err = raw.Read(lc.step); lc.handOff {
+		lc.c.pre = append([]byte(nil), lc.buf[:lc.n]...)
+		return true
+	}
+	if lc.n > 0 && errors.Is(err, os.ErrDeadlineExceeded) {
+		lc.timedOut()
+	}
+	return false
+}
+
+// step reads what the socket fd holds and answers each whole request in
+// it. It returns false to wait until fd is readable, true to stop:
+// lc.handOff says whether the connection goes to fasthttp.
+func (lc *laneConn) step(fd uintptr) bool {
 	for {
-		end, ok := lc.readHead()
-		if !ok {
-			return false
-		}
-		if end < 0 || !lc.takes(lc.buf[:end]) {
-			lc.c.pre = append([]byte(nil), lc.buf[:lc.n]...)
+		room := len(lc.buf) - lc.n
+		m, err := syscall.Read(int(fd), lc.buf[lc.n:])
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN:
+			return !lc.wait()
+		case err != nil || m <= 0: // an error, or the client closed it
 			return true
+		case !lc.busy(): // Shutdown closed it first
+			return true
+		}
+		if !lc.c.used.Load() {
+			lc.c.used.Store(true)
+		}
+		lc.n += m
+		if !lc.answerAll() {
+			return true
+		}
+		if m < room { // the socket is empty
+			return !lc.wait()
+		}
+	}
+}
+
+// answerAll answers each whole request head in buf; false to stop (a
+// request the lane does not take, or one whose answer closes).
+func (lc *laneConn) answerAll() bool {
+	for {
+		end := headEnd(lc.buf[:lc.n])
+		switch {
+		case end == 0 && lc.n < len(lc.buf): // the rest is to come
+			return true
+		case end <= 0 || !lc.takes(lc.buf[:end]): // too large, bare LFs, or not the lane's
+			lc.handOff = true
+			return false
 		}
 		keep := lc.answer(lc.buf[:end])
 		lc.served++
 		lc.l.s.metrics.laneGets.Inc()
 		lc.n = copy(lc.buf, lc.buf[end:lc.n])
+		lc.headFrom = time.Time{}
 		if !keep {
 			return false
 		}
 	}
 }
 
-// readHead reads until buf holds a whole request head and returns its
-// end (past its blank line); -1 for a head the lane leaves to fasthttp
-// (too large for the buffer, or its lines end in bare LFs); false when
-// the connection is to close: the client closed it or went quiet, or
-// Shutdown closed it.
-func (lc *laneConn) readHead() (int, bool) {
+// wait readies lc to wait for bytes: the rest of a head under the
+// header's deadline (the first request's from the accept, a later one's
+// from its first wait), a connection with nothing buffered idle under
+// the idle deadline. False once Shutdown began and lc is idle: it closes.
+func (lc *laneConn) wait() bool {
 	s := lc.l.s
-	waiting := lc.n == 0 // for a request's first byte: an idle connection
 	switch {
-	case !waiting:
-		lc.c.SetReadDeadline(time.Now().Add(s.opts.ReadHeaderTimeout))
-	case !lc.l.waitIdle(lc.c):
-		return 0, false
-	case lc.served == 0: // the first request's head is bounded from the accept
-		lc.c.SetReadDeadline(lc.accepted.Add(s.opts.ReadHeaderTimeout))
+	case lc.served == 0:
+		if lc.n == 0 && !lc.waitIdle() {
+			return false
+		}
+		lc.readDeadline(lc.accepted, s.opts.ReadHeaderTimeout)
+	case lc.n > 0:
+		if lc.headFrom.IsZero() {
+			lc.headFrom = time.Now()
+		}
+		lc.readDeadline(lc.headFrom, s.opts.ReadHeaderTimeout)
+	case !lc.waitIdle():
+		return false
 	default:
-		lc.c.SetReadDeadline(time.Now().Add(s.opts.IdleTimeout))
+		lc.readDeadline(time.Now(), s.opts.IdleTimeout)
 	}
-	for {
-		if end := headEnd(lc.buf[:lc.n]); end != 0 {
-			if waiting {
-				lc.l.busy(lc.c)
-			}
-			return end, true
-		}
-		if lc.n == len(lc.buf) {
-			return -1, true
-		}
-		m, err := lc.c.Read(lc.buf[lc.n:])
-		lc.n += m
-		if waiting && (m > 0 || err != nil) {
-			waiting = false
-			lc.l.busy(lc.c)
-			if m > 0 && lc.served > 0 {
-				lc.c.SetReadDeadline(time.Now().Add(s.opts.ReadHeaderTimeout))
-			}
-		}
-		if err != nil {
-			if lc.n > 0 && errors.Is(err, os.ErrDeadlineExceeded) {
-				lc.timedOut()
-			}
-			return 0, false
-		}
+	return true
+}
+
+// readDeadline bounds the reads to come by from+d, and writeDeadline the
+// writes by ioTimeout from now, each unless the deadline set lies within
+// renewGap of it already: a deadline's move is a timer's, and a
+// keep-alive connection answers thousands of requests a second.
+func (lc *laneConn) readDeadline(from time.Time, d time.Duration) {
+	if at := from.Add(d); due(&lc.readBy, at, renewGap(d)) {
+		lc.c.SetReadDeadline(at)
 	}
+}
+
+func (lc *laneConn) writeDeadline() {
+	d := lc.l.s.ioTimeout
+	if at := time.Now().Add(d); due(&lc.writeBy, at, renewGap(d)) {
+		lc.c.SetWriteDeadline(at)
+	}
+}
+
+// due reports whether a deadline set at *set is to move to at: it lies
+// after at, or more than gap before it. If so, at is recorded as set.
+// A deadline kept is never less than d-gap away, so never passed.
+func due(set *time.Time, at time.Time, gap time.Duration) bool {
+	if !set.After(at) && at.Sub(*set) < gap {
+		return false
+	}
+	*set = at
+	return true
 }
 
 // headEnd is where the head in b ends (past "\r\n\r\n"); 0 if b holds no
@@ -161,7 +235,7 @@ func (lc *laneConn) sendAnswer(r *request) bool {
 		resp.Header.SetContentLength(len(body))
 	}
 	lc.head = lc.setServer(resp).AppendBytes(lc.head[:0])
-	lc.c.SetWriteDeadline(time.Now().Add(lc.l.s.ioTimeout))
+	lc.writeDeadline()
 	v := net.Buffers{lc.head, body}
 	_, err := lc.c.WriteBuffers(&v)
 	r.status = resp.StatusCode()

@@ -17,7 +17,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/granary-dev/granary/access"
 	"github.com/granary-dev/granary/api/s3err"
@@ -241,7 +240,7 @@ func (lc *laneConn) sendHead(r *request, n int64) bool {
 	s := lc.l.s
 	head := lc.hd.end(n)
 	r.status = lc.hd.status
-	lc.c.SetWriteDeadline(time.Now().Add(s.ioTimeout))
+	lc.writeDeadline()
 	_, err := lc.c.Write(head)
 	s.report(r, 0, nil)
 	return err == nil
@@ -255,7 +254,7 @@ func (lc *laneConn) sendObject(r *request, obj *gateway.Object, small *[]byte) b
 	head := lc.hd.end(obj.Length)
 	r.status = lc.hd.status
 	c := lc.c
-	c.SetWriteDeadline(time.Now().Add(s.ioTimeout))
+	lc.writeDeadline()
 	if small != nil {
 		v := net.Buffers{head, (*small)[:obj.Length]}
 		_, err := c.WriteBuffers(&v)

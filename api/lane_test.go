@@ -353,3 +353,44 @@ func TestLaneTakesClientGETs(t *testing.T) {
 	}
 	awaitTaken(t, e, 6)
 }
+
+// TestLaneHeadsInPieces: a head that arrives a few bytes at a time is
+// answered once whole, and a later head trickled a byte a second is cut
+// at the header timeout, counted from its first bytes: the waits between
+// its pieces do not move the deadline on.
+func TestLaneHeadsInPieces(t *testing.T) {
+	e := newEnv(t, backends[0], func(o *nodeOptions) {
+		o.ReadHeaderTimeout = 2 * time.Second
+		o.IdleTimeout = time.Minute
+	})
+	bucket := e.makeBucket(t, "pieces")
+	data := []byte("pieced together")
+	e.put(t, bucket, "k", data, minio.PutObjectOptions{})
+	c, br := laneConnTo(t, e)
+	var wire bytes.Buffer
+	if err := e.buildRequest(t, rawRequest{method: http.MethodGet, path: "/" + bucket + "/k"}).Write(&wire); err != nil {
+		t.Fatal(err)
+	}
+	for _, piece := range [][]byte{wire.Bytes(), nil} {
+		if piece == nil { // the same request again, in pieces of 7 bytes
+			for rest := wire.Bytes(); len(rest) > 0; rest = rest[min(7, len(rest)):] {
+				if _, err := c.Write(rest[:min(7, len(rest))]); err != nil {
+					t.Fatal(err)
+				}
+			}
+		} else if _, err := c.Write(piece); err != nil {
+			t.Fatal(err)
+		}
+		if resp, body := readAnswer(t, br, http.MethodGet); resp.StatusCode != http.StatusOK || !bytes.Equal(body, data) {
+			t.Fatalf("GET: %d %q", resp.StatusCode, body)
+		}
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go trickle(c, stop, "GET /"+bucket+"/k HTTP/1.1\r\nHost: x\r\nX-Pad: ")
+	resp, body := readAnswer(t, br, http.MethodGet)
+	if resp.StatusCode != http.StatusBadRequest || errorCode(t, body) != "RequestTimeout" || !resp.Close {
+		t.Fatalf("trickled head: %d %q close=%v; want 400 RequestTimeout and the connection closed", resp.StatusCode, body, resp.Close)
+	}
+	awaitTaken(t, e, 2)
+}
