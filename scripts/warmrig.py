@@ -13,7 +13,14 @@ the rate, and the total against nginx's. The rig behind the README's wrk
 figures (Benchmarks, "Sending the head at once" and after).
 
   scripts/warmrig.py [--rounds 5] [--secs 4] [--readers 16,64]
-                     [--sizes 4,100] [--profile DIR] NAME=GRANARY_BINARY ...
+                     [--sizes 4,100] [--profile DIR] [--client wrk|go]
+                     [--shared] NAME=GRANARY_BINARY ...
+
+--client go reads with scripts/goclient instead (built with go first): Go's
+net/http, each GET signed as it is sent, as the reads scenario's client
+reads (nginx unsigned again); its column is then the Go client's CPU per
+GET. --shared runs the caches and the client on every core, as the reads
+scenario does on a small machine, instead of core 0 and core 1.
 
 With --profile, each set ends with one more pass per node, not counted,
 during which Go's CPU profile of the node is written to
@@ -247,10 +254,27 @@ def cpu_of(pid):
     return int(f[11]) / CLK, int(f[12]) / CLK
 
 
+def build_goclient(rig):
+    """scripts/goclient, built into the rig's directory."""
+    out = os.path.join(rig.root, "goclient")
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    subprocess.run(["go", "build", "-o", out, "./scripts/goclient"], cwd=repo, check=True)
+    return out
+
+
 def one_pass(t, script, readers, secs, pin):
-    """One wrk pass at t: per GET, t's user and system µs and wrk's; the
-    rate; non-2xx answers."""
-    cmd = ["wrk", "-t1", "-c%d" % readers, "-d%ds" % secs, "-s", script, "http://127.0.0.1:%d/" % t["port"]]
+    """One pass at t, with wrk replaying script or, when script is a
+    (goclient, KiB) pair, the Go client: per GET, t's user and system µs
+    and the client's; the rate; non-2xx answers (the Go client fails on
+    any)."""
+    if isinstance(script, tuple):
+        goclient, kib = script
+        cmd = [goclient, "-base", "http://127.0.0.1:%d/%s/k%d/" % (t["port"], BUCKET, kib), "-objects", str(OBJECTS),
+               "-size", str(kib << 10), "-readers", str(readers), "-for", "%ds" % secs]
+        if t["signed"]:
+            cmd += ["-access", NODE_KEY, "-secret", NODE_SECRET]
+    else:
+        cmd = ["wrk", "-t1", "-c%d" % readers, "-d%ds" % secs, "-s", script, "http://127.0.0.1:%d/" % t["port"]]
     if pin is not None:
         cmd = ["taskset", "-c", pin] + cmd
     u0, s0 = cpu_of(t["pid"])
@@ -258,14 +282,20 @@ def one_pass(t, script, readers, secs, pin):
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     u1, s1 = cpu_of(t["pid"])
     c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    n = int(re.search(r"(\d+) requests in", out).group(1))
-    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    if isinstance(script, tuple):
+        n, bad = int(out), None
+    else:
+        n = int(re.search(r"(\d+) requests in", out).group(1))
+        bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     client = c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime
     return ((u1 - u0) * 1e6 / n, (s1 - s0) * 1e6 / n, client * 1e6 / n, n / secs, int(bad.group(1)) if bad else 0)
 
 
 def measure(rig, targets, kib, readers, args, pin):
-    scripts = {t["name"]: wrk_script(rig, t, kib) for t in targets}
+    if args.goclient:
+        scripts = {t["name"]: (args.goclient, kib) for t in targets}
+    else:
+        scripts = {t["name"]: wrk_script(rig, t, kib) for t in targets}
     runs = {t["name"]: [] for t in targets}
     for r in range(args.rounds):
         order = targets if r % 2 == 0 else targets[::-1]
@@ -298,16 +328,19 @@ def main():
     ap.add_argument("--readers", default="16,64")
     ap.add_argument("--sizes", default="4,100", help="object sizes in KiB")
     ap.add_argument("--profile", metavar="DIR", help="write each node's CPU profile of each set here")
+    ap.add_argument("--client", choices=["wrk", "go"], default="wrk", help="what reads: wrk, or scripts/goclient")
+    ap.add_argument("--shared", action="store_true", help="caches and client on every core, none pinned")
     ap.add_argument("builds", nargs="+", metavar="NAME=GRANARY_BINARY")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     if args.profile:
         os.makedirs(args.profile, exist_ok=True)
-    two = os.cpu_count() >= 2
+    two = os.cpu_count() >= 2 and not args.shared
     cache_pin, client_pin = ("0", "1") if two else (None, None)
     rig = Rig(tempfile.mkdtemp(prefix="warmrig-"))
     refused = 0
     try:
+        args.goclient = build_goclient(rig) if args.client == "go" else None
         origin = start_minio(rig)
         fill_origin(origin, sizes)
         targets = [start_node(rig, b.split("=", 1)[0], os.path.abspath(b.split("=", 1)[1]), origin, cache_pin,
@@ -318,7 +351,7 @@ def main():
                 warm(t, kib)
         for t in targets:
             settle(t["pid"])
-        print("| size | readers | target | user µs/GET | sys µs/GET | total | vs nginx | wrk µs/GET | GETs/s | non-2xx |")
+        print("| size | readers | target | user µs/GET | sys µs/GET | total | vs nginx | %s µs/GET | GETs/s | non-2xx |" % args.client)
         print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         for kib in sizes:
             for readers in [int(r) for r in args.readers.split(",")]:
