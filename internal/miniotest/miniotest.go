@@ -181,22 +181,27 @@ func (s *Server) Restart() error {
 	return s.start(bin, command)
 }
 
-// awaitReady polls the liveness endpoint until it answers, the process
-// exits, or the deadline passes.
+// awaitReady polls MinIO's health endpoints until both answer 200, the
+// process exits, or the deadline passes: ready (it serves HTTP) comes
+// before cluster (its object layer is up), and an S3 call between the
+// two fails with XMinioServerNotInitialized.
 func (s *Server) awaitReady(limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	url := s.URL() + "/minio/health/ready"
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: s.opts.RootCAs}}
 	defer tr.CloseIdleConnections()
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	healthy := func(path string) bool {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL()+path, nil)
 		resp, err := (&http.Client{Transport: tr}).Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}
+	for {
+		if healthy("/minio/health/ready") && healthy("/minio/health/cluster") {
+			return nil
 		}
 		select {
 		case <-s.exited:
