@@ -75,8 +75,12 @@ func (l *lane) run() {
 			l.handOff(c)
 			continue
 		}
-		l.wg.Add(1)
-		go l.serve(tc)
+		lc := &laneConn{l: l, c: tc, accepted: time.Now()}
+		if !l.adopt(lc) {
+			tc.Close()
+			continue
+		}
+		go l.serve(lc, nil)
 	}
 }
 
@@ -90,24 +94,37 @@ func (l *lane) close() error {
 	return err
 }
 
-// serve answers c's requests while the lane takes them, then hands c to
-// fasthttp or closes it.
-func (l *lane) serve(c *trackedConn) {
-	defer l.wg.Done()
-	lc := &laneConn{l: l, c: c, accepted: time.Now()}
+// adopt makes lc one of the connections the lane serves; false once
+// Shutdown began (the connection is then the caller's to close). It
+// looks at stopping under the lock Shutdown takes after setting it, so
+// Shutdown either sees lc or is seen, and never waits before lc is
+// counted.
+func (l *lane) adopt(lc *laneConn) bool {
 	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopping.Load() {
+		return false
+	}
+	l.wg.Add(1)
 	l.conns[lc] = struct{}{}
-	l.mu.Unlock()
+	return true
+}
+
+// serve answers lc's requests, pre (bytes read of it already) first,
+// while the lane takes them, then hands the connection to fasthttp or
+// closes it.
+func (l *lane) serve(lc *laneConn, pre []byte) {
+	defer l.wg.Done()
 	defer func() {
 		l.mu.Lock()
 		delete(l.conns, lc)
 		l.mu.Unlock()
 	}()
-	if lc.loop() {
-		l.handOff(c)
+	if lc.loop(pre) {
+		l.handOff(lc.c)
 		return
 	}
-	c.Close()
+	lc.c.Close()
 }
 
 // handOff gives c to fasthttp; once the listener is closed, fasthttp

@@ -71,19 +71,29 @@ func (lc *laneConn) date(now time.Time) []byte {
 // reading again, as an epoll server does; a net.Conn's Read clears that
 // readiness as it begins and so must read to find out, which fails once
 // per request on a connection whose client waits for each answer.
-func (lc *laneConn) loop() bool {
+//
+// pre, what was read of the connection already (by fasthttp, before it
+// gave the connection back), is answered first; it fits the buffer.
+func (lc *laneConn) loop(pre []byte) bool {
 	sc, ok := lc.c.Conn.(syscall.Conn)
 	if !ok { // cannot happen: the lane serves plain TCP
+		lc.c.pre = pre
 		return true
 	}
 	raw, err := sc.SyscallConn()
-	if err != nil || !lc.wait() {
+	if err != nil {
 		return false
 	}
 	bp := laneBufs.Get().(*[]byte)
 	defer laneBufs.Put(bp)
 	lc.buf = *bp
-	if err = raw.Read(lc.step); lc.handOff {
+	if lc.n = copy(lc.buf, pre); lc.n == 0 || lc.answerAll() {
+		if !lc.wait() {
+			return false
+		}
+		err = raw.Read(lc.step)
+	}
+	if lc.handOff {
 		lc.c.pre = append([]byte(nil), lc.buf[:lc.n]...)
 		return true
 	}

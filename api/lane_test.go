@@ -209,6 +209,66 @@ func TestLaneHandsOffMidConnection(t *testing.T) {
 	awaitTaken(t, e, 1)
 }
 
+// TestLaneTakesBackAfterList: a connection that lists, or asks for a
+// bucket's head, comes back to the lane for the GETs after it, one sent
+// with the listing before its answer too; one whose GET fasthttp
+// answered (a query) stays with fasthttp.
+func TestLaneTakesBackAfterList(t *testing.T) {
+	e := newEnv(t, backends[0])
+	bucket := e.makeBucket(t, "back")
+	data := []byte("read after listing")
+	e.put(t, bucket, "k", data, minio.PutObjectOptions{})
+	get := rawRequest{method: http.MethodGet, path: "/" + bucket + "/k"}
+	list := rawRequest{method: http.MethodGet, path: "/" + bucket, query: "list-type=2"}
+	headBucket := rawRequest{method: http.MethodHead, path: "/" + bucket}
+	typed := get
+	typed.query = "response-content-type=text%2Fplain"
+	c, br := laneConnTo(t, e)
+	check := func(what string, resp *http.Response, body []byte, want []byte) {
+		t.Helper()
+		if resp.StatusCode != http.StatusOK || (want != nil && !bytes.Equal(body, want)) {
+			t.Fatalf("%s: %d %q", what, resp.StatusCode, body)
+		}
+	}
+	taken := int64(0)
+	for _, before := range []rawRequest{list, headBucket} {
+		resp, body := exchange(t, c, br, e.buildRequest(t, before))
+		check(before.method+" "+before.path+"?"+before.query, resp, body, nil)
+		resp, body = exchange(t, c, br, e.buildRequest(t, get))
+		check("GET after it", resp, body, data)
+		taken++
+		awaitTaken(t, e, taken)
+	}
+	var wire bytes.Buffer // a listing and a GET sent together
+	for _, rr := range []rawRequest{list, get} {
+		if err := e.buildRequest(t, rr).Write(&wire); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Write(wire.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	resp, body := readAnswer(t, br, http.MethodGet)
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte("<Key>k</Key>")) {
+		t.Fatalf("pipelined listing: %d %q", resp.StatusCode, body)
+	}
+	resp, body = readAnswer(t, br, http.MethodGet)
+	check("GET pipelined after the listing", resp, body, data)
+	taken++
+	awaitTaken(t, e, taken)
+	for _, rr := range []rawRequest{typed, get} { // fasthttp's from the typed GET on
+		resp, body := exchange(t, c, br, e.buildRequest(t, rr))
+		check("GET "+rr.query, resp, body, data)
+	}
+	c.Close()
+	// A GET the lane takes on a connection of its own: the count then
+	// says whether it took the last one above as well.
+	c, br = laneConnTo(t, e)
+	resp, body = exchange(t, c, br, e.buildRequest(t, get))
+	check("GET on a new connection", resp, body, data)
+	awaitTaken(t, e, taken+1)
+}
+
 // TestLanePipelined: requests sent together, before any answer, are
 // answered in order, the lane's and then fasthttp's (a GET with a query).
 func TestLanePipelined(t *testing.T) {
@@ -300,8 +360,9 @@ func TestLaneShutdownClosesIdle(t *testing.T) {
 	}
 }
 
-// boto3GetsScript reads one object n times with boto3 as a data loader
-// would, its defaults kept (it asks for checksums), and checks each body:
+// boto3GetsScript lists a prefix and reads one object n times with boto3
+// as a data loader would, its defaults kept (it asks for checksums), and
+// checks each body:
 // endpoint, key, secret, bucket, object key, n, the body's byte, its size.
 const boto3GetsScript = `
 import sys, boto3
@@ -310,6 +371,7 @@ endpoint, key, secret, bucket, name, n, byte, size = sys.argv[1:9]
 s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
     aws_access_key_id=key, aws_secret_access_key=secret,
     config=Config(retries={"max_attempts": 1, "mode": "standard"}, s3={"addressing_style": "path"}))
+assert s3.list_objects_v2(Bucket=bucket, Prefix=name)["KeyCount"] == 1
 for _ in range(int(n)):
     body = s3.get_object(Bucket=bucket, Key=name)["Body"].read()
     assert body == byte.encode() * int(size), len(body)
@@ -317,7 +379,8 @@ print("ok")
 `
 
 // TestLaneTakesClientGETs: the plain GETs boto3 and minio-go send, with
-// their default settings, are the lane's.
+// their default settings, are the lane's, after a listing on the same
+// connection too.
 func TestLaneTakesClientGETs(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
@@ -339,6 +402,11 @@ func TestLaneTakesClientGETs(t *testing.T) {
 	c, err := minio.New(e.addr, &minio.Options{Creds: credentials.NewStaticV4(testAccess, testSecret, ""), Region: testRegion})
 	if err != nil {
 		t.Fatal(err)
+	}
+	for info := range c.ListObjects(t.Context(), bucket, minio.ListObjectsOptions{}) {
+		if info.Err != nil {
+			t.Fatal(info.Err)
+		}
 	}
 	for range 3 {
 		obj, err := c.GetObject(t.Context(), bucket, "k", minio.GetObjectOptions{})

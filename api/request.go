@@ -100,6 +100,7 @@ func (s *Server) entry(c *fiber.Ctx) error {
 		s.writeError(c, err)
 	}
 	s.finish(c, r)
+	s.handBack(c, r)
 	return nil
 }
 

@@ -154,6 +154,8 @@ func New(opts Options, faces Faces) (*Server, error) {
 	}
 	s.app = fiber.New(s.fiberConfig())
 	s.app.Server().HeaderReceived = s.headerReceived
+	// A connection handed back to the GET lane (handBack) stays open.
+	s.app.Server().KeepHijackedConns = true
 	s.app.Use(s.entry)
 	return s, nil
 }

@@ -2,15 +2,20 @@
 // (--client go): net/http with the reads scenario's tuning, each GET
 // signed as loadtest signs it (minio-go's SigV4 signer) unless no key is
 // given, readers going round the objects for a while. It prints the GETs
-// it completed; a short body or a status other than 200 fails it.
+// it completed; a short body or a status other than 200 fails it. With
+// -list each reader first lists the prefix, as a data loader that lists
+// before it reads does, on a connection its GETs then reuse.
 package main
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +32,7 @@ type config struct {
 	readers        int
 	secs           time.Duration
 	access, secret string
+	list           bool // each reader lists the prefix first
 }
 
 func main() {
@@ -38,6 +44,7 @@ func main() {
 	flag.DurationVar(&c.secs, "for", 4*time.Second, "how long to read")
 	flag.StringVar(&c.access, "access", "", "access key (none: unsigned GETs)")
 	flag.StringVar(&c.secret, "secret", "", "secret key")
+	flag.BoolVar(&c.list, "list", false, "each reader lists the prefix (one page) before it reads")
 	flag.Parse()
 	n, err := run(c)
 	if err != nil {
@@ -61,6 +68,14 @@ func run(c config) (int64, error) {
 	var wg sync.WaitGroup
 	for range c.readers {
 		wg.Go(func() {
+			if c.list {
+				if err := list(client, c); err != nil {
+					mu.Lock()
+					first = cmp.Or(first, err)
+					mu.Unlock()
+					return
+				}
+			}
 			for time.Now().Before(end) {
 				url := fmt.Sprintf("%s%04d", c.base, next.Add(1)%int64(c.objects))
 				if err := get(client, url, c); err != nil {
@@ -79,17 +94,42 @@ func run(c config) (int64, error) {
 	return done.Load(), first
 }
 
-// get reads url whole and checks its status and length.
-func get(client *http.Client, url string, c config) error {
-	req, err := http.NewRequest(http.MethodGet, url, nil)
+// list asks for a page of the keys under c.base's prefix (ListObjectsV2)
+// and reads the answer.
+func list(client *http.Client, c config) error {
+	u, err := url.Parse(c.base)
 	if err != nil {
 		return err
+	}
+	bucket, prefix, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
+	u.Path, u.RawQuery = "/"+bucket, url.Values{"list-type": {"2"}, "prefix": {prefix}, "max-keys": {"100"}}.Encode()
+	resp, err := do(client, u.String(), c)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil || resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("list %s: status %d, %v", u, resp.StatusCode, err)
+	}
+	return nil
+}
+
+// do sends a GET of url, signed if c has a key.
+func do(client *http.Client, url string, c config) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
 	}
 	if c.access != "" {
 		req.Header.Set("X-Amz-Content-Sha256", emptySHA256)
 		req = signer.SignV4(*req, c.access, c.secret, "", "us-east-1")
 	}
-	resp, err := client.Do(req)
+	return client.Do(req)
+}
+
+// get reads url whole and checks its status and length.
+func get(client *http.Client, url string, c config) error {
+	resp, err := do(client, url, c)
 	if err != nil {
 		return err
 	}
