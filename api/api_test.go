@@ -281,6 +281,7 @@ type rawRequest struct {
 	secret   string // signing secret; "" means testSecret
 	access   string // access key; "" means testAccess
 	host     string // Host header; "" means the listener address
+	presign  bool   // signed in the query (a presigned URL, an hour) instead of the header
 }
 
 // do sends rr to e and returns the response with its body read.
@@ -332,6 +333,10 @@ func (e *env) buildRequest(t testing.TB, rr rawRequest) *http.Request {
 	}
 	if rr.secret != "" {
 		secret = rr.secret
+	}
+	if rr.presign {
+		req.Header.Del("X-Amz-Content-Sha256")
+		return signer.PreSignV4(*req, access, secret, "", testRegion, 3600)
 	}
 	return signer.SignV4(*req, access, secret, "", testRegion)
 }

@@ -8,7 +8,9 @@
 package api
 
 import (
+	"bytes"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"time"
@@ -19,8 +21,8 @@ import (
 // leadsToReads reports whether a request of op is followed, as a rule,
 // by GETs of objects: after it, its connection goes back to the lane.
 // Not a GET or HEAD of an object fasthttp answered: the lane handed that
-// one off and would hand off each like it (a presigned URL, a virtual
-// host), a round trip per read. Not a write either: writes come in runs
+// one off and would hand off each like it (a virtual host, a query it
+// does not take, an unsigned GET), a round trip per read. Not a write either: writes come in runs
 // (a checkpoint's parts), and a round trip each costs more than the
 // lane saves a restore's large reads.
 func (o op) leadsToReads() bool {
@@ -67,7 +69,7 @@ func (l *lane) takeBack(hc net.Conn) {
 	case err != nil:
 		tc.Close()
 		return
-	case len(pre) > headerBufferSize: // more than a head: fasthttp's
+	case len(pre) >= headerBufferSize: // no head ends in it: fasthttp's
 		tc.pre = pre
 		l.handOff(tc)
 		return
@@ -95,17 +97,23 @@ func readBuffered(hc net.Conn, tc *trackedConn) ([]byte, error) {
 		return nil, err
 	}
 	defer tc.SetReadDeadline(time.Time{}) //nolint:errcheck // the next read's deadline decides
-	var pre []byte
-	buf := make([]byte, headerBufferSize)
-	for len(pre) <= headerBufferSize {
-		n, err := hc.Read(buf)
-		pre = append(pre, buf[:n]...)
+	bp := laneBufs.Get().(*[]byte)
+	defer laneBufs.Put(bp)
+	buf, n := *bp, 0
+	for n < len(buf) {
+		m, err := hc.Read(buf[n:])
+		n += m
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			return pre, nil
+			return bytes.Clone(buf[:n]), nil // empty if nothing was read ahead
 		case err != nil:
 			return nil, err
 		}
 	}
-	return pre, nil
+	// A buffer full: more than a head, and maybe more to come.
+	rest, err := io.ReadAll(hc)
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, err
+	}
+	return append(bytes.Clone(buf), rest...), nil
 }

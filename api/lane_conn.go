@@ -40,13 +40,14 @@ type laneConn struct {
 	buf             []byte
 	n               int
 	// Working memory kept across requests.
-	method string       // the taken request's: mGET or mHEAD
-	spans  []fieldSpan  // where each field lies in buf
-	opt    [numOpts]int // each slot's field: its index in spans + 1, 0 if absent
-	fields sigv4.Header
-	resp   fasthttp.Response // an error's answer
-	head   []byte            // resp's head, as sent
-	hd     laneHead          // a 200 answer's head
+	method    string       // the taken request's: mGET or mHEAD
+	presigned bool         // the taken request is signed in its query
+	spans     []fieldSpan  // where each field lies in buf
+	opt       [numOpts]int // each slot's field: its index in spans + 1, 0 if absent
+	fields    sigv4.Header
+	resp      fasthttp.Response // an error's answer
+	head      []byte            // resp's head, as sent
+	hd        laneHead          // a 200 answer's head
 	// The Date header's value, for the second dateSec.
 	dateSec int64
 	dateVal []byte

@@ -1,9 +1,11 @@
 // The requests the GET lane takes and how it answers them: a GetObject or
-// HeadObject, signed with a SigV4 header, of a path-style bucket and key,
-// carrying only the fields SDKs send with a GET, a range and the
-// conditions among them. Anything else (a query, an encoded path, a
-// virtual host, a name S3 refuses, an unsigned or presigned request, a
-// field the lane does not know or one it reads sent twice) is
+// HeadObject, signed with SigV4 (in its header, or presigned in the
+// query), of a path-style bucket and key, carrying only the fields SDKs
+// send with a GET, a range and the conditions among them, and no query
+// but a presigned URL's and x-id=GetObject. Anything else (another
+// query, an encoded path, a virtual host, a name S3 refuses, an
+// unsigned request, a field or parameter the lane does not know or one
+// sent twice) is
 // fasthttp's, which answers it as it answers every request. What the
 // lane takes it answers with the S3 face's own code: the signature's
 // check, the policy, the engine's Get (openGet) or Head (headChecked,
@@ -53,15 +55,73 @@ var laneField = map[string]int{
 	"amz-sdk-invocation-id": optNone, "amz-sdk-request": optNone, "connection": optNone,
 }
 
-// laneTarget reports whether target may be taken as it is: a path of
-// printable ASCII with no query, fragment or escape (decodePath would
-// leave it as it is).
-func laneTarget(target []byte) bool {
-	if len(target) == 0 || target[0] != '/' {
+// The query parameters a taken request may carry, each a bit: a
+// presigned URL's, SigV4's or SigV2's (boto3's default), and the
+// operation's name the AWS SDKs for Go (v2) and JavaScript (v3) add to a
+// GetObject. The signature's check judges a presigned URL's parameters
+// as it does on fiber's path, from the same query as sent.
+const (
+	paramXID = 1 << iota
+	paramAlgorithm
+	paramCredential
+	paramDate
+	paramExpires
+	paramSignedHeaders
+	paramSignature
+	paramV2AccessKey
+	paramV2Expires
+	paramV2Signature
+)
+
+var laneParam = map[string]int{
+	"x-id": paramXID, "X-Amz-Algorithm": paramAlgorithm, "X-Amz-Credential": paramCredential,
+	"X-Amz-Date": paramDate, "X-Amz-Expires": paramExpires,
+	"X-Amz-SignedHeaders": paramSignedHeaders, "X-Amz-Signature": paramSignature,
+	"AWSAccessKeyId": paramV2AccessKey, "Expires": paramV2Expires, "Signature": paramV2Signature,
+}
+
+// laneTarget reports whether path may be taken as it is: a path of
+// printable ASCII with no fragment or escape (decodePath would leave it
+// as it is).
+func laneTarget(path []byte) bool {
+	if len(path) == 0 || path[0] != '/' {
 		return false
 	}
-	for _, c := range target {
+	for _, c := range path {
 		if c <= ' ' || c >= 0x7f || c == '?' || c == '#' || c == '%' {
+			return false
+		}
+	}
+	return true
+}
+
+// laneQuery reports whether a request of lc.method may carry query, and
+// records whether it is presigned: each parameter among laneParam, once,
+// its value printable ASCII. x-id names GetObject on a GET alone.
+func (lc *laneConn) laneQuery(query []byte) bool {
+	seen := 0
+	for rest := query; len(rest) > 0; {
+		var p []byte
+		p, rest, _ = bytes.Cut(rest, []byte("&"))
+		name, value, _ := bytes.Cut(p, []byte("="))
+		bit := laneParam[string(name)] // no allocation: a map index by a converted slice
+		if bit == 0 || seen&bit != 0 || !laneValue(value) {
+			return false
+		}
+		if bit == paramXID && (lc.method != mGET || string(value) != "GetObject") {
+			return false
+		}
+		seen |= bit
+	}
+	lc.presigned = seen&^paramXID != 0
+	return true
+}
+
+// laneValue reports whether v is printable ASCII with no space,
+// fragment or second query.
+func laneValue(v []byte) bool {
+	for _, c := range v {
+		if c <= ' ' || c >= 0x7f || c == '#' || c == '?' {
 			return false
 		}
 	}
@@ -80,7 +140,11 @@ func (lc *laneConn) takes(head []byte) bool {
 			return false
 		}
 	}
-	if target, ok = bytes.CutSuffix(target, []byte(" HTTP/1.1")); !ok || !laneTarget(target) {
+	if target, ok = bytes.CutSuffix(target, []byte(" HTTP/1.1")); !ok {
+		return false
+	}
+	path, query, _ := bytes.Cut(target, []byte("?"))
+	if !laneTarget(path) || !lc.laneQuery(query) {
 		return false
 	}
 	lc.spans = lc.spans[:0]
@@ -117,7 +181,9 @@ func (lc *laneConn) takes(head []byte) bool {
 		off += len(l) + 2
 		rest = next
 	}
-	return lc.opt[optHost] != 0 && lc.opt[optAuth] != 0 && lc.pathStyle(target)
+	// Signed one way: the header, or the query (both: fasthttp's error).
+	signed := lc.opt[optAuth] != 0
+	return lc.opt[optHost] != 0 && signed != lc.presigned && lc.pathStyle(path)
 }
 
 // value is the value of the field in slot, nil if the request has none.
@@ -213,8 +279,9 @@ func (lc *laneConn) authorize(r *request, head []byte) error {
 	str := string(head)
 	line, _, _ := bytes.Cut(head, []byte("\r\n"))
 	target := str[len(r.method)+1 : len(line)-len(" HTTP/1.1")]
+	target, query, _ := strings.Cut(target, "?")
 	lc.fields = lc.fields[:0]
-	req := sigv4.Request{Method: r.method, RawPath: target, ContentLength: -1, Body: http.NoBody}
+	req := sigv4.Request{Method: r.method, RawPath: target, RawQuery: query, ContentLength: -1, Body: http.NoBody}
 	for _, sp := range lc.spans {
 		lc.fields = append(lc.fields, sigv4.Field{Name: str[sp.name[0]:sp.name[1]], Value: str[sp.value[0]:sp.value[1]]})
 	}

@@ -111,8 +111,9 @@ func sameHeader(a, b http.Header) bool {
 // TestLaneAnswersAsFasthttp: each GET and HEAD the lane takes (a small
 // object, one sent from the RAM tier's file, one of several chunks,
 // ranges of them, conditions that hold and that fail, a missing key, a
-// bad signature) gets the answer fasthttp's path gives the same request,
-// sent with a field the lane does not know.
+// bad signature, presigned URLs, an SDK's x-id) gets the answer
+// fasthttp's path gives the same request, sent with a field the lane
+// does not know.
 func TestLaneAnswersAsFasthttp(t *testing.T) {
 	e := newEnv(t, backends[0])
 	bucket := e.makeBucket(t, "lane")
@@ -157,6 +158,11 @@ func TestLaneAnswersAsFasthttp(t *testing.T) {
 		{head("small", "If-None-Match", etag["small"]), http.StatusNotModified},
 		{head("missing"), http.StatusNotFound},
 		{rawRequest{method: http.MethodGet, path: "/" + bucket + "/small", secret: "not-the-secret"}, http.StatusForbidden},
+		{presigned(get("file")), http.StatusOK},
+		{presigned(get("small", "Range", "bytes=10-99")), http.StatusPartialContent},
+		{presigned(head("chunks")), http.StatusOK},
+		{presigned(rawRequest{method: http.MethodGet, path: "/" + bucket + "/small", secret: "not-the-secret"}), http.StatusForbidden},
+		{rawRequest{method: http.MethodGet, path: "/" + bucket + "/small", query: "x-id=GetObject"}, http.StatusOK},
 	}
 	var taken int64
 	for _, tc := range cases {
@@ -182,6 +188,12 @@ func TestLaneAnswersAsFasthttp(t *testing.T) {
 		}
 	}
 	awaitTaken(t, e, taken) // none of fasthttp's requests was the lane's
+}
+
+// presigned is rr signed in its query.
+func presigned(rr rawRequest) rawRequest {
+	rr.presign = true
+	return rr
 }
 
 // TestLaneHandsOffMidConnection: a connection whose second request is not
@@ -267,6 +279,37 @@ func TestLaneTakesBackAfterList(t *testing.T) {
 	resp, body = exchange(t, c, br, e.buildRequest(t, get))
 	check("GET on a new connection", resp, body, data)
 	awaitTaken(t, e, taken+1)
+}
+
+// TestLaneTakesBackMoreThanAHead: a listing sent together with a PUT
+// whose body is larger than the lane's buffer: the connection comes back
+// to the lane with what fasthttp read ahead, goes to fasthttp again at
+// the PUT with what the lane read of it, and the PUT lands whole.
+func TestLaneTakesBackMoreThanAHead(t *testing.T) {
+	e := newEnv(t, backends[0])
+	bucket := e.makeBucket(t, "backfull")
+	data := bytes.Repeat([]byte("p"), 2*headerBufferSize)
+	var wire bytes.Buffer
+	list := rawRequest{method: http.MethodGet, path: "/" + bucket, query: "list-type=2"}
+	put := rawRequest{method: http.MethodPut, path: "/" + bucket + "/big", body: data}
+	for _, rr := range []rawRequest{list, put} {
+		if err := e.buildRequest(t, rr).Write(&wire); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, br := laneConnTo(t, e)
+	if _, err := c.Write(wire.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	for _, what := range []string{"listing", "PUT"} {
+		if resp, body := readAnswer(t, br, http.MethodGet); resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d %q", what, resp.StatusCode, body)
+		}
+	}
+	resp, body := exchange(t, c, br, e.buildRequest(t, rawRequest{method: http.MethodGet, path: "/" + bucket + "/big"}))
+	if resp.StatusCode != http.StatusOK || !bytes.Equal(body, data) {
+		t.Fatalf("GET after the PUT: %d, %d bytes; want %d", resp.StatusCode, len(body), len(data))
+	}
 }
 
 // TestLanePipelined: requests sent together, before any answer, are
@@ -361,11 +404,12 @@ func TestLaneShutdownClosesIdle(t *testing.T) {
 }
 
 // boto3GetsScript lists a prefix and reads one object n times with boto3
-// as a data loader would, its defaults kept (it asks for checksums), and
-// checks each body:
+// as a data loader would, its defaults kept (it asks for checksums), then
+// n times more through a URL boto3 presigned (SigV2, its default for
+// presigning), and checks each body:
 // endpoint, key, secret, bucket, object key, n, the body's byte, its size.
 const boto3GetsScript = `
-import sys, boto3
+import sys, boto3, urllib3
 from botocore.config import Config
 endpoint, key, secret, bucket, name, n, byte, size = sys.argv[1:9]
 s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
@@ -375,12 +419,17 @@ assert s3.list_objects_v2(Bucket=bucket, Prefix=name)["KeyCount"] == 1
 for _ in range(int(n)):
     body = s3.get_object(Bucket=bucket, Key=name)["Body"].read()
     assert body == byte.encode() * int(size), len(body)
+url = s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": name}, ExpiresIn=3600)
+pool = urllib3.PoolManager(retries=False)
+for _ in range(int(n)):
+    r = pool.request("GET", url)
+    assert r.status == 200 and r.data == byte.encode() * int(size), (r.status, len(r.data))
 print("ok")
 `
 
 // TestLaneTakesClientGETs: the plain GETs boto3 and minio-go send, with
 // their default settings, are the lane's, after a listing on the same
-// connection too.
+// connection too, and so are GETs of the URLs each presigns.
 func TestLaneTakesClientGETs(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
@@ -396,7 +445,7 @@ func TestLaneTakesClientGETs(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(out)) != "ok" {
 		t.Fatalf("boto3: %v\n%s", err, out)
 	}
-	awaitTaken(t, e, 3)
+	awaitTaken(t, e, 6)
 	// A client of its own: e.client's connections went to fasthttp with
 	// the bucket's creation and the PUT.
 	c, err := minio.New(e.addr, &minio.Options{Creds: credentials.NewStaticV4(testAccess, testSecret, ""), Region: testRegion})
@@ -419,7 +468,22 @@ func TestLaneTakesClientGETs(t *testing.T) {
 			t.Fatalf("minio-go: %d bytes, %v", len(got), err)
 		}
 	}
-	awaitTaken(t, e, 6)
+	u, err := c.PresignedGetObject(t.Context(), bucket, "k", time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 { // a presigned URL (SigV4), read with Go's own client
+		resp, err := http.Get(u.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("presigned GET: %d, %d bytes, %v", resp.StatusCode, len(got), err)
+		}
+	}
+	awaitTaken(t, e, 12)
 }
 
 // TestLaneHeadsInPieces: a head that arrives a few bytes at a time is

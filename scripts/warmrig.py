@@ -14,7 +14,7 @@ figures (Benchmarks, "Sending the head at once" and after).
 
   scripts/warmrig.py [--rounds 5] [--secs 4] [--readers 16,64]
                      [--sizes 4,100] [--profile DIR] [--client wrk|go]
-                     [--shared] [--list] NAME=GRANARY_BINARY ...
+                     [--shared] [--list] [--presign] NAME=GRANARY_BINARY ...
 
 --client go reads with scripts/goclient instead (built with go first): Go's
 net/http, each GET signed as it is sent, as the reads scenario's client
@@ -23,7 +23,8 @@ GET. --shared runs the caches and the client on every core, as the reads
 scenario does on a small machine, instead of core 0 and core 1. --list
 (with --client go) has each reader list the prefix before it reads, as a
 data loader that lists first does, on connections its GETs then reuse
-(not at nginx, which serves every connection alike).
+(not at nginx, which serves every connection alike). --presign (with
+--client go) signs each GET as a presigned URL, in its query.
 
 With --profile, each set ends with one more pass per node, not counted,
 during which Go's CPU profile of the node is written to
@@ -267,15 +268,17 @@ def build_goclient(rig):
 
 def one_pass(t, script, readers, secs, pin):
     """One pass at t, with wrk replaying script or, when script is a
-    (goclient, KiB, lists) triple, the Go client: per GET, t's user and system µs
+    (goclient, KiB, lists, presign) tuple, the Go client: per GET, t's user and system µs
     and the client's; the rate; non-2xx answers (the Go client fails on
     any)."""
     if isinstance(script, tuple):
-        goclient, kib, lists = script
+        goclient, kib, lists, presign = script
         cmd = [goclient, "-base", "http://127.0.0.1:%d/%s/k%d/" % (t["port"], BUCKET, kib), "-objects", str(OBJECTS),
                "-size", str(kib << 10), "-readers", str(readers), "-for", "%ds" % secs]
         if lists and t["signed"]:  # nginx's unsigned listing would reach MinIO, which refuses it
             cmd.append("-list")
+        if presign and t["signed"]:
+            cmd.append("-presign")
         if t["signed"]:
             cmd += ["-access", NODE_KEY, "-secret", NODE_SECRET]
     else:
@@ -298,7 +301,7 @@ def one_pass(t, script, readers, secs, pin):
 
 def measure(rig, targets, kib, readers, args, pin):
     if args.goclient:
-        scripts = {t["name"]: (args.goclient, kib, args.list) for t in targets}
+        scripts = {t["name"]: (args.goclient, kib, args.list, args.presign) for t in targets}
     else:
         scripts = {t["name"]: wrk_script(rig, t, kib) for t in targets}
     runs = {t["name"]: [] for t in targets}
@@ -336,6 +339,7 @@ def main():
     ap.add_argument("--client", choices=["wrk", "go"], default="wrk", help="what reads: wrk, or scripts/goclient")
     ap.add_argument("--shared", action="store_true", help="caches and client on every core, none pinned")
     ap.add_argument("--list", action="store_true", help="with --client go: each reader lists the prefix before it reads")
+    ap.add_argument("--presign", action="store_true", help="with --client go: presigned GETs (SigV4 in the query)")
     ap.add_argument("builds", nargs="+", metavar="NAME=GRANARY_BINARY")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -346,8 +350,8 @@ def main():
     rig = Rig(tempfile.mkdtemp(prefix="warmrig-"))
     refused = 0
     try:
-        if args.list and args.client != "go":
-            sys.exit("warmrig: --list reads with the Go client: add --client go")
+        if (args.list or args.presign) and args.client != "go":
+            sys.exit("warmrig: --list and --presign read with the Go client: add --client go")
         args.goclient = build_goclient(rig) if args.client == "go" else None
         origin = start_minio(rig)
         fill_origin(origin, sizes)

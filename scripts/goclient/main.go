@@ -4,7 +4,8 @@
 // given, readers going round the objects for a while. It prints the GETs
 // it completed; a short body or a status other than 200 fails it. With
 // -list each reader first lists the prefix, as a data loader that lists
-// before it reads does, on a connection its GETs then reuse.
+// before it reads does, on a connection its GETs then reuse; with
+// -presign each GET is a presigned URL's.
 package main
 
 import (
@@ -33,6 +34,7 @@ type config struct {
 	secs           time.Duration
 	access, secret string
 	list           bool // each reader lists the prefix first
+	presign        bool // GETs signed in the query (presigned URLs) instead of the header
 }
 
 func main() {
@@ -45,6 +47,7 @@ func main() {
 	flag.StringVar(&c.access, "access", "", "access key (none: unsigned GETs)")
 	flag.StringVar(&c.secret, "secret", "", "secret key")
 	flag.BoolVar(&c.list, "list", false, "each reader lists the prefix (one page) before it reads")
+	flag.BoolVar(&c.presign, "presign", false, "sign each GET as a presigned URL (SigV4, in the query) instead of in its header")
 	flag.Parse()
 	n, err := run(c)
 	if err != nil {
@@ -120,7 +123,11 @@ func do(client *http.Client, url string, c config) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.access != "" {
+	switch {
+	case c.access == "":
+	case c.presign:
+		req = signer.PreSignV4(*req, c.access, c.secret, "", "us-east-1", 3600)
+	default:
 		req.Header.Set("X-Amz-Content-Sha256", emptySHA256)
 		req = signer.SignV4(*req, c.access, c.secret, "", "us-east-1")
 	}
