@@ -42,10 +42,11 @@ const (
 )
 
 // laneField is each field a taken request may carry, by lower-case name,
-// with its slot: the ones boto3, the AWS CLI, minio-go and Go's net/http
-// send with a signed GET. x-amz-checksum-mode (boto3 sends ENABLED by
-// default) asks for the object's stored checksums, which the node keeps
-// none of: fiber's path ignores it too.
+// with its slot: the ones boto3, the AWS CLI, minio-go, Go's net/http
+// and the AWS SDKs (x-amz-user-agent) send with a signed GET.
+// x-amz-checksum-mode (boto3 sends ENABLED by default) asks for the
+// object's stored checksums, which the node keeps none of: fiber's path
+// ignores it too.
 var laneField = map[string]int{
 	"host": optHost, "authorization": optAuth, "range": optRange,
 	"if-match": optIfMatch, "if-none-match": optIfNoneMatch,
@@ -53,6 +54,7 @@ var laneField = map[string]int{
 	"user-agent": optNone, "accept": optNone, "accept-encoding": optNone,
 	"x-amz-date": optNone, "x-amz-content-sha256": optNone, "x-amz-checksum-mode": optNone,
 	"amz-sdk-invocation-id": optNone, "amz-sdk-request": optNone, "connection": optNone,
+	"x-amz-user-agent": optNone,
 }
 
 // The query parameters a taken request may carry, each a bit: a
