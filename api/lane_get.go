@@ -1,11 +1,11 @@
 // The requests the GET lane takes and how it answers them: a GetObject or
-// HeadObject, signed with SigV4 (in its header, or presigned in the
-// query), of a path-style bucket and key, carrying only the fields SDKs
-// send with a GET, a range and the conditions among them, and no query
-// but a presigned URL's and x-id=GetObject. Anything else (another
-// query, an encoded path, a virtual host, a name S3 refuses, an
-// unsigned request, a field or parameter the lane does not know or one
-// sent twice) is
+// HeadObject, signed with SigV4 in its header, presigned (SigV4 or
+// SigV2) or unsigned (an anonymous read), of a path-style bucket and
+// key, carrying only the fields SDKs and HTTP clients send with a GET, a
+// range and the conditions among them, and no query but a presigned
+// URL's and x-id=GetObject. Anything else (another query, an encoded
+// path, a virtual host, a name S3 refuses, a field or parameter the lane
+// does not know or one sent twice) is
 // fasthttp's, which answers it as it answers every request. What the
 // lane takes it answers with the S3 face's own code: the signature's
 // check, the policy, the engine's Get (openGet) or Head (headChecked,
@@ -183,9 +183,10 @@ func (lc *laneConn) takes(head []byte) bool {
 		off += len(l) + 2
 		rest = next
 	}
-	// Signed one way: the header, or the query (both: fasthttp's error).
-	signed := lc.opt[optAuth] != 0
-	return lc.opt[optHost] != 0 && signed != lc.presigned && lc.pathStyle(path)
+	// Signed in the header, the query or not at all (both: fasthttp's
+	// error).
+	both := lc.opt[optAuth] != 0 && lc.presigned
+	return lc.opt[optHost] != 0 && !both && lc.pathStyle(path)
 }
 
 // value is the value of the field in slot, nil if the request has none.
@@ -282,15 +283,24 @@ func (lc *laneConn) authorize(r *request, head []byte) error {
 	line, _, _ := bytes.Cut(head, []byte("\r\n"))
 	target := str[len(r.method)+1 : len(line)-len(" HTTP/1.1")]
 	target, query, _ := strings.Cut(target, "?")
+	path := target[1:]
+	slash := strings.IndexByte(path, '/')
+	r.bucket, r.key = path[:slash], path[slash+1:]
+	if lc.opt[optAuth] == 0 && !lc.presigned {
+		// Unsigned: the anonymous policy's if it lets anyone read the
+		// object (S3.mayAnonymously); else the signature's check
+		// refuses it as it refuses any unsigned request.
+		if anon := s3.access.Anonymous(); !anon.Empty() && anon.Object(access.Read, r.bucket, r.key) {
+			r.policy = anon
+			return nil
+		}
+	}
 	lc.fields = lc.fields[:0]
 	req := sigv4.Request{Method: r.method, RawPath: target, RawQuery: query, ContentLength: -1, Body: http.NoBody}
 	for _, sp := range lc.spans {
 		lc.fields = append(lc.fields, sigv4.Field{Name: str[sp.name[0]:sp.name[1]], Value: str[sp.value[0]:sp.value[1]]})
 	}
 	req.Header, req.Host = lc.fields, lc.fields[lc.opt[optHost]-1].Value
-	path := target[1:]
-	slash := strings.IndexByte(path, '/')
-	r.bucket, r.key = path[:slash], path[slash+1:]
 	err := s3.verifier.VerifyInto(&req, &r.authResult)
 	clear(lc.fields) // the fields are the request's: not kept past it
 	if err != nil {

@@ -22,6 +22,8 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/granary-dev/granary/access"
 )
 
 // laneConnTo dials e; the connection is closed when the test ends.
@@ -111,9 +113,9 @@ func sameHeader(a, b http.Header) bool {
 // TestLaneAnswersAsFasthttp: each GET and HEAD the lane takes (a small
 // object, one sent from the RAM tier's file, one of several chunks,
 // ranges of them, conditions that hold and that fail, a missing key, a
-// bad signature, presigned URLs, an SDK's x-id) gets the answer
-// fasthttp's path gives the same request, sent with a field the lane
-// does not know.
+// bad signature, presigned URLs, an SDK's x-id, no signature) gets the
+// answer fasthttp's path gives the same request, sent with a field the
+// lane does not know.
 func TestLaneAnswersAsFasthttp(t *testing.T) {
 	e := newEnv(t, backends[0])
 	bucket := e.makeBucket(t, "lane")
@@ -163,6 +165,7 @@ func TestLaneAnswersAsFasthttp(t *testing.T) {
 		{presigned(head("chunks")), http.StatusOK},
 		{presigned(rawRequest{method: http.MethodGet, path: "/" + bucket + "/small", secret: "not-the-secret"}), http.StatusForbidden},
 		{rawRequest{method: http.MethodGet, path: "/" + bucket + "/small", query: "x-id=GetObject"}, http.StatusOK},
+		{rawRequest{method: http.MethodGet, path: "/" + bucket + "/small", unsigned: true}, http.StatusForbidden},
 	}
 	var taken int64
 	for _, tc := range cases {
@@ -188,6 +191,48 @@ func TestLaneAnswersAsFasthttp(t *testing.T) {
 		}
 	}
 	awaitTaken(t, e, taken) // none of fasthttp's requests was the lane's
+}
+
+// TestLaneAnonymousReads: unsigned GETs and HEADs of objects the
+// anonymous policy lets anyone read are the lane's, answered as fasthttp
+// answers them; one of an object it does not open is refused alike.
+func TestLaneAnonymousReads(t *testing.T) {
+	pub := uniqueBucket("lanepub")
+	anon := access.NewPolicy([]access.Grant{{Bucket: pub, Actions: access.Read}})
+	e := newEnv(t, backends[0], func(o *nodeOptions) { o.Access = access.NewRegistry(testAccess, testSecret, anon) })
+	if err := e.client.MakeBucket(t.Context(), pub, minio.MakeBucketOptions{Region: testRegion}); err != nil {
+		t.Fatal(err)
+	}
+	priv := e.makeBucket(t, "lanepriv")
+	data := bytes.Repeat([]byte("a"), 100<<10)
+	e.put(t, pub, "k", data, minio.PutObjectOptions{})
+	e.put(t, priv, "k", data, minio.PutObjectOptions{})
+	cases := []struct {
+		rr     rawRequest
+		status int
+	}{
+		{rawRequest{method: http.MethodGet, path: "/" + pub + "/k", unsigned: true}, http.StatusOK},
+		{rawRequest{method: http.MethodGet, path: "/" + pub + "/k", unsigned: true, header: http.Header{"Range": {"bytes=5-99"}}}, http.StatusPartialContent},
+		{rawRequest{method: http.MethodHead, path: "/" + pub + "/k", unsigned: true}, http.StatusOK},
+		{rawRequest{method: http.MethodGet, path: "/" + pub + "/missing", unsigned: true}, http.StatusNotFound},
+		{rawRequest{method: http.MethodGet, path: "/" + priv + "/k", unsigned: true}, http.StatusForbidden},
+	}
+	for i, tc := range cases {
+		c, br := laneConnTo(t, e)
+		lane, lbody := exchange(t, c, br, e.buildRequest(t, tc.rr))
+		c.Close()
+		awaitTaken(t, e, int64(i+1))
+		req := e.buildRequest(t, tc.rr)
+		req.Header.Set("X-Lane-Test", "fasthttp's")
+		c, br = laneConnTo(t, e)
+		fast, fbody := exchange(t, c, br, req)
+		c.Close()
+		sameAnswer(t, tc.rr.path, lane, fast, lbody, fbody)
+		if lane.StatusCode != tc.status {
+			t.Errorf("%s %s %v: %d, want %d", tc.rr.method, tc.rr.path, tc.rr.header, lane.StatusCode, tc.status)
+		}
+	}
+	awaitTaken(t, e, int64(len(cases)))
 }
 
 // presigned is rr signed in its query.
