@@ -1,11 +1,12 @@
 // The GET lane: the node's own front end for the request it answers most,
-// a signed GetObject (and HeadObject). Every plain-TCP connection starts
-// here. A request the lane takes (takes, lane_get.go) is answered by the
-// same S3 code as fiber's path, without fasthttp's and fiber's work per
-// request; at the first request it does not take, the connection and
-// the bytes read of it go to fasthttp, which serves it from then on as
-// it serves any other. A warm 4 KiB GET costs the node 11-12 µs of user
-// time here against 14 through fasthttp (README, "The GET lane").
+// a GetObject (and HeadObject). Every plain-TCP connection starts here. A
+// request the lane takes (takes, lane_get.go) is answered by the same S3
+// code as fiber's path, without fasthttp's and fiber's work per request;
+// at the first request it does not take, the connection and the bytes
+// read of it go to fasthttp, which serves it as it serves any other
+// until a listing hands it back (lane_back.go). A warm 4 KiB GET costs
+// the node 11-12 µs of user time here against 14 through fasthttp
+// (README, "The GET lane").
 //
 // Its connections keep fasthttp's bounds: ReadHeaderTimeout for a
 // request's line and headers (from the accept for the first request, from

@@ -22,7 +22,7 @@ import (
 // by GETs of objects: after it, its connection goes back to the lane.
 // Not a GET or HEAD of an object fasthttp answered: the lane handed that
 // one off and would hand off each like it (a virtual host, a query it
-// does not take, an unsigned GET), a round trip per read. Not a write either: writes come in runs
+// does not take), a round trip per read. Not a write either: writes come in runs
 // (a checkpoint's parts), and a round trip each costs more than the
 // lane saves a restore's large reads.
 func (o op) leadsToReads() bool {
