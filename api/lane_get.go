@@ -57,30 +57,26 @@ var laneField = map[string]int{
 	"x-amz-user-agent": optNone,
 }
 
-// The query parameters a taken request may carry, each a bit: a
-// presigned URL's, SigV4's or SigV2's (boto3's default), and the
+// laneParams are the query parameters a taken request may carry: a
+// presigned URL's, SigV4's or SigV2's (boto3's default), and x-id, the
 // operation's name the AWS SDKs for Go (v2) and JavaScript (v3) add to a
 // GetObject. The signature's check judges a presigned URL's parameters
 // as it does on fiber's path, from the same query as sent.
-const (
-	paramXID = 1 << iota
-	paramAlgorithm
-	paramCredential
-	paramDate
-	paramExpires
-	paramSignedHeaders
-	paramSignature
-	paramV2AccessKey
-	paramV2Expires
-	paramV2Signature
-)
+var laneParams = []string{"x-id",
+	"X-Amz-Algorithm", "X-Amz-Credential", "X-Amz-Date", "X-Amz-Expires", "X-Amz-SignedHeaders", "X-Amz-Signature",
+	"AWSAccessKeyId", "Expires", "Signature"}
 
-var laneParam = map[string]int{
-	"x-id": paramXID, "X-Amz-Algorithm": paramAlgorithm, "X-Amz-Credential": paramCredential,
-	"X-Amz-Date": paramDate, "X-Amz-Expires": paramExpires,
-	"X-Amz-SignedHeaders": paramSignedHeaders, "X-Amz-Signature": paramSignature,
-	"AWSAccessKeyId": paramV2AccessKey, "Expires": paramV2Expires, "Signature": paramV2Signature,
-}
+// laneParam is each of laneParams' bit in the set a query carries.
+var laneParam = func() map[string]int {
+	m := map[string]int{}
+	for i, p := range laneParams {
+		m[p] = 1 << i
+	}
+	return m
+}()
+
+// paramXID is x-id's bit: the one parameter that does not sign.
+var paramXID = laneParam["x-id"]
 
 // laneTarget reports whether path may be taken as it is: a path of
 // printable ASCII with no fragment or escape (decodePath would leave it
