@@ -94,16 +94,17 @@ func laneTarget(path []byte) bool {
 }
 
 // laneQuery reports whether a request of lc.method may carry query, and
-// records whether it is presigned: each parameter among laneParam, once,
-// its value printable ASCII. x-id names GetObject on a GET alone.
+// records whether it is presigned: each parameter among laneParams,
+// once, with a value of printable ASCII. x-id names GetObject on a GET
+// alone.
 func (lc *laneConn) laneQuery(query []byte) bool {
 	seen := 0
 	for rest := query; len(rest) > 0; {
 		var p []byte
 		p, rest, _ = bytes.Cut(rest, []byte("&"))
-		name, value, _ := bytes.Cut(p, []byte("="))
+		name, value, ok := bytes.Cut(p, []byte("="))
 		bit := laneParam[string(name)] // no allocation: a map index by a converted slice
-		if bit == 0 || seen&bit != 0 || !laneValue(value) {
+		if !ok || bit == 0 || seen&bit != 0 || !laneValue(value) {
 			return false
 		}
 		if bit == paramXID && (lc.method != mGET || string(value) != "GetObject") {

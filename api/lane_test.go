@@ -567,3 +567,37 @@ func TestLaneHeadsInPieces(t *testing.T) {
 	}
 	awaitTaken(t, e, 2)
 }
+
+// TestLaneQuery: the queries the lane takes (none, a presigned URL's,
+// x-id=GetObject on a GET) and the ones it leaves to fasthttp.
+func TestLaneQuery(t *testing.T) {
+	v4 := "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AK%2F20261203%2Fus-east-1%2Fs3%2Faws4_request" +
+		"&X-Amz-Date=20261203T000000Z&X-Amz-Expires=3600&X-Amz-SignedHeaders=host&X-Amz-Signature=ab12"
+	v2 := "AWSAccessKeyId=AK&Signature=0OJ%2Biz5%3D&Expires=1796309114"
+	for _, tc := range []struct {
+		method, query   string
+		takes, presigns bool
+	}{
+		{mGET, "", true, false},
+		{mGET, v4, true, true},
+		{mHEAD, v4, true, true},
+		{mGET, v2, true, true},
+		{mGET, "x-id=GetObject", true, false},
+		{mGET, "x-id=GetObject&" + v4, true, true},
+		{mHEAD, "x-id=GetObject", false, false},
+		{mGET, "x-id=PutObject", false, false},
+		{mGET, "x-id=GetObject&x-id=GetObject", false, false},
+		{mGET, v4 + "&X-Amz-Signature=cd34", false, false},
+		{mGET, v4 + "&response-content-type=text%2Fplain", false, false},
+		{mGET, "versionId=3", false, false},
+		{mGET, "X-Amz-Security-Token=t&" + v4, false, false},
+		{mGET, "x-id=Get Object", false, false},
+		{mGET, "x-id=GetObject#frag", false, false},
+		{mGET, "Signature", false, false},
+	} {
+		lc := &laneConn{method: tc.method}
+		if got := lc.laneQuery([]byte(tc.query)); got != tc.takes || (got && lc.presigned != tc.presigns) {
+			t.Errorf("%s ?%s: takes %v, presigned %v; want %v, %v", tc.method, tc.query, got, lc.presigned, tc.takes, tc.presigns)
+		}
+	}
+}
