@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -43,7 +44,11 @@ func (s *Server) handBack(c *fiber.Ctx, r *request) {
 		return
 	}
 	ctx := c.Context()
-	if _, ok := ctx.Conn().(*trackedConn); !ok || ctx.Response.ConnectionClose() {
+	tc, ok := ctx.Conn().(*trackedConn)
+	if !ok || ctx.Response.ConnectionClose() {
+		return
+	}
+	if _, plain := tc.Conn.(syscall.Conn); !plain { // TLS: never the lane's
 		return
 	}
 	ctx.Hijack(l.takeBack) // fasthttp calls it once the answer is sent
