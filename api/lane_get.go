@@ -1,11 +1,11 @@
 // The requests the GET lane takes and how it answers them: a GetObject or
 // HeadObject, signed with SigV4 in its header, presigned (SigV4 or
-// SigV2) or unsigned (an anonymous read), of a path-style bucket and
-// key, carrying only the fields SDKs and HTTP clients send with a GET, a
-// range and the conditions among them, and no query but a presigned
-// URL's and x-id=GetObject. Anything else (another query, an encoded
-// path, a virtual host, a name S3 refuses, a field or parameter the lane
-// does not know or one sent twice) is
+// SigV2) or unsigned (an anonymous read), of a bucket and key named
+// path-style or virtual-hosted, carrying only the fields SDKs and HTTP
+// clients send with a GET, a range and the conditions among them, and no
+// query but a presigned URL's and x-id=GetObject. Anything else (another
+// query, an encoded path, a name S3 refuses, a field or parameter the
+// lane does not know or one sent twice) is
 // fasthttp's, which answers it as it answers every request. What the
 // lane takes it answers with the S3 face's own code: the signature's
 // check, the policy, the engine's Get (openGet) or Head (headChecked,
@@ -183,7 +183,7 @@ func (lc *laneConn) takes(head []byte) bool {
 	// Signed in the header, the query or not at all (both: fasthttp's
 	// error).
 	both := lc.opt[optAuth] != 0 && lc.presigned
-	return lc.opt[optHost] != 0 && !both && lc.pathStyle(path)
+	return lc.opt[optHost] != 0 && !both && lc.objectPath(path)
 }
 
 // value is the value of the field in slot, nil if the request has none.
@@ -204,15 +204,16 @@ func (lc *laneConn) query() getQuery {
 	return q
 }
 
-// pathStyle reports whether target names an object path-style, by a
-// bucket and key S3 accepts, and the request's host names no bucket.
-func (lc *laneConn) pathStyle(target []byte) bool {
-	bucket, key, ok := bytes.Cut(target[1:], []byte("/"))
-	if !ok || len(key) == 0 || checkBucket(string(bucket)) != nil || checkKey(string(key)) != nil {
-		return false
+// objectPath reports whether path names an object by a bucket and key S3
+// accepts: the host's bucket and the path (virtual-hosted style, the
+// host under one of the node's domains), else the path's first segment
+// and the rest.
+func (lc *laneConn) objectPath(path []byte) bool {
+	if b, virtual := hostBucket(string(lc.value(optHost)), lc.l.s.s3.domainSuffixes); virtual {
+		return len(path) > 1 && checkBucket(b) == nil && checkKey(string(path[1:])) == nil
 	}
-	_, virtual := hostBucket(string(lc.value(optHost)), lc.l.s.s3.domainSuffixes)
-	return !virtual
+	bucket, key, ok := bytes.Cut(path[1:], []byte("/"))
+	return ok && len(key) > 0 && checkBucket(string(bucket)) == nil && checkKey(string(key)) == nil
 }
 
 // answer answers the taken request whose head is head and reports
@@ -280,9 +281,14 @@ func (lc *laneConn) authorize(r *request, head []byte) error {
 	line, _, _ := bytes.Cut(head, []byte("\r\n"))
 	target := str[len(r.method)+1 : len(line)-len(" HTTP/1.1")]
 	target, query, _ := strings.Cut(target, "?")
-	path := target[1:]
-	slash := strings.IndexByte(path, '/')
-	r.bucket, r.key = path[:slash], path[slash+1:]
+	hs := lc.spans[lc.opt[optHost]-1]
+	host := str[hs.value[0]:hs.value[1]]
+	virtual, isVirtual := hostBucket(host, s3.domainSuffixes) // as objectPath found
+	if isVirtual {
+		r.bucket, r.key = virtual, target[1:]
+	} else {
+		r.bucket, r.key, _ = strings.Cut(target[1:], "/")
+	}
 	if lc.opt[optAuth] == 0 && !lc.presigned {
 		// Unsigned: the anonymous policy's if it lets anyone read the
 		// object (S3.mayAnonymously); else the signature's check
@@ -293,11 +299,12 @@ func (lc *laneConn) authorize(r *request, head []byte) error {
 		}
 	}
 	lc.fields = lc.fields[:0]
-	req := sigv4.Request{Method: r.method, RawPath: target, RawQuery: query, ContentLength: -1, Body: http.NoBody}
+	req := sigv4.Request{Method: r.method, RawPath: target, RawQuery: query, Host: host,
+		ContentLength: -1, Body: http.NoBody, VirtualBucket: virtual}
 	for _, sp := range lc.spans {
 		lc.fields = append(lc.fields, sigv4.Field{Name: str[sp.name[0]:sp.name[1]], Value: str[sp.value[0]:sp.value[1]]})
 	}
-	req.Header, req.Host = lc.fields, lc.fields[lc.opt[optHost]-1].Value
+	req.Header = lc.fields
 	err := s3.verifier.VerifyInto(&req, &r.authResult)
 	clear(lc.fields) // the fields are the request's: not kept past it
 	if err != nil {

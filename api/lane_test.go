@@ -235,6 +235,44 @@ func TestLaneAnonymousReads(t *testing.T) {
 	awaitTaken(t, e, int64(len(cases)))
 }
 
+// TestLaneVirtualHost: GETs and HEADs that name their bucket in the host
+// (under one of the node's domains, in any case) are the lane's, and
+// answered as fasthttp answers them.
+func TestLaneVirtualHost(t *testing.T) {
+	const domain = "s3.granary.test"
+	e := newEnv(t, backends[0], func(o *nodeOptions) { o.Domains = []string{domain} })
+	bucket := e.makeBucket(t, "lanevhost")
+	data := []byte("named by the host")
+	e.put(t, bucket, "a/k", data, minio.PutObjectOptions{})
+	_, port, _ := net.SplitHostPort(e.addr)
+	cases := []struct {
+		rr     rawRequest
+		status int
+	}{
+		{rawRequest{method: http.MethodGet, path: "/a/k", host: bucket + "." + domain + ":" + port}, http.StatusOK},
+		{rawRequest{method: http.MethodHead, path: "/a/k", host: strings.ToUpper(bucket + "." + domain)}, http.StatusOK},
+		{rawRequest{method: http.MethodGet, path: "/a/k", host: bucket + "." + domain, header: http.Header{"Range": {"bytes=6-"}}}, http.StatusPartialContent},
+		{presigned(rawRequest{method: http.MethodGet, path: "/a/k", host: bucket + "." + domain}), http.StatusOK},
+		{rawRequest{method: http.MethodGet, path: "/missing", host: bucket + "." + domain}, http.StatusNotFound},
+	}
+	for i, tc := range cases {
+		c, br := laneConnTo(t, e)
+		lane, lbody := exchange(t, c, br, e.buildRequest(t, tc.rr))
+		c.Close()
+		awaitTaken(t, e, int64(i+1))
+		req := e.buildRequest(t, tc.rr)
+		req.Header.Set("X-Lane-Test", "fasthttp's")
+		c, br = laneConnTo(t, e)
+		fast, fbody := exchange(t, c, br, req)
+		c.Close()
+		sameAnswer(t, tc.rr.host+tc.rr.path, lane, fast, lbody, fbody)
+		if lane.StatusCode != tc.status || (tc.status == http.StatusOK && tc.rr.method == http.MethodGet && !bytes.Equal(lbody, data)) {
+			t.Errorf("%s %s%s: %d %q, want %d", tc.rr.method, tc.rr.host, tc.rr.path, lane.StatusCode, lbody, tc.status)
+		}
+	}
+	awaitTaken(t, e, int64(len(cases)))
+}
+
 // presigned is rr signed in its query.
 func presigned(rr rawRequest) rawRequest {
 	rr.presign = true
