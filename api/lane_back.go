@@ -22,8 +22,8 @@ import (
 // leadsToReads reports whether a request of op is followed, as a rule,
 // by GETs of objects: after it, its connection goes back to the lane.
 // Not a GET or HEAD of an object fasthttp answered: the lane handed that
-// one off and would hand off each like it (a query it does not take, an
-// encoded path), a round trip per read. Not a write either: writes come in runs
+// one off and would hand off each like it (a query it does not take, a
+// field it does not know), a round trip per read. Not a write either: writes come in runs
 // (a checkpoint's parts), and a round trip each costs more than the
 // lane saves a restore's large reads.
 func (o op) leadsToReads() bool {

@@ -4,13 +4,12 @@
 // path-style or virtual-hosted, carrying only the fields SDKs and HTTP
 // clients send with a GET, a range and the conditions among them, and no
 // query but a presigned URL's and x-id=GetObject. Anything else (another
-// query, an encoded path, a name S3 refuses, a field or parameter the
-// lane does not know or one sent twice) is
-// fasthttp's, which answers it as it answers every request. What the
-// lane takes it answers with the S3 face's own code: the signature's
-// check, the policy, the engine's Get (openGet) or Head (headChecked,
-// headAnswer), the headers and the body as attachBody sends them, errors
-// as writeError writes them.
+// query, a malformed escape, a name S3 refuses, a field or parameter the
+// lane does not know or one sent twice) is fasthttp's, which answers it
+// as it answers every request. What the lane takes it answers with the
+// S3 face's own code: the signature's check, the policy, the engine's
+// Get (openGet) or Head (headChecked, headAnswer), the headers and the
+// body as attachBody sends them, errors as writeError writes them.
 package api
 
 import (
@@ -78,15 +77,14 @@ var laneParam = func() map[string]int {
 // paramXID is x-id's bit: the one parameter that does not sign.
 var paramXID = laneParam["x-id"]
 
-// laneTarget reports whether path may be taken as it is: a path of
-// printable ASCII with no fragment or escape (decodePath would leave it
-// as it is).
+// laneTarget reports whether path may be taken: printable ASCII with no
+// fragment (its escapes objectPath decodes, as splitTarget does).
 func laneTarget(path []byte) bool {
 	if len(path) == 0 || path[0] != '/' {
 		return false
 	}
 	for _, c := range path {
-		if c <= ' ' || c >= 0x7f || c == '?' || c == '#' || c == '%' {
+		if c <= ' ' || c >= 0x7f || c == '?' || c == '#' {
 			return false
 		}
 	}
@@ -205,15 +203,27 @@ func (lc *laneConn) query() getQuery {
 }
 
 // objectPath reports whether path names an object by a bucket and key S3
-// accepts: the host's bucket and the path (virtual-hosted style, the
-// host under one of the node's domains), else the path's first segment
-// and the rest.
+// accepts (objectOf), its escapes well formed.
 func (lc *laneConn) objectPath(path []byte) bool {
-	if b, virtual := hostBucket(string(lc.value(optHost)), lc.l.s.s3.domainSuffixes); virtual {
-		return len(path) > 1 && checkBucket(b) == nil && checkKey(string(path[1:])) == nil
+	bucket, key, err := objectOf(string(lc.value(optHost)), string(path), lc.l.s.s3.domainSuffixes)
+	return err == nil && len(key) > 0 && checkBucket(bucket) == nil && checkKey(key) == nil
+}
+
+// objectOf is the bucket and key the raw path names, decoded as
+// splitTarget decodes them: the host's bucket and the path when the host
+// lies under one of suffixes (virtual-hosted style), else the path's
+// first segment and the rest. Without escapes they are path's own bytes.
+func objectOf(host, path string, suffixes []string) (bucket, key string, err error) {
+	if strings.IndexByte(path, '%') >= 0 {
+		if path, err = decodePath([]byte(path)); err != nil {
+			return "", "", err
+		}
 	}
-	bucket, key, ok := bytes.Cut(path[1:], []byte("/"))
-	return ok && len(key) > 0 && checkBucket(string(bucket)) == nil && checkKey(string(key)) == nil
+	if b, virtual := hostBucket(host, suffixes); virtual {
+		return b, path[1:], nil
+	}
+	bucket, key, _ = strings.Cut(path[1:], "/")
+	return bucket, key, nil
 }
 
 // answer answers the taken request whose head is head and reports
@@ -283,12 +293,8 @@ func (lc *laneConn) authorize(r *request, head []byte) error {
 	target, query, _ := strings.Cut(target, "?")
 	hs := lc.spans[lc.opt[optHost]-1]
 	host := str[hs.value[0]:hs.value[1]]
-	virtual, isVirtual := hostBucket(host, s3.domainSuffixes) // as objectPath found
-	if isVirtual {
-		r.bucket, r.key = virtual, target[1:]
-	} else {
-		r.bucket, r.key, _ = strings.Cut(target[1:], "/")
-	}
+	r.bucket, r.key, _ = objectOf(host, target, s3.domainSuffixes) // objectPath took it
+	virtual, _ := hostBucket(host, s3.domainSuffixes)
 	if lc.opt[optAuth] == 0 && !lc.presigned {
 		// Unsigned: the anonymous policy's if it lets anyone read the
 		// object (S3.mayAnonymously); else the signature's check
