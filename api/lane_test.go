@@ -75,6 +75,26 @@ func awaitTaken(t *testing.T, e *env, want int64) {
 	}
 }
 
+// bothWays sends rr to the lane on a connection of its own, waits until
+// the lane has answered taken requests, sends rr again with a field the
+// lane does not know (fasthttp's to answer, as a field outside the
+// signature), and fails unless the two answers are the same. It returns
+// the lane's.
+func bothWays(t *testing.T, e *env, rr rawRequest, taken int64) (*http.Response, []byte) {
+	t.Helper()
+	c, br := laneConnTo(t, e)
+	lane, lbody := exchange(t, c, br, e.buildRequest(t, rr))
+	c.Close()
+	awaitTaken(t, e, taken)
+	req := e.buildRequest(t, rr)
+	req.Header.Set("X-Lane-Test", "fasthttp's")
+	c, br = laneConnTo(t, e)
+	fast, fbody := exchange(t, c, br, req)
+	c.Close()
+	sameAnswer(t, rr.host+rr.path, lane, fast, lbody, fbody)
+	return lane, lbody
+}
+
 // sameAnswer fails unless a and b are the same answer but for the
 // request's id and the date.
 func sameAnswer(t *testing.T, what string, a, b *http.Response, abody, bbody []byte) {
@@ -174,17 +194,8 @@ func TestLaneAnswersAsFasthttp(t *testing.T) {
 	for _, tc := range cases {
 		rr := tc.rr
 		for range 2 { // the first read warms the object: compare the second
-			c, br := laneConnTo(t, e)
-			lane, lbody := exchange(t, c, br, e.buildRequest(t, rr))
-			c.Close()
 			taken++
-			awaitTaken(t, e, taken)
-			req := e.buildRequest(t, rr)
-			req.Header.Set("X-Lane-Test", "fasthttp's") // unsigned, and not the lane's
-			c, br = laneConnTo(t, e)
-			fast, fbody := exchange(t, c, br, req)
-			c.Close()
-			sameAnswer(t, rr.path, lane, fast, lbody, fbody)
+			lane, lbody := bothWays(t, e, rr, taken)
 			if lane.StatusCode != tc.status {
 				t.Errorf("%s %v: %d, want %d", rr.path, rr.header, lane.StatusCode, tc.status)
 			}
@@ -221,16 +232,7 @@ func TestLaneAnonymousReads(t *testing.T) {
 		{rawRequest{method: http.MethodGet, path: "/" + priv + "/k", unsigned: true}, http.StatusForbidden},
 	}
 	for i, tc := range cases {
-		c, br := laneConnTo(t, e)
-		lane, lbody := exchange(t, c, br, e.buildRequest(t, tc.rr))
-		c.Close()
-		awaitTaken(t, e, int64(i+1))
-		req := e.buildRequest(t, tc.rr)
-		req.Header.Set("X-Lane-Test", "fasthttp's")
-		c, br = laneConnTo(t, e)
-		fast, fbody := exchange(t, c, br, req)
-		c.Close()
-		sameAnswer(t, tc.rr.path, lane, fast, lbody, fbody)
+		lane, _ := bothWays(t, e, tc.rr, int64(i+1))
 		if lane.StatusCode != tc.status {
 			t.Errorf("%s %s %v: %d, want %d", tc.rr.method, tc.rr.path, tc.rr.header, lane.StatusCode, tc.status)
 		}
@@ -259,16 +261,7 @@ func TestLaneVirtualHost(t *testing.T) {
 		{rawRequest{method: http.MethodGet, path: "/missing", host: bucket + "." + domain}, http.StatusNotFound},
 	}
 	for i, tc := range cases {
-		c, br := laneConnTo(t, e)
-		lane, lbody := exchange(t, c, br, e.buildRequest(t, tc.rr))
-		c.Close()
-		awaitTaken(t, e, int64(i+1))
-		req := e.buildRequest(t, tc.rr)
-		req.Header.Set("X-Lane-Test", "fasthttp's")
-		c, br = laneConnTo(t, e)
-		fast, fbody := exchange(t, c, br, req)
-		c.Close()
-		sameAnswer(t, tc.rr.host+tc.rr.path, lane, fast, lbody, fbody)
+		lane, lbody := bothWays(t, e, tc.rr, int64(i+1))
 		if lane.StatusCode != tc.status || (tc.status == http.StatusOK && tc.rr.method == http.MethodGet && !bytes.Equal(lbody, data)) {
 			t.Errorf("%s %s%s: %d %q, want %d", tc.rr.method, tc.rr.host, tc.rr.path, lane.StatusCode, lbody, tc.status)
 		}
