@@ -205,25 +205,26 @@ func (lc *laneConn) query() getQuery {
 // objectPath reports whether path names an object by a bucket and key S3
 // accepts (objectOf), its escapes well formed.
 func (lc *laneConn) objectPath(path []byte) bool {
-	bucket, key, err := objectOf(string(lc.value(optHost)), string(path), lc.l.s.s3.domainSuffixes)
+	bucket, key, _, err := objectOf(string(lc.value(optHost)), string(path), lc.l.s.s3.domainSuffixes)
 	return err == nil && len(key) > 0 && checkBucket(bucket) == nil && checkKey(key) == nil
 }
 
 // objectOf is the bucket and key the raw path names, decoded as
 // splitTarget decodes them: the host's bucket and the path when the host
 // lies under one of suffixes (virtual-hosted style), else the path's
-// first segment and the rest. Without escapes they are path's own bytes.
-func objectOf(host, path string, suffixes []string) (bucket, key string, err error) {
+// first segment and the rest; virtual says which. Without escapes they
+// are path's own bytes.
+func objectOf(host, path string, suffixes []string) (bucket, key string, virtual bool, err error) {
 	if strings.IndexByte(path, '%') >= 0 {
 		if path, err = decodePath([]byte(path)); err != nil {
-			return "", "", err
+			return "", "", false, err
 		}
 	}
-	if b, virtual := hostBucket(host, suffixes); virtual {
-		return b, path[1:], nil
+	if b, ok := hostBucket(host, suffixes); ok {
+		return b, path[1:], true, nil
 	}
 	bucket, key, _ = strings.Cut(path[1:], "/")
-	return bucket, key, nil
+	return bucket, key, false, nil
 }
 
 // answer answers the taken request whose head is head and reports
@@ -293,8 +294,8 @@ func (lc *laneConn) authorize(r *request, head []byte) error {
 	target, query, _ := strings.Cut(target, "?")
 	hs := lc.spans[lc.opt[optHost]-1]
 	host := str[hs.value[0]:hs.value[1]]
-	r.bucket, r.key, _ = objectOf(host, target, s3.domainSuffixes) // objectPath took it
-	virtual, _ := hostBucket(host, s3.domainSuffixes)
+	var virtual bool
+	r.bucket, r.key, virtual, _ = objectOf(host, target, s3.domainSuffixes) // objectPath took it
 	if lc.opt[optAuth] == 0 && !lc.presigned {
 		// Unsigned: the anonymous policy's if it lets anyone read the
 		// object (S3.mayAnonymously); else the signature's check
@@ -306,7 +307,10 @@ func (lc *laneConn) authorize(r *request, head []byte) error {
 	}
 	lc.fields = lc.fields[:0]
 	req := sigv4.Request{Method: r.method, RawPath: target, RawQuery: query, Host: host,
-		ContentLength: -1, Body: http.NoBody, VirtualBucket: virtual}
+		ContentLength: -1, Body: http.NoBody}
+	if virtual {
+		req.VirtualBucket = r.bucket
+	}
 	for _, sp := range lc.spans {
 		lc.fields = append(lc.fields, sigv4.Field{Name: str[sp.name[0]:sp.name[1]], Value: str[sp.value[0]:sp.value[1]]})
 	}
