@@ -129,8 +129,18 @@ func (l *lane) serve(lc *laneConn, pre []byte) {
 }
 
 // handOff gives c to fasthttp; once the listener is closed, fasthttp
-// takes nothing more, and c is closed.
+// takes nothing more, and c is closed. A connection fasthttp handed back
+// goes to it again only once its serve of it has ended (released).
 func (l *lane) handOff(c net.Conn) {
+	if tc, ok := c.(*trackedConn); ok && tc.released != nil {
+		select {
+		case <-tc.released:
+			tc.released = nil
+		case <-l.done:
+			c.Close()
+			return
+		}
+	}
 	select {
 	case l.out <- c:
 	case <-l.done:

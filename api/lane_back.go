@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 )
 
 // leadsToReads reports whether a request of op is followed, as a rule,
@@ -51,7 +52,24 @@ func (s *Server) handBack(c *fiber.Ctx, r *request) {
 	if _, plain := tc.Conn.(syscall.Conn); !plain { // TLS: never the lane's
 		return
 	}
+	tc.released = make(chan struct{})
 	ctx.Hijack(l.takeBack) // fasthttp calls it once the answer is sent
+}
+
+// fasthttpReleased is fasthttp's ConnState hook: it closes a hijacked
+// connection's released once fasthttp's serve of it has returned.
+// fasthttp keys its idle connections by net.Conn and drops that serve's
+// key as it returns, which runs on, unordered, after the hijack handler
+// has started. A connection it got again before that would lose the new
+// serve's key: Shutdown, which closes only the idle connections it
+// holds, would wait on it out to its deadline.
+func fasthttpReleased(c net.Conn, st fasthttp.ConnState) {
+	if st != fasthttp.StateHijacked {
+		return
+	}
+	if tc, ok := c.(*trackedConn); ok && tc.released != nil {
+		close(tc.released)
+	}
 }
 
 // takeBack is the hijack handler of handBack: hc is fasthttp's hold of

@@ -137,9 +137,14 @@ type trackedConn struct {
 	held []byte
 	// pre is what the GET lane read of the connection before it handed
 	// it to fasthttp: Read returns it first.
-	pre  []byte
-	bufs [8][]byte
-	all  net.Buffers // WriteBuffers' vector, kept so a writev allocates nothing
+	pre []byte
+	// released is set by handBack before fasthttp gives the connection
+	// back to the lane, and closed (fasthttpReleased) once fasthttp's
+	// serve of it has ended; the lane hands it to fasthttp again only
+	// after that (lane.handOff).
+	released chan struct{}
+	bufs     [8][]byte
+	all      net.Buffers // WriteBuffers' vector, kept so a writev allocates nothing
 }
 
 // Write sends p, unless the connection was silenced; after Hold, it

@@ -156,6 +156,7 @@ func New(opts Options, faces Faces) (*Server, error) {
 	s.app.Server().HeaderReceived = s.headerReceived
 	// A connection handed back to the GET lane (handBack) stays open.
 	s.app.Server().KeepHijackedConns = true
+	s.app.Server().ConnState = fasthttpReleased
 	s.app.Use(s.entry)
 	return s, nil
 }
