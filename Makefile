@@ -32,7 +32,7 @@ test: deps lint unit e2e
 # allocation tests run again without -race, under which they skip.
 unit:
 	GRANARY_CONSOLE_ARTIFACTS=$(CURDIR)/artifacts/console $(GO) test -race -timeout 20m ./...
-	$(GO) test -count=1 -run 'Allocs' ./api/sigv4
+	$(GO) test -count=1 -run 'Allocs' ./api/sigv4 ./api
 
 e2e: build
 	scripts/e2e.sh bin/granary

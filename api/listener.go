@@ -143,6 +143,7 @@ type trackedConn struct {
 	// serve of it has ended; the lane hands it to fasthttp again only
 	// after that (lane.handOff).
 	released chan struct{}
+	send     fileSends // SendFile's (sendfile_linux.go)
 	bufs     [8][]byte
 	all      net.Buffers // WriteBuffers' vector, kept so a writev allocates nothing
 }

@@ -23,12 +23,8 @@ import (
 // It returns how many of the file's bytes it sent; errors.ErrUnsupported,
 // having done nothing, on a connection with no socket of its own (TLS).
 func (c *trackedConn) SendFile(fd uintptr, off int64, n int) (int64, error) {
-	sc, ok := c.Conn.(syscall.Conn)
-	if !ok {
-		return 0, errors.ErrUnsupported
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
+	raw := c.rawConn()
+	if raw == nil {
 		return 0, errors.ErrUnsupported
 	}
 	head := c.held
@@ -36,11 +32,43 @@ func (c *trackedConn) SendFile(fd uintptr, off int64, n int) (int64, error) {
 	if c.silent.Load() {
 		return int64(n), nil
 	}
-	s := fileSend{head: head, fd: int(fd), off: off, left: n}
-	if err := raw.Write(s.step); err != nil {
+	s := &c.send.cur
+	*s = fileSend{head: head, fd: int(fd), off: off, left: n}
+	if c.send.step == nil {
+		c.send.step = s.step
+	}
+	err := raw.Write(c.send.step)
+	s.head = nil // the held buffer is the connection's again
+	if err != nil {
 		return s.sent, err // the write deadline passed, or the socket closed
 	}
 	return s.sent, s.err
+}
+
+// rawConn returns the connection's socket, nil if it has none of its own
+// (TLS); asked of the connection once.
+func (c *trackedConn) rawConn() syscall.RawConn {
+	if c.send.raw == nil {
+		sc, ok := c.Conn.(syscall.Conn)
+		if !ok {
+			return nil
+		}
+		raw, err := sc.SyscallConn()
+		if err != nil {
+			return nil
+		}
+		c.send.raw = raw
+	}
+	return c.send.raw
+}
+
+// fileSends is a connection's SendFile working memory, kept so that a
+// send allocates nothing: its socket, the send under way, and that
+// send's step for the poller, bound once.
+type fileSends struct {
+	raw  syscall.RawConn
+	cur  fileSend
+	step func(uintptr) bool // cur.step
 }
 
 // fileSend is one SendFile's progress, which step carries on with each

@@ -14,7 +14,8 @@ figures (Benchmarks, "Sending the head at once" and after).
 
   scripts/warmrig.py [--rounds 5] [--secs 4] [--readers 16,64]
                      [--sizes 4,100] [--profile DIR] [--client wrk|go]
-                     [--shared] [--list] [--presign] NAME=GRANARY_BINARY ...
+                     [--shared] [--list] [--presign] [--ram SIZE]
+                     NAME=GRANARY_BINARY ...
 
 --client go reads with scripts/goclient instead (built with go first): Go's
 net/http, each GET signed as it is sent, as the reads scenario's client
@@ -24,7 +25,9 @@ scenario does on a small machine, instead of core 0 and core 1. --list
 (with --client go) has each reader list the prefix before it reads, as a
 data loader that lists first does, on connections its GETs then reuse
 (not at nginx, which serves every connection alike). --presign (with
---client go) signs each GET as a presigned URL, in its query.
+--client go) signs each GET as a presigned URL, in its query. --ram
+sets the nodes' RAM tier (default 2GiB, which holds every set); with less
+than a set, most of its GETs read the disk tier (1GiB).
 
 With --profile, each set ends with one more pass per node, not counted,
 during which Go's CPU profile of the node is written to
@@ -154,14 +157,14 @@ def key(kib, i):
     return "k%d/%04d" % (kib, i)
 
 
-def start_node(rig, name, binary, origin, pin, profile):
+def start_node(rig, name, binary, origin, pin, profile, ram):
     port = free_port()
     data = os.path.join(rig.root, "node-" + name)
     pprof = "127.0.0.1:%d" % free_port() if profile else None
     env = dict(os.environ, GRANARY_ACCESS_KEY=NODE_KEY, GRANARY_SECRET_KEY=NODE_SECRET,
                GRANARY_ORIGIN_ACCESS_KEY=MINIO_KEY, GRANARY_ORIGIN_SECRET_KEY=MINIO_SECRET)
     p = rig.start("node-" + name, [binary, "serve", "--listen", "127.0.0.1:%d" % port, "--data-dir", data,
-                                   "--ram", "2GiB", "--disk", "1GiB", "--freshness", "immutable",
+                                   "--ram", ram, "--disk", "1GiB", "--freshness", "immutable",
                                    "--origin", "s3://127.0.0.1:%d?secure=false" % origin,
                                    "--log-level", "warn"] + (["--pprof-listen", pprof] if pprof else []), env=env, pin=pin)
     wait_ready("http://127.0.0.1:%d/healthz" % port, p)
@@ -340,6 +343,8 @@ def main():
     ap.add_argument("--shared", action="store_true", help="caches and client on every core, none pinned")
     ap.add_argument("--list", action="store_true", help="with --client go: each reader lists the prefix before it reads")
     ap.add_argument("--presign", action="store_true", help="with --client go: presigned GETs (SigV4 in the query)")
+    ap.add_argument("--ram", default="2GiB",
+                    help="the nodes' --ram; smaller than a size's set (1,000 objects), its reads come from the disk tier")
     ap.add_argument("builds", nargs="+", metavar="NAME=GRANARY_BINARY")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -356,7 +361,7 @@ def main():
         origin = start_minio(rig)
         fill_origin(origin, sizes)
         targets = [start_node(rig, b.split("=", 1)[0], os.path.abspath(b.split("=", 1)[1]), origin, cache_pin,
-                              args.profile) for b in args.builds]
+                              args.profile, args.ram) for b in args.builds]
         targets.append(start_nginx(rig, origin, cache_pin))
         for t in targets:
             for kib in sizes:

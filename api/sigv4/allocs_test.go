@@ -8,10 +8,12 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/granary-dev/granary/internal/racedetect"
 )
 
 func TestVerifyAllocs(t *testing.T) {
-	if raceEnabled {
+	if racedetect.On {
 		t.Skip("the race detector makes sync.Pool drop items at random")
 	}
 	now := time.Now()
