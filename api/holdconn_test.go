@@ -11,24 +11,10 @@ import (
 )
 
 func TestTrackedConnHoldsTheHead(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	raw, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
+	client, raw, ln := tcpPair(t)
 	tl := newTrackingListener(ln, 0, func() {})
 	c := tl.admit(raw)
 	defer c.Close()
-	client.SetReadDeadline(time.Now().Add(30 * time.Second))
 	expect := func(want string) {
 		t.Helper()
 		got := make([]byte, len(want))
@@ -69,4 +55,28 @@ func TestTrackedConnHoldsTheHead(t *testing.T) {
 	c.silent.Store(false)
 	c.Write([]byte("end"))
 	expect("end")
+}
+
+// tcpPair returns both ends of a loopback connection and the listener
+// that accepted it, all closed when t ends; the client's reads fail
+// after 30 s.
+func tcpPair(t *testing.T) (client, server net.Conn, ln net.Listener) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	server, err = ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	client.SetReadDeadline(time.Now().Add(30 * time.Second))
+	return client, server, ln
 }

@@ -8,7 +8,6 @@ package api
 import (
 	"bytes"
 	"io"
-	"net"
 	"os"
 	"testing"
 
@@ -19,21 +18,7 @@ func TestSendFileAllocs(t *testing.T) {
 	if racedetect.On {
 		t.Skip("the race detector allocates")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	server, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer server.Close()
+	client, server, _ := tcpPair(t)
 	f, err := os.CreateTemp(t.TempDir(), "body")
 	if err != nil {
 		t.Fatal(err)
