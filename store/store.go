@@ -44,6 +44,9 @@ var (
 
 	// ErrNotFound means a tier does not hold a chunk.
 	ErrNotFound = errors.New("store: chunk not cached")
+	// ErrNotLendable means a FileLender holds a chunk it cannot lend
+	// unread (a Get reads it).
+	ErrNotLendable = errors.New("store: chunk not lendable unread")
 	// ErrTooLarge means a chunk can never fit a tier's budget.
 	ErrTooLarge = errors.New("store: chunk larger than the tier")
 	// ErrNotAdmitted means a full tier declined a chunk to keep the
@@ -379,4 +382,26 @@ type Lender interface {
 type FileSpan interface {
 	Lease
 	File() (fd uintptr, off int64)
+}
+
+// FileLender is a Tier that can lend where a chunk lies in a file without
+// reading it: the kernel sends it from there (sendfile), and ReadAt reads
+// it, while the lease is held. The chunk's bytes are not checked as a Get
+// checks them: a tier lends only chunks it can vouch for without reading
+// them, and fails with ErrNotLendable for the others (a Get serves them).
+// n is the chunk's length; record is Get's or Peek's way of counting.
+type FileLender interface {
+	LendFile(id ChunkID, record bool) (span FileChunk, n int64, err error)
+}
+
+// FileChunk is a FileLender's lease on a chunk in a file.
+type FileChunk interface {
+	FileSpan
+	io.ReaderAt // reads within the chunk: off 0 is its first byte
+}
+
+// AdmitChecker is an Admitter that can say whether a Put of n bytes
+// under id would pass its admission now, changing nothing.
+type AdmitChecker interface {
+	WouldAdmit(id ChunkID, n int) bool
 }

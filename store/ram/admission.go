@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/granary-dev/granary/internal/sketch"
+	"github.com/granary-dev/granary/store"
 )
 
 // Policy names accepted in Options.Policy.
@@ -126,6 +127,37 @@ func (a *admission) accessed(h uint64, miss bool) {
 // takeMiss clears the mark of h and reports whether there was one.
 func (a *admission) takeMiss(h uint64) bool {
 	return a.missed[h&(missSlots-1)].CompareAndSwap(h, 0)
+}
+
+// missedNow reports whether h carries a miss mark, leaving it.
+func (a *admission) missedNow(h uint64) bool { return a.missed[h&(missSlots-1)].Load() == h }
+
+// WouldAdmit reports whether a Put of n bytes under id would pass the
+// admission filter now: the tier has room for it, or it beats every chunk
+// it would evict. It changes nothing a Put would see differently (the
+// victims' walk sets pinned chunks aside, as a Put's does). A tier without
+// a filter admits all it can hold.
+func (t *Tier) WouldAdmit(id store.ChunkID, n int) bool {
+	size := t.cost(id, n)
+	if size > t.capacity || t.closed.Load() {
+		return false
+	}
+	if t.adm == nil {
+		return true
+	}
+	oh := t.objectHash(id.Bucket, id.Key)
+	h := t.chunkHash(oh, id)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	need := t.used.Load() + size - t.capacity
+	if s := t.shared; s != nil {
+		need = max(need, s.used.Load()+size-s.total)
+	}
+	if need <= 0 {
+		return true
+	}
+	cand := t.candidate(h, t.adm.missedNow(h))
+	return cand > 0 && t.beats(cand, t.victims(need, t.judgePins()))
 }
 
 // frequency estimates how often the chunk with hash h was asked for lately.

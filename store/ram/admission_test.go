@@ -350,3 +350,47 @@ func TestSketchSize(t *testing.T) {
 		}
 	}
 }
+
+// TestWouldAdmit: WouldAdmit says what the next Put would do, changing
+// nothing: yes with room, no for a chunk no more frequent than its
+// victims (twice, and the Put then declines it), yes once it is read
+// more often than they were (and the Put admits it); an LRU tier admits
+// all it can hold.
+func TestWouldAdmit(t *testing.T) {
+	ids := sameSizeIDs(40)
+	data := make([]byte, 4<<10)
+	roomy := New(Options{Capacity: 1 << 20})
+	defer roomy.Close()
+	if !roomy.WouldAdmit(ids[0], len(data)) || roomy.WouldAdmit(ids[0], 2<<20) {
+		t.Fatal("a tier with room: WouldAdmit must admit what fits and only that")
+	}
+	tier := fullTier(t, ids, data)
+	cold := ids[len(ids)-1] // read once, declined
+	for range 2 {
+		if tier.WouldAdmit(cold, len(data)) {
+			t.Fatal("WouldAdmit(a chunk read no more often than the victims) = true")
+		}
+	}
+	if err := tier.Put(cold, data); !errors.Is(err, store.ErrNotAdmitted) {
+		t.Fatalf("Put after WouldAdmit said no = %v, want ErrNotAdmitted", err)
+	}
+	for range 3 {
+		tier.Get(cold) //nolint:errcheck // a miss, counted
+	}
+	if !tier.WouldAdmit(cold, len(data)) {
+		t.Fatal("WouldAdmit(a chunk read more often than the victims) = false")
+	}
+	if err := tier.Put(cold, data); err != nil {
+		t.Fatalf("Put after WouldAdmit said yes = %v", err)
+	}
+	lru := New(Options{Capacity: 2 * charge(ids[0], data), Policy: PolicyLRU})
+	defer lru.Close()
+	for _, id := range ids[:3] {
+		if !lru.WouldAdmit(id, len(data)) {
+			t.Fatal("an LRU tier: WouldAdmit = false")
+		}
+		if err := lru.Put(id, data); err != nil {
+			t.Fatalf("LRU Put: %v", err)
+		}
+	}
+}

@@ -108,6 +108,7 @@ var (
 	_ store.Tier          = (*Tier)(nil)
 	_ store.VersionLister = (*Tier)(nil)
 	_ store.Admitter      = (*Tier)(nil)
+	_ store.AdmitChecker  = (*Tier)(nil)
 	_ store.Holder        = (*Tier)(nil)
 	_ store.Peeker        = (*Tier)(nil)
 	_ store.BucketSizer   = (*Tier)(nil)
@@ -219,16 +220,17 @@ func (t *Tier) now() int64 { return int64(time.Since(t.epoch)) }
 
 // charge is what a chunk on the heap costs against the budget.
 func charge(id store.ChunkID, data []byte) int64 {
-	return int64(len(data)) + EntryOverhead + int64(len(id.Bucket)+len(id.Key)+len(id.ETag))
+	return (&Tier{}).cost(id, len(data))
 }
 
 // cost is what a chunk costs the tier: an arena chunk's bytes count in
 // whole pages (the pages it is written to).
-func (t *Tier) cost(id store.ChunkID, data []byte) int64 {
-	if t.arenaHolds(len(data)) {
-		return charge(id, data) + (pageSize-int64(len(data))%pageSize)%pageSize
+func (t *Tier) cost(id store.ChunkID, n int) int64 {
+	c := int64(n) + EntryOverhead + int64(len(id.Bucket)+len(id.Key)+len(id.ETag))
+	if t.arenaHolds(n) {
+		return c + (pageSize-int64(n)%pageSize)%pageSize
 	}
-	return charge(id, data)
+	return c
 }
 
 // arenaHolds reports whether a chunk of n bytes goes to the arena.
@@ -365,7 +367,7 @@ func (t *Tier) PutAlways(id store.ChunkID, data []byte) error {
 // store.ErrPinnedFull, evicting nothing, if the chunks it could evict are
 // all pinned (a pin added while it evicts can still stop it half way).
 func (t *Tier) put(id store.ChunkID, data []byte, filter bool) error {
-	size := t.cost(id, data)
+	size := t.cost(id, len(data))
 	if size > t.capacity {
 		return store.ErrTooLarge
 	}
