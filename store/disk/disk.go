@@ -202,6 +202,7 @@ type Tier struct {
 var _ store.Tier = (*Tier)(nil)
 var _ store.VersionLister = (*Tier)(nil)
 var _ store.Admitter = (*Tier)(nil)
+var _ store.FileLender = (*Tier)(nil)
 var _ store.Holder = (*Tier)(nil)
 var _ store.Peeker = (*Tier)(nil)
 var _ store.ReadNoter = (*Tier)(nil)
@@ -293,13 +294,18 @@ func (t *Tier) Close() error {
 	return nil
 }
 
-// closeFiles closes every open segment file. No operation is in flight
-// (Close holds closeMu; Open has not returned the tier yet).
+// closeFiles closes every open segment file but those lent (LendFile),
+// which their last lease closes. No other operation is in flight (Close
+// holds closeMu; Open has not returned the tier yet).
 func (t *Tier) closeFiles() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, u := range t.units {
-		if u.f != nil {
+		switch {
+		case u.f == nil:
+		case u.refs > 1:
+			u.orphaned = true
+		default:
 			_ = u.f.Close()
 		}
 	}

@@ -28,10 +28,15 @@ type unit struct {
 	kind index.Kind
 	size int64    // bytes on disk; for a segment, the end of the last reservation
 	f    *os.File // segments: open for the unit's life; chunk files: nil
+	// written: this process wrote every chunk of the unit (a segment it
+	// created), so their bytes are what it wrote unless the device
+	// fails, and a read of them is not checked to be lent (lend.go).
+	written bool
 
 	// Guarded by Tier.mu.
 	refs       int
 	detached   bool
+	orphaned   bool  // the tier closed while it was lent: refs 1 closes f
 	prev, next *unit // LRU links
 	// Admission counters (see admission): live chunks written to the
 	// unit, and the sum of their access counts.
@@ -120,7 +125,7 @@ func (t *Tier) unitPath(u *unit) string {
 
 // acquire returns the live unit id with a reference taken, marks it
 // recently used (unless it is set aside as pinned) and counts a hit in
-// it, or returns nil if it is not live. Only Get calls it.
+// it, or returns nil if it is not live. Only reads call it.
 func (t *Tier) acquire(id uint64, access bool) *unit {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -143,14 +148,19 @@ func (t *Tier) isLive(id uint64) bool {
 	return t.units[id] != nil
 }
 
-// release drops a reference; the last one destroys a detached unit.
+// release drops a reference; the last one destroys a detached unit, and
+// the last lease of a unit the tier closed meanwhile closes its file.
 func (t *Tier) release(u *unit) {
 	t.mu.Lock()
 	u.refs--
 	last := u.refs == 0
+	orphan := u.refs == 1 && u.orphaned
 	t.mu.Unlock()
-	if last {
+	switch {
+	case last:
 		t.destroy(u)
+	case orphan:
+		_ = u.f.Close()
 	}
 }
 
@@ -367,7 +377,7 @@ func (t *Tier) newSegmentLocked(active **unit) error {
 		return ioErr("create segment", err)
 	}
 	t.nextUnit++
-	u := &unit{id: id, kind: index.InSegment, f: f, refs: 1}
+	u := &unit{id: id, kind: index.InSegment, f: f, refs: 1, written: true}
 	t.units[id] = u
 	t.lru.pushFront(u)
 	*active = u
