@@ -14,7 +14,9 @@ package api
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -194,8 +196,10 @@ func (lc *laneConn) value(slot int) []byte {
 }
 
 // query is what the request asks of its object: its range, conditions.
+// The lane sends a body that lies in a file only from there (its
+// connections are plain TCP: sendFileBody).
 func (lc *laneConn) query() getQuery {
-	var q getQuery
+	q := getQuery{fileFrom: membody.FileMin}
 	q.rng, q.kind = parseRange(lc.value(optRange))
 	q.cond, q.hasCond = conditionsOf(lc.value(optIfMatch), lc.value(optIfNoneMatch),
 		lc.value(optIfModifiedSince), lc.value(optIfUnmodifiedSince))
@@ -358,6 +362,9 @@ func (lc *laneConn) sendObject(r *request, obj *gateway.Object, small *[]byte) b
 	}
 	c.Hold()
 	c.Write(head) //nolint:errcheck // held: it leaves with the body
+	if fd, off, ok := obj.FileOnly(); ok {
+		return lc.sendFileBody(r, obj, fd, off)
+	}
 	if b, ok := obj.Bytes(); ok && int64(len(b)) == obj.Length {
 		body := membody.Owned(b, c, obj)
 		_, err := body.WriteTo(c)
@@ -372,4 +379,24 @@ func (lc *laneConn) sendObject(r *request, obj *gateway.Object, small *[]byte) b
 	st.WriteTo(c) //nolint:errcheck // st.err has it
 	st.Close()    // reports r
 	return st.err == nil
+}
+
+// sendFileBody sends obj's body, which lies in a file only (at off in
+// fd: Object.FileOnly), after the head lc's connection holds, by
+// reference; where the connection cannot (never here: the lane serves
+// plain TCP), it sends the head and then the body read from the file.
+func (lc *laneConn) sendFileBody(r *request, obj *gateway.Object, fd uintptr, off int64) bool {
+	c := lc.c
+	n, err := membody.SendFile(c, fd, off, int(obj.Length))
+	switch {
+	case errors.Is(err, errors.ErrUnsupported):
+		if err = c.Release(); err == nil {
+			_, err = io.Copy(c, obj)
+		}
+	case err == nil && n != obj.Length:
+		err = io.ErrShortWrite
+	}
+	obj.Close()
+	lc.l.s.report(r, obj.Length, nil)
+	return err == nil
 }

@@ -65,6 +65,9 @@ type getQuery struct {
 	kind    rangeKind
 	cond    conditions
 	hasCond bool
+	// fileFrom: the answer's sender sends a body of this many bytes or
+	// more from a file (gateway.GetOptions.FileFrom); 0: never.
+	fileFrom int64
 }
 
 // status is the status of q's answer when its object opens.
@@ -87,7 +90,7 @@ func (s objects) openGet(h, errh headerSink, r *request, q getQuery) (*gateway.O
 	var obj *gateway.Object
 	var err error
 	if q.kind == rangeNone && !q.hasCond {
-		obj, err = s.engine.Get(r.ctx, r.bucket, r.key, gateway.GetOptions{})
+		obj, err = s.engine.Get(r.ctx, r.bucket, r.key, gateway.GetOptions{FileFrom: q.fileFrom})
 	} else {
 		obj, err = s.getChecked(errh, r, q)
 	}
@@ -109,7 +112,7 @@ func (s objects) openGet(h, errh headerSink, r *request, q getQuery) (*gateway.O
 // the validators with a 304.
 func (s objects) getChecked(h headerSink, r *request, q getQuery) (*gateway.Object, error) {
 	var seen *store.ObjectInfo // the info Check ran on: Check runs inside Get
-	opts := gateway.GetOptions{Check: func(info store.ObjectInfo) error {
+	opts := gateway.GetOptions{FileFrom: q.fileFrom, Check: func(info store.ObjectInfo) error {
 		seen = &info
 		if q.hasCond {
 			return q.cond.check(info)

@@ -1,11 +1,13 @@
 // A warm body RAM keeps in its arena leaves by sendfile, from its place
 // in the arena's file; over TLS it is copied. Either way the bytes are
-// the object's and every lease on them ends.
+// the object's and every lease on them ends. A disk hit RAM does not
+// keep leaves the GET lane by sendfile from its segment, unread.
 package api
 
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net/http"
 	"testing"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/granary-dev/granary/gateway"
 	"github.com/granary-dev/granary/internal/membody"
 	"github.com/granary-dev/granary/internal/poll"
+	"github.com/granary-dev/granary/store/disk"
 	"github.com/granary-dev/granary/store/ram"
 )
 
@@ -91,4 +94,62 @@ func checkArenaBodies(t *testing.T, e *env, tier *ram.Tier, fromFile bool) {
 			t.Fatalf("%s= %v after bodies sent from the file", name, sent)
 		}
 	}
+}
+
+// TestDiskHitSentFromFile: with no RAM tier, a warm object of the disk
+// tier, whole and a range of it, leaves the lane from its segment by
+// sendfile; a part too small for that is read and copied. The bytes are
+// the object's each time.
+func TestDiskHitSentFromFile(t *testing.T) {
+	origin, root := backends[0].open(t)
+	tier, err := disk.Open(disk.Options{Dir: t.TempDir(), Capacity: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tier.Close() })
+	e := newEnvOver(t, gateway.Options{Origin: origin, Disk: tier}, root, nil)
+	bucket := e.makeBucket(t, "diskfile")
+	body := make([]byte, 200_000)
+	for i := range body {
+		body[i] = byte(i*13 + i/4096)
+	}
+	info := e.put(t, bucket, "sample", body, minio.PutObjectOptions{})
+	if _, err := e.get(t, bucket, "sample", minio.GetObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the object on the disk tier", func() bool { return tier.Held(bucket, "sample", info.ETag) == int64(len(body)) })
+	// A client of its own: e.client's connection wrote, and stays with
+	// fasthttp, which reads a disk hit as before.
+	reader := e.newClient(t, &http.Transport{})
+	for _, c := range []struct {
+		start, end int64 // inclusive; -1: the whole object
+		fromFile   bool
+	}{{-1, -1, true}, {10_000, 109_999, true}, {100, 20_099, false}} {
+		var opts minio.GetObjectOptions
+		want := body
+		if c.start >= 0 {
+			opts.SetRange(c.start, c.end) //nolint:errcheck // a valid range
+			want = body[c.start : c.end+1]
+		}
+		before := membody.FileBytes()
+		got, err := readAll(reader.GetObject(t.Context(), bucket, "sample", opts))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("bytes %d-%d: read %d bytes (%v), not the object's %d", c.start, c.end, len(got), err, len(want))
+		}
+		if c.fromFile {
+			poll.Until(t, fmt.Sprintf("bytes %d-%d counted as sent from the segment", c.start, c.end),
+				func() bool { return membody.FileBytes()-before >= int64(len(want)) })
+		} else if sent := membody.FileBytes() - before; sent != 0 {
+			t.Fatalf("bytes %d-%d: %d bytes sent from a file, want none", c.start, c.end, sent)
+		}
+	}
+}
+
+// readAll reads a minio-go object whole and closes it.
+func readAll(obj *minio.Object, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer obj.Close()
+	return io.ReadAll(obj)
 }

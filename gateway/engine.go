@@ -55,6 +55,10 @@ func (r Range) Resolve(size int64) (off, n int64, err error) {
 type GetOptions struct {
 	Range *Range
 	Check func(store.ObjectInfo) error
+	// FileFrom: the caller sends a body of at least this many bytes from
+	// a file (Object.File) by reference; a disk hit may then come unread
+	// (diskfile.go). 0: never.
+	FileFrom int64
 }
 
 // Object is an open object body. Offset and Length give the bytes it
@@ -67,6 +71,7 @@ type Object struct {
 	whole  []byte      // the body as one slice, when it is already in memory
 	mem    bytesReader // ReadCloser when whole is set: one allocation per Get
 	within int64       // where whole starts in its chunk
+	file   *fileBody   // ReadCloser when the body is lent unread from a file
 }
 
 // WriteTo writes the body to w, straight from the cache's memory where the
@@ -94,6 +99,17 @@ func (o *Object) File() (fd uintptr, off int64, ok bool) {
 		return 0, 0, false
 	}
 	return leaseFile(o.mem.lease, o.within)
+}
+
+// FileOnly returns where the body lies in a file when it came from the
+// disk tier unread (GetOptions.FileFrom; Bytes then has none): the
+// caller sends it from there until the object is closed, or reads it.
+func (o *Object) FileOnly() (fd uintptr, off int64, ok bool) {
+	if o.file == nil {
+		return 0, 0, false
+	}
+	fd, at := o.file.chunk.File()
+	return fd, at + o.file.off, true
 }
 
 // Engine is the caching engine. It is safe for concurrent use.

@@ -70,13 +70,18 @@ func (e *Engine) Get(ctx context.Context, bucket, key string, opts GetOptions) (
 	if single && (fl.fl == nil || idx != 0) {
 		w = newWalker(forGet, e.chunkID(info, idx), e.chunkLen(info.Size, idx), wantNow)
 		w.lends = true // the object's Close releases the lease
+		within := off - idx*e.opts.ChunkSize
 		if got, ok := e.walk(&w); ok {
 			fl.release()
-			within := off - idx*e.opts.ChunkSize
 			obj.whole = got.ref.data[within : within+n]
 			obj.mem.data, obj.mem.lease = obj.whole, got.ref.lease
 			obj.within = within
 			obj.ReadCloser = &obj.mem
+			return obj, nil
+		}
+		if f := e.diskFile(&w, within, n, opts.FileFrom); f != nil {
+			fl.release()
+			obj.file, obj.ReadCloser = f, f
 			return obj, nil
 		}
 	}

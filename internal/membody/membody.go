@@ -185,10 +185,28 @@ func (m *Body) sendFile() (int64, error) {
 		return 0, errors.ErrUnsupported
 	}
 	sent := int64(len(m.b) - m.Len())
-	n, err := fs.SendFile(fd, off+sent, m.Len())
-	fileBytes.Add(n)
+	n, err := sendFile(fs, fd, off+sent, m.Len())
 	m.Reader.Seek(n, io.SeekCurrent) //nolint:errcheck // n is at most what was left
 	return n, err
+}
+
+// SendFile sends what conn holds (a response's head), then n bytes of
+// the file fd from off, by reference: a body that lies in a file only.
+// errors.ErrUnsupported, having sent nothing and ended no hold, where
+// conn cannot (see FileSender).
+func SendFile(conn net.Conn, fd uintptr, off int64, n int) (int64, error) {
+	fs, ok := conn.(FileSender)
+	if !ok {
+		return 0, errors.ErrUnsupported
+	}
+	return sendFile(fs, fd, off, n)
+}
+
+// sendFile is fs.SendFile, its bytes counted (FileBytes).
+func sendFile(fs FileSender, fd uintptr, off int64, n int) (int64, error) {
+	sent, err := fs.SendFile(fd, off, n)
+	fileBytes.Add(sent)
+	return sent, err
 }
 
 // Close ends the connection's hold (see Stream) and lets the owner go.
