@@ -60,12 +60,7 @@ func checkArenaBodies(t *testing.T, e *env, tier *ram.Tier, fromFile bool) {
 		start, end int64 // inclusive; -1: the whole object
 		copied     bool  // small enough to be copied anyway
 	}{{-1, -1, false}, {50_000, 249_999, false}, {100, 100_099, true}, {100, 20_099, true}} {
-		var opts minio.GetObjectOptions
-		want := body
-		if c.start >= 0 {
-			opts.SetRange(c.start, c.end) //nolint:errcheck // a valid range
-			want = body[c.start : c.end+1]
-		}
+		opts, want := rangeOf(body, c.start, c.end)
 		before := membody.FileBytes()
 		got, err := e.get(t, bucket, "sample", opts)
 		if err != nil || !bytes.Equal(got, want) {
@@ -125,12 +120,7 @@ func TestDiskHitSentFromFile(t *testing.T) {
 		start, end int64 // inclusive; -1: the whole object
 		fromFile   bool
 	}{{-1, -1, true}, {10_000, 109_999, true}, {100, 20_099, false}} {
-		var opts minio.GetObjectOptions
-		want := body
-		if c.start >= 0 {
-			opts.SetRange(c.start, c.end) //nolint:errcheck // a valid range
-			want = body[c.start : c.end+1]
-		}
+		opts, want := rangeOf(body, c.start, c.end)
 		before := membody.FileBytes()
 		got, err := readAll(reader.GetObject(t.Context(), bucket, "sample", opts))
 		if err != nil || !bytes.Equal(got, want) {
@@ -152,4 +142,15 @@ func readAll(obj *minio.Object, err error) ([]byte, error) {
 	}
 	defer obj.Close()
 	return io.ReadAll(obj)
+}
+
+// rangeOf is a GET of bytes start to end (inclusive) of body, and those
+// bytes; the whole body if start is -1.
+func rangeOf(body []byte, start, end int64) (minio.GetObjectOptions, []byte) {
+	var opts minio.GetObjectOptions
+	if start < 0 {
+		return opts, body
+	}
+	opts.SetRange(start, end) //nolint:errcheck // a valid range
+	return opts, body[start : end+1]
 }
