@@ -66,6 +66,7 @@ device-kit: deps bench-deps
 bench: deps bench-deps build
 	$(GO) run ./loadtest -granary bin/granary
 	scripts/warmrig.py granary=bin/granary
+	scripts/warmrig.py --client go --shared --sizes 100 --ram 64MiB granary=bin/granary # RAM under the set: disk hits
 	$(GO) run ./loadtest -granary bin/granary -scenario bodies
 	$(GO) run ./loadtest -granary bin/granary -scenario checkpoint
 	$(GO) run ./loadtest -granary bin/granary -scenario checkpoint -origin-payload crc32c -out loadtest/results/checkpoint-crc32c.md
