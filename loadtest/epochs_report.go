@@ -158,7 +158,8 @@ func (r *epochsReport) cappedHeader(b *strings.Builder) {
 	fitRAM, fitDisk := p.fitBudget()
 	evRAM, evDisk := p.evictBudget()
 	fmt.Fprintf(b, "Cache that holds the data set: --ram %s --disk %s. Cache half the data set: --ram %s --disk %s. "+
-		"The gateway keeps every chunk it reads in RAM and queues it to disk, and copies a disk hit back into RAM, so "+
+		"The gateway keeps the chunks it reads in RAM (as far as RAM's admission takes them) and queues them to disk, "+
+		"and copies a disk hit back into RAM where RAM's admission takes it (one it declines is sent from its segment), so "+
 		"RAM mostly holds a subset of the disk tier: the disk tier is the capacity that counts, sized to half the data set, "+
 		"and RAM is kept small so it adds little beyond it. The bound is the disk tier's capacity (as the node reports it) "+
 		"over the data set: the hit rate a cache that size can expect at best when every sample is read once per epoch "+
