@@ -39,20 +39,15 @@ func (t *Tier) LendFile(id store.ChunkID, record bool) (store.FileChunk, int64, 
 	if loc.Kind != index.InSegment {
 		return nil, 0, store.ErrNotLendable
 	}
-	u := t.acquire(loc.Unit, false)
-	if u == nil {
-		return nil, 0, store.ErrNotFound
-	}
-	if !u.written { // counted by the Get that reads it instead
-		t.release(u)
+	u, written := t.acquireWritten(loc.Unit, record, true)
+	switch {
+	case !written: // counted by the Get that reads it instead
 		return nil, 0, store.ErrNotLendable
+	case u == nil:
+		return nil, 0, store.ErrNotFound
 	}
 	if record {
 		t.recordGet(id)
-		t.mu.Lock()
-		t.touchLocked(u)
-		noteHitLocked(u)
-		t.mu.Unlock()
 	}
 	return &lentChunk{t: t, u: u, off: loc.Offset, n: loc.Length}, loc.Length, nil
 }

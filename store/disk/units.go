@@ -127,18 +127,29 @@ func (t *Tier) unitPath(u *unit) string {
 // recently used (unless it is set aside as pinned) and counts a hit in
 // it, or returns nil if it is not live. Only reads call it.
 func (t *Tier) acquire(id uint64, access bool) *unit {
+	u, _ := t.acquireWritten(id, access, false)
+	return u
+}
+
+// acquireWritten is acquire, but with written it takes only a unit this
+// process wrote: for another it returns nil and false, having taken and
+// counted nothing.
+func (t *Tier) acquireWritten(id uint64, access, written bool) (*unit, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	u := t.units[id]
 	if u == nil {
-		return nil
+		return nil, true
+	}
+	if written && !u.written {
+		return nil, false
 	}
 	u.refs++
 	if access {
 		t.touchLocked(u)
 		noteHitLocked(u)
 	}
-	return u
+	return u, true
 }
 
 // isLive reports whether unit id is in the table.

@@ -218,15 +218,16 @@ func (t *Tier) chunkHash(oh uint64, id store.ChunkID) uint64 {
 // now is the policy clock: monotonic nanoseconds since the tier started.
 func (t *Tier) now() int64 { return int64(time.Since(t.epoch)) }
 
-// charge is what a chunk on the heap costs against the budget.
-func charge(id store.ChunkID, data []byte) int64 {
-	return (&Tier{}).cost(id, len(data))
+// heapCost is what a chunk of n bytes on the heap costs against the
+// budget.
+func heapCost(id store.ChunkID, n int) int64 {
+	return int64(n) + EntryOverhead + int64(len(id.Bucket)+len(id.Key)+len(id.ETag))
 }
 
 // cost is what a chunk costs the tier: an arena chunk's bytes count in
 // whole pages (the pages it is written to).
 func (t *Tier) cost(id store.ChunkID, n int) int64 {
-	c := int64(n) + EntryOverhead + int64(len(id.Bucket)+len(id.Key)+len(id.ETag))
+	c := heapCost(id, n)
 	if t.arenaHolds(n) {
 		return c + (pageSize-int64(n)%pageSize)%pageSize
 	}

@@ -12,6 +12,9 @@ import (
 	"github.com/granary-dev/granary/store/storetest"
 )
 
+// charge is what a chunk of data on the heap costs against the budget.
+func charge(id store.ChunkID, data []byte) int64 { return heapCost(id, len(data)) }
+
 func newTestTier(t *testing.T, capacity int64) store.Tier {
 	tier := New(Options{Capacity: capacity, Policy: PolicyLRU})
 	t.Cleanup(func() { _ = tier.Close() })
