@@ -37,15 +37,16 @@ type ckptRun struct {
 	proxy *slowproxy.Proxy
 	rep   *ckptReport
 	logf  func(string, ...any)
-	node  *granaryProc // the granary node the rows measure; nil: none
+	// cache is the processes of the cache the rows measure (a granary
+	// node, nginx's workers); nil: none.
+	cache procSet
 }
 
-// nodeTime is the CPU time the measured node has run; 0 without one.
-func (r *ckptRun) nodeTime() time.Duration {
-	if r.node == nil {
-		return 0
-	}
-	t, err := r.node.runTime()
+// cacheTime is the time the measured cache's threads have run
+// (procRunTime: neither a Go process nor an nginx worker drops its
+// threads); 0 without one.
+func (r *ckptRun) cacheTime() time.Duration {
+	t, err := sumOver(r.cache, procRunTime)
 	if err != nil {
 		return 0
 	}
@@ -159,27 +160,27 @@ func makeBuckets(ctx context.Context, mio *miniotest.Server, names ...string) er
 // started. The row's origin bytes are those the proxy carried meanwhile.
 func (r *ckptRun) save(ctx context.Context, cl *minio.Client, op, target, bucket string) (time.Time, error) {
 	up0, _ := r.proxy.Forwarded()
-	c0 := r.nodeTime()
+	c0 := r.cacheTime()
 	start := time.Now()
 	d, err := saveCheckpoint(ctx, cl, bucket, ckptPrefix, r.ck)
 	if err != nil {
 		return start, err
 	}
 	up1, _ := r.proxy.Forwarded()
-	r.add(ckptRow{op: op, target: target, bytes: r.ck.plan.total(), elapsed: d, originBytes: up1 - up0, nodeCPU: r.nodeTime() - c0})
+	r.add(ckptRow{op: op, target: target, bytes: r.ck.plan.total(), elapsed: d, originBytes: up1 - up0, cacheCPU: r.cacheTime() - c0})
 	return start, nil
 }
 
 // restore restores the checkpoint from bucket as one row.
 func (r *ckptRun) restore(ctx context.Context, cl *minio.Client, target, bucket string) error {
 	_, down0 := r.proxy.Forwarded()
-	c0 := r.nodeTime()
+	c0 := r.cacheTime()
 	d, err := restoreCheckpoint(ctx, cl, bucket, ckptPrefix, r.ck)
 	if err != nil {
 		return err
 	}
 	_, down1 := r.proxy.Forwarded()
-	r.add(ckptRow{op: "restore", target: target, bytes: r.ck.plan.total(), elapsed: d, originBytes: down1 - down0, nodeCPU: r.nodeTime() - c0})
+	r.add(ckptRow{op: "restore", target: target, bytes: r.ck.plan.total(), elapsed: d, originBytes: down1 - down0, cacheCPU: r.cacheTime() - c0})
 	return nil
 }
 
@@ -187,13 +188,13 @@ func (r *ckptRun) restore(ctx context.Context, cl *minio.Client, target, bucket 
 // cannot spread over several connections itself.
 func (r *ckptRun) restoreOne(ctx context.Context, cl *minio.Client, target, bucket string) error {
 	_, down0 := r.proxy.Forwarded()
-	c0 := r.nodeTime()
+	c0 := r.cacheTime()
 	d, err := restoreShards(ctx, cl, bucket, ckptPrefix, r.ck, 1)
 	if err != nil {
 		return err
 	}
 	_, down1 := r.proxy.Forwarded()
-	r.add(ckptRow{op: opRestoreOne, target: target, bytes: r.ck.plan.shardSize, elapsed: d, originBytes: down1 - down0, nodeCPU: r.nodeTime() - c0})
+	r.add(ckptRow{op: opRestoreOne, target: target, bytes: r.ck.plan.shardSize, elapsed: d, originBytes: down1 - down0, cacheCPU: r.cacheTime() - c0})
 	return nil
 }
 

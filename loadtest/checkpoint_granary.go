@@ -40,7 +40,7 @@ func (r *ckptRun) granary(ctx context.Context, o options, mio *miniotest.Server,
 	}
 	ram, disk := ckptBudget(r.ck.plan, r.rep.quick)
 	r.rep.granaryRAM = ram
-	defer func() { r.node = nil }()
+	defer func() { r.cache = nil }()
 	// The dirty limit leaves room for the whole checkpoint, so the
 	// write-back save is not held back by the upload behind it.
 	args := []string{"--config", cfg, "--write-mode", "write-through", "--dirty-limit", strconv.FormatInt(2*r.ck.plan.total(), 10)}
@@ -49,7 +49,7 @@ func (r *ckptRun) granary(ctx context.Context, o options, mio *miniotest.Server,
 		if err != nil {
 			return nil, nil, err
 		}
-		r.node = g
+		r.cache = pidOf(g.cmd.Process.Pid)
 		cl, err := newCkptClient(g.addr, granaryAccess, granarySecret)
 		if err != nil {
 			g.stop()

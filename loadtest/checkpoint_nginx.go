@@ -28,6 +28,8 @@ func (r *ckptRun) nginx(ctx context.Context, mio *miniotest.Server) error {
 		return err
 	}
 	defer n.stop()
+	r.cache = childrenOf(n.cmd.Process.Pid)
+	defer func() { r.cache = nil }()
 	signed, err := newCkptClient(n.addr, mio.AccessKey, mio.SecretKey)
 	if err != nil {
 		return err

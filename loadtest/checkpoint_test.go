@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -76,12 +77,12 @@ func TestQuickCheckpointGranary(t *testing.T) {
 	if ack, done := rep.find("save", targetWBAck), rep.find("save", targetWBPersisted); done.elapsed < ack.elapsed {
 		t.Errorf("persisted after %v, before the acknowledgement at %v", done.elapsed, ack.elapsed)
 	}
-	// Every step a granary node served has its CPU, the direct ones none,
-	// nor the write-back save until flushed (a restore ran meanwhile).
+	// Every step a cache served has its CPU, the direct ones none, nor
+	// the write-back save until flushed (a restore ran meanwhile).
 	for _, row := range rep.rows {
-		granaryRow := row.target != targetDirect && row.target != targetWBPersisted && !strings.HasPrefix(row.target, "nginx")
-		if granaryRow != (row.nodeCPU > 0) {
-			t.Errorf("%s %s: node CPU %v", row.op, row.target, row.nodeCPU)
+		cached := row.target != targetDirect && row.target != targetWBPersisted
+		if cached != (row.cacheCPU > 0) {
+			t.Errorf("%s %s: cache CPU %v", row.op, row.target, row.cacheCPU)
 		}
 	}
 	if len(rep.rss) != 2 || rep.rss[0].bytes <= 0 || rep.rss[1].bytes <= 0 {
@@ -89,6 +90,8 @@ func TestQuickCheckpointGranary(t *testing.T) {
 	}
 	if md := rep.markdown(); !strings.Contains(md, "## The issue's targets") || !strings.Contains(md, "peak RSS") {
 		t.Errorf("report lacks the targets or the memory:\n%s", md)
+	} else if !regexp.MustCompile(`\| second restore from the cache, CPU per GiB against nginx's \| \d+\.\d\dx \(`).MatchString(md) {
+		t.Errorf("report lacks the second restore's CPU against nginx's:\n%s", md)
 	}
 }
 
