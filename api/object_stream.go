@@ -90,6 +90,20 @@ func (h *headFirst) Write(p []byte) (int, error) {
 	return int(n), err
 }
 
+// WriteFile sends n bytes of the file fd from off, by reference, after
+// the head if it is still held (gateway.FileWriter): a span under
+// membody.FileMin costs less to write.
+func (h *headFirst) WriteFile(fd uintptr, off int64, n int) (int64, error) {
+	if n < membody.FileMin {
+		return 0, errors.ErrUnsupported
+	}
+	sent, err := membody.SendFile(h.conn, fd, off, n)
+	if !errors.Is(err, errors.ErrUnsupported) {
+		h.sent = true
+	}
+	return sent, err
+}
+
 // deadlineWriter renews the connection's write deadline before each write
 // and remembers a failed write (the client's side, not the engine's).
 type deadlineWriter struct {
@@ -105,6 +119,21 @@ func (d *deadlineWriter) Write(p []byte) (int, error) {
 		d.err = err
 	}
 	return n, err
+}
+
+// WriteFile is Write for a span that lies in a file, where the writer
+// below can send it by reference (gateway.FileWriter).
+func (d *deadlineWriter) WriteFile(fd uintptr, off int64, n int) (int64, error) {
+	fw, ok := d.w.(gateway.FileWriter)
+	if !ok {
+		return 0, errors.ErrUnsupported
+	}
+	d.o.renewDeadline()
+	sent, err := fw.WriteFile(fd, off, n)
+	if err != nil && !errors.Is(err, errors.ErrUnsupported) {
+		d.err = err
+	}
+	return sent, err
 }
 
 // noteReadErr records an engine failure; an EOF before Length is one.

@@ -1,6 +1,7 @@
 // A warm body RAM keeps in its arena leaves by sendfile, from its place
 // in the arena's file; over TLS it is copied. Either way the bytes are
-// the object's and every lease on them ends. A disk hit RAM does not
+// the object's and every lease on them ends; so does a streamed body of
+// several chunks. A disk hit RAM does not
 // keep leaves the GET lane by sendfile from its segment, unread.
 package api
 
@@ -89,6 +90,39 @@ func checkArenaBodies(t *testing.T, e *env, tier *ram.Tier, fromFile bool) {
 			t.Fatalf("%s= %v after bodies sent from the file", name, sent)
 		}
 	}
+}
+
+// TestStreamedBodySentFromFile: an object of several chunks RAM keeps
+// in its arena, whole and a range across chunks, streams from the
+// arena's file by sendfile, through fasthttp (the connection that wrote
+// it) and through the GET lane (a new one). The bytes are the object's.
+func TestStreamedBodySentFromFile(t *testing.T) {
+	origin, root := backends[0].open(t)
+	tier := sendableRAM(t)
+	const chunk = 256 << 10
+	e := newEnvOver(t, gateway.Options{Origin: origin, RAM: tier, ChunkSize: chunk}, root, nil)
+	bucket := e.makeBucket(t, "streamed")
+	body := make([]byte, 4*chunk+100_000) // every chunk an arena one
+	for i := range body {
+		body[i] = byte(i*11 + i/4096)
+	}
+	e.put(t, bucket, "shard", body, minio.PutObjectOptions{})
+	if _, err := e.get(t, bucket, "shard", minio.GetObjectOptions{}); err != nil { // fills RAM
+		t.Fatal(err)
+	}
+	for _, cl := range []*minio.Client{e.client, e.newClient(t, &http.Transport{})} {
+		for _, r := range [][2]int64{{-1, -1}, {100, 3*chunk + 99_999}} { // no span under membody.FileMin
+			opts, want := rangeOf(body, r[0], r[1])
+			before := membody.FileBytes()
+			got, err := readAll(cl.GetObject(t.Context(), bucket, "shard", opts))
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("bytes %d-%d: read %d bytes (%v), not the object's %d", r[0], r[1], len(got), err, len(want))
+			}
+			poll.Until(t, fmt.Sprintf("bytes %d-%d counted as sent from the arena's file", r[0], r[1]),
+				func() bool { return membody.FileBytes()-before >= int64(len(want)) })
+		}
+	}
+	poll.Until(t, "every lease on RAM's chunks released", func() bool { return tier.Leases() == 0 })
 }
 
 // TestDiskHitSentFromFile: with no RAM tier, a warm object of the disk

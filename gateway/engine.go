@@ -61,6 +61,17 @@ type GetOptions struct {
 	FileFrom int64
 }
 
+// FileWriter is a writer that can also send bytes lying in a file, by
+// reference (sendfile), after what it was written before: Object.WriteTo
+// hands it the spans of a streamed body that lie in one. WriteFile
+// returns errors.ErrUnsupported, having sent nothing, where it would
+// rather be written the bytes (a span too small to pay, a connection
+// with no socket of its own).
+type FileWriter interface {
+	io.Writer
+	WriteFile(fd uintptr, off int64, n int) (int64, error)
+}
+
 // Object is an open object body. Offset and Length give the bytes it
 // yields (the whole object when no range was asked). The caller must Close.
 type Object struct {

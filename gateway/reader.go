@@ -336,8 +336,10 @@ func (r *objectReader) Read(p []byte) (int, error) {
 }
 
 // WriteTo writes the rest of the range to w straight from the cache's
-// memory, without copying it through a buffer.
+// memory, without copying it through a buffer; where w is a FileWriter,
+// the spans that lie in a file (RAM's arena) by reference.
 func (r *objectReader) WriteTo(w io.Writer) (int64, error) {
+	fw, _ := w.(FileWriter)
 	var total int64
 	for {
 		b, err := r.span()
@@ -347,13 +349,39 @@ func (r *objectReader) WriteTo(w io.Writer) (int64, error) {
 		if err != nil {
 			return total, err
 		}
-		n, err := w.Write(b)
-		r.off += int64(n)
-		total += int64(n)
+		n, err := r.send(w, fw, b)
+		r.off += n
+		total += n
 		if err != nil {
 			return total, err
 		}
 	}
+}
+
+// send writes b, the span at r.off, to w: from the file it lies in by
+// reference where fw (w, or nil) takes it, else by copy.
+func (r *objectReader) send(w io.Writer, fw FileWriter, b []byte) (int64, error) {
+	if fw != nil {
+		if fd, at, ok := r.spanFile(); ok {
+			n, err := fw.WriteFile(fd, at, len(b))
+			if !errors.Is(err, errors.ErrUnsupported) {
+				return n, err
+			}
+		}
+	}
+	n, err := w.Write(b)
+	return int64(n), err
+}
+
+// spanFile returns where the span at r.off lies in a file, if it does:
+// a chunk lent from RAM's arena, not a flight's buffer or a local copy
+// read into the reader's own.
+func (r *objectReader) spanFile() (fd uintptr, at int64, ok bool) {
+	f := r.window[0]
+	if f.local != nil || f.ref.fl != nil || f.ref.lease == nil {
+		return 0, 0, false
+	}
+	return leaseFile(f.ref.lease, r.off-f.idx*r.e.opts.ChunkSize)
 }
 
 // Close stops read-ahead lookups; flights already started run on, bounded
