@@ -21,6 +21,9 @@ type fillJob struct {
 	keep  bool    // past the tier's admission policy
 	paced bool    // background work: yields to clients (yield.go)
 	from  *flight // if set, data is its buffer, held until written
+	// lease, if set, is RAM's on data (lent in place): the job releases
+	// it once written, or dropped.
+	lease store.Lease
 	// tier is where it goes: nil for the filler's tier (owned chunks),
 	// else the hot copies on disk.
 	tier store.Tier
@@ -77,17 +80,20 @@ func newDiskFiller(e *Engine, tier store.Tier, max int64) *diskFiller {
 // or closed. A paced chunk (a fill's, not a client's miss) is written as
 // background work. If the data is flight from's buffer (else from is
 // nil), a queued job holds from until written; the caller holds it
-// meanwhile.
+// meanwhile. The job's lease, if any, is the filler's: released once
+// written or dropped.
 func (f *diskFiller) enqueue(job fillJob) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if f.closed {
+		release(job.lease)
 		return
 	}
 	n := int64(len(job.data))
 	if f.queued.Add(n) > f.max {
 		f.queued.Add(-n)
 		f.dropped.Inc()
+		release(job.lease)
 		return
 	}
 	if job.from != nil {
@@ -98,10 +104,16 @@ func (f *diskFiller) enqueue(job fillJob) {
 	default:
 		f.queued.Add(-n)
 		f.dropped.Inc()
-		if job.from != nil {
-			job.from.letGo()
-		}
+		job.done()
 	}
+}
+
+// done lets go of what the job held its data by, once written or dropped.
+func (job fillJob) done() {
+	if job.from != nil {
+		job.from.letGo()
+	}
+	release(job.lease)
 }
 
 // run writes queued chunks until the queue is closed and drained.
@@ -119,9 +131,7 @@ func (f *diskFiller) run() {
 			put()
 		}
 		f.queued.Add(-int64(len(job.data)))
-		if job.from != nil {
-			job.from.letGo()
-		}
+		job.done()
 	}
 }
 

@@ -343,9 +343,12 @@ func TestCacheSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
 	r := newRig(t, rigOptions{diskDir: dir, fresh: Freshness{Mode: Immutable}})
 	data := randBytes(t, DefaultChunkSize+5)
-	r.seed("obj", data)
+	info := r.seed("obj", data)
 	r.read("obj", nil)
-	r.e.Close() // writes what is queued for the disk
+	// The read may end before its flights stored their chunks (they
+	// publish the bytes first).
+	poll.Until(t, "the object on the disk tier", func() bool { return r.disk.Held(r.bucket, "obj", info.ETag) == int64(len(data)) })
+	r.e.Close()
 	r.disk.Close()
 
 	r2 := newRig(t, rigOptions{diskDir: dir, fresh: Freshness{Mode: Immutable}})

@@ -86,6 +86,7 @@ func (e *Engine) fillFrom(ctx context.Context, info store.ObjectInfo) {
 		}
 		n := e.chunkLen(info.Size, idx)
 		w := newWalker(forFill, e.chunkID(info, idx), n, wantWrite)
+		w.lends = true // a chunk RAM holds is lent, not copied: its lease is released here or by the disk job
 		var ref chunkRef
 		var err error
 		e.background(ctx, func() {
@@ -93,17 +94,29 @@ func (e *Engine) fillFrom(ctx context.Context, info store.ObjectInfo) {
 			ref = got.ref
 			err = ref.stored(ctx, n)
 		})
+		if err != nil || !e.fillDisk(ctx, w.id, ref, n) {
+			release(ref.lease)
+		}
 		if err != nil {
 			return
 		}
-		if e.filler == nil || (ref.fl != nil && !ref.fl.staged) {
-			continue // its flight queued it for the disk
-		}
-		if b, err := ref.bytesAt(ctx, 0); err == nil && int64(len(b)) == n {
-			e.filler.waitRoom(ctx, n)
-			e.filler.enqueue(fillJob{id: w.id, data: b, keep: true, paced: true}) // held already: a lookup
-		}
 	}
+}
+
+// fillDisk queues chunk id (n bytes, stored: ref) for the disk tier
+// unless its flight did already, and reports whether the disk job took
+// over ref's lease (on RAM's bytes) to release once written.
+func (e *Engine) fillDisk(ctx context.Context, id store.ChunkID, ref chunkRef, n int64) bool {
+	if e.filler == nil || (ref.fl != nil && !ref.fl.staged) {
+		return false // its flight queued it for the disk
+	}
+	b, err := ref.bytesAt(ctx, 0)
+	if err != nil || int64(len(b)) != n {
+		return false
+	}
+	e.filler.waitRoom(ctx, n)
+	e.filler.enqueue(fillJob{id: id, data: b, keep: true, paced: true, lease: ref.lease}) // held already: a lookup
+	return true
 }
 
 // fillWriteBack fills the tiers with a write-back object too large for the

@@ -38,13 +38,17 @@ func (e *Engine) WarmObject(ctx context.Context, o store.ObjectInfo) error {
 	for idx := start; idx*e.opts.ChunkSize < info.Size; idx++ {
 		n := e.chunkLen(info.Size, idx)
 		w := newWalker(forWarm, e.chunkID(info, idx), n, wantKept)
-		if _, ok := e.walk(&w); ok {
+		w.lends = true // a chunk RAM holds is lent (its lease released at once), not copied
+		if got, ok := e.walk(&w); ok {
+			release(got.ref.lease)
 			continue // the tiers hold it
 		}
 		e.yieldToWrites(ctx) // the plan's pause
 		got, _ := e.walk(&w) // its plan ends at the flight rung
 		ref := got.ref
-		if err := ref.stored(ctx, n); err != nil {
+		err := ref.stored(ctx, n)
+		release(ref.lease)
+		if err != nil {
 			if errors.Is(err, store.ErrPreconditionFailed) {
 				return fmt.Errorf("%s changed at the origin during the warm-up: %w", o.Key, err)
 			}

@@ -32,9 +32,13 @@ const (
 	// pays (node CPU per warm 100 KiB GET 0.84-0.98x of a writev's, 256
 	// KiB 0.86-0.90x, 1 MiB 0.66-0.71x).
 	ArenaMin = 64 << 10
-	// ArenaMax is the largest: bigger chunks (checkpoint shards) are
-	// read mostly by members and ranged reads, which want them as bytes.
-	ArenaMax = 1 << 20
+	// ArenaMax is the largest: a checkpoint's chunks (8 MiB by default)
+	// are sent by reference too, a restore's spans from their slot. A
+	// Put copies an arena chunk into its slot where the heap kept the
+	// flight's buffer, which then serves the next flight instead: fresh
+	// pages are written either way. Chunks of a larger --chunk-size stay
+	// on the heap.
+	ArenaMax = 16 << 20
 	pageSize = 4096
 	// arenaSpanPerByte is the arena's address space per byte of the
 	// tier's capacity: slots are reused by size class, so a workload whose

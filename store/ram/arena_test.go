@@ -52,7 +52,7 @@ func TestSendableConformance(t *testing.T) {
 // file holds its bytes; Get copies it; a smaller or larger chunk is kept
 // on the heap as it was given, lent with no lease.
 func TestArenaLends(t *testing.T) {
-	tier := newSendable(t, 8<<20)
+	tier := newSendable(t, 64<<20) // holds them all
 	sizes := map[int]bool{200 << 10: true, ArenaMin: true, ArenaMax: true, ArenaMin - 1: false, ArenaMax + 1: false, 4 << 10: false}
 	i := 0
 	for n, inArena := range sizes {
