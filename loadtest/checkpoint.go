@@ -173,28 +173,38 @@ func (r *ckptRun) save(ctx context.Context, cl *minio.Client, op, target, bucket
 
 // restore restores the checkpoint from bucket as one row.
 func (r *ckptRun) restore(ctx context.Context, cl *minio.Client, target, bucket string) error {
-	_, down0 := r.proxy.Forwarded()
-	c0 := r.cacheTime()
-	d, err := restoreCheckpoint(ctx, cl, bucket, ckptPrefix, r.ck)
-	if err != nil {
-		return err
-	}
-	_, down1 := r.proxy.Forwarded()
-	r.add(ckptRow{op: "restore", target: target, bytes: r.ck.plan.total(), elapsed: d, originBytes: down1 - down0, cacheCPU: r.cacheTime() - c0})
-	return nil
+	return r.timedRestore("restore", target, r.ck.plan.total(), func() (time.Duration, error) {
+		return restoreCheckpoint(ctx, cl, bucket, ckptPrefix, r.ck)
+	})
+}
+
+// restoreRanged restores the checkpoint from bucket as ranged GETs
+// (restoreRanged), as one row.
+func (r *ckptRun) restoreRanged(ctx context.Context, cl *minio.Client, target, bucket string) error {
+	return r.timedRestore(opRestoreRanged, target, r.ck.plan.total(), func() (time.Duration, error) {
+		return restoreRanged(ctx, cl, bucket, ckptPrefix, r.ck)
+	})
 }
 
 // restoreOne restores the first shard alone, as one stream: a reader that
 // cannot spread over several connections itself.
 func (r *ckptRun) restoreOne(ctx context.Context, cl *minio.Client, target, bucket string) error {
+	return r.timedRestore(opRestoreOne, target, r.ck.plan.shardSize, func() (time.Duration, error) {
+		return restoreShards(ctx, cl, bucket, ckptPrefix, r.ck, 1)
+	})
+}
+
+// timedRestore adds the row of op, which read (n bytes) timed itself:
+// with what crossed the slow link and the cache's CPU meanwhile.
+func (r *ckptRun) timedRestore(op, target string, n int64, read func() (time.Duration, error)) error {
 	_, down0 := r.proxy.Forwarded()
 	c0 := r.cacheTime()
-	d, err := restoreShards(ctx, cl, bucket, ckptPrefix, r.ck, 1)
+	d, err := read()
 	if err != nil {
 		return err
 	}
 	_, down1 := r.proxy.Forwarded()
-	r.add(ckptRow{op: opRestoreOne, target: target, bytes: r.ck.plan.shardSize, elapsed: d, originBytes: down1 - down0, cacheCPU: r.cacheTime() - c0})
+	r.add(ckptRow{op: op, target: target, bytes: n, elapsed: d, originBytes: down1 - down0, cacheCPU: r.cacheTime() - c0})
 	return nil
 }
 

@@ -6,6 +6,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -135,6 +136,65 @@ func restoreShards(ctx context.Context, cl *minio.Client, bucket, prefix string,
 		}
 		return nil
 	})
+}
+
+// ckptRanges is how many ranged GETs a ranged restore reads each shard
+// in: 32 for the full checkpoint's four shards, as a job whose ranks
+// each read part of every shard does.
+const ckptRanges = 8
+
+// restoreRanged GETs every shard as ckptRanges ranges, all at once, and
+// checks each range's bytes against the checkpoint's.
+func restoreRanged(ctx context.Context, cl *minio.Client, bucket, prefix string, c *checkpointFile) (time.Duration, error) {
+	per := c.plan.shardSize / ckptRanges
+	return parallel(c.plan.shards*ckptRanges, func(j int) error {
+		i, part := j/ckptRanges, int64(j%ckptRanges)
+		key := c.shardKey(prefix, i)
+		opts := minio.GetObjectOptions{}
+		start, end := part*per, (part+1)*per-1
+		if part == ckptRanges-1 {
+			end = c.plan.shardSize - 1
+		}
+		opts.SetRange(start, end) //nolint:errcheck // a valid range
+		obj, err := cl.GetObject(ctx, bucket, key, opts)
+		if err != nil {
+			return fmt.Errorf("restore %s/%s bytes %d-%d: %w", bucket, key, start, end, err)
+		}
+		defer obj.Close()
+		want := io.NewSectionReader(c.f, int64(i)*c.plan.shardSize+start, end-start+1)
+		if err := sameBytes(obj, want); err != nil {
+			return fmt.Errorf("restore %s/%s bytes %d-%d: %w", bucket, key, start, end, err)
+		}
+		return nil
+	})
+}
+
+// sameBytes reads got to its end and checks it holds want's bytes.
+func sameBytes(got, want io.Reader) error {
+	a, b := make([]byte, 1<<20), make([]byte, 1<<20)
+	var n int64
+	for {
+		k, err := io.ReadFull(got, a)
+		if k > 0 {
+			if _, werr := io.ReadFull(want, b[:k]); werr != nil {
+				return fmt.Errorf("%d bytes, more than the checkpoint's", n+int64(k))
+			}
+			if !bytes.Equal(a[:k], b[:k]) {
+				return fmt.Errorf("bytes from %d differ from the checkpoint's", n)
+			}
+			n += int64(k)
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("after %d bytes: %w", n, err)
+		}
+	}
+	if k, _ := want.Read(b[:1]); k > 0 {
+		return fmt.Errorf("%d bytes, fewer than the checkpoint's", n)
+	}
+	return nil
 }
 
 // parallel runs f(0..n-1) at once and returns the time until the last

@@ -103,7 +103,8 @@ func (r *ckptRun) coldOne(ctx context.Context, start func() (*granaryProc, *mini
 // the save returns (acknowledged, for write-back), as a training job
 // restarting after a pre-emption does, then again once the node's
 // background cache fill is done, as with checkpoints minutes apart; how
-// long the fill ran on after the first restore is reported.
+// long the fill ran on after the first restore is reported. The
+// write-through bucket is then restored once more in ranged GETs.
 func (r *ckptRun) warm(ctx context.Context, bin string, g *granaryProc, cl *minio.Client) error {
 	if _, err := r.save(ctx, cl, "save", targetWT, bucketWT); err != nil {
 		return err
@@ -115,6 +116,9 @@ func (r *ckptRun) warm(ctx context.Context, bin string, g *granaryProc, cl *mini
 		return err
 	}
 	if err := r.restore(ctx, cl, targetWTCache, bucketWT); err != nil {
+		return err
+	}
+	if err := r.restoreRanged(ctx, cl, targetWTCache, bucketWT); err != nil {
 		return err
 	}
 	return r.writeBack(ctx, bin, g, cl)
