@@ -51,6 +51,9 @@ func (o *objectStream) Read(p []byte) (int, error) {
 // (membody.Stream): the first bytes leave with the head, in one writev,
 // and the rest straight to the connection.
 func (o *objectStream) WriteTo(w io.Writer) (int64, error) {
+	if tc, ok := o.conn.(*trackedConn); ok {
+		tc.widen(o.obj.Length)
+	}
 	if membody.Held(o.conn) {
 		w = &headFirst{conn: o.conn}
 	} else if err := membody.Release(o.conn); err != nil { // the head goes first
