@@ -1,8 +1,8 @@
 // A warm body RAM keeps in its arena leaves by sendfile, from its place
-// in the arena's file; over TLS it is copied. Either way the bytes are
-// the object's and every lease on them ends; so does a streamed body of
-// several chunks. A disk hit RAM does not
-// keep leaves the GET lane by sendfile from its segment, unread.
+// in the arena's file, and so does a streamed body of several chunks;
+// over TLS it is copied. Either way the bytes are the object's and every
+// lease on them ends. A disk hit RAM does not keep leaves the GET lane
+// by sendfile from its segment, unread.
 package api
 
 import (
