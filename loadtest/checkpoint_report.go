@@ -190,10 +190,10 @@ func (r *ckptReport) targets(b *strings.Builder) {
 	b.WriteString("\n")
 }
 
-// againstNginx renders the second restore's goals against the reference
-// cache's: granary's restore after the fill settled (its second restore
-// of the write-through bucket, every chunk cached) against nginx's second
-// restore, by speed and by the cache's CPU per GiB. Where the client and
+// againstNginx renders the cached restores' goals against the reference
+// cache's: granary's restores after the fill settled (of the
+// write-through bucket, every chunk cached), whole and in ranged GETs,
+// against nginx's cached ones, by speed and by the cache's CPU per GiB. Where the client and
 // the caches share cores, the speed is the client's as much as either
 // cache's; the CPU per GiB is the cache's own on any machine.
 func (r *ckptReport) againstNginx(goal func(string, float64, string, string, bool)) {
