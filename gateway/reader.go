@@ -222,11 +222,20 @@ const maxSpan = 1 << 20
 // memory: at least one, at most the rest of the current chunk (and
 // maxSpan), waiting for a flight to bring them. The caller advances off.
 func (r *objectReader) span() ([]byte, error) {
+	f, err := r.head()
+	if err != nil {
+		return nil, err
+	}
+	return r.spanOf(f)
+}
+
+// head returns the future of the chunk that holds r.off, located (ready),
+// with the window topped up behind it: io.EOF once the range is sent.
+func (r *objectReader) head() (*future, error) {
 	if r.off >= r.end {
 		return nil, io.EOF
 	}
-	cs := r.e.opts.ChunkSize
-	idx := r.off / cs
+	idx := r.off / r.e.opts.ChunkSize
 	for len(r.window) > 0 && r.window[0].idx < idx {
 		r.e.letGo(r.window[0]) // sent: its bytes are no longer written
 		r.window = r.window[1:]
@@ -237,18 +246,23 @@ func (r *objectReader) span() ([]byte, error) {
 	f := r.window[0]
 	select {
 	case <-f.ready:
+		return f, nil
 	case <-r.ctx.Done():
 		return nil, r.ctx.Err()
 	}
+}
+
+// spanOf returns the next bytes of the range from f, the window's head
+// (see span).
+func (r *objectReader) spanOf(f *future) ([]byte, error) {
+	cs := r.e.opts.ChunkSize
+	idx := f.idx
 	if f.local != nil {
 		b, err := r.localSpan(f.local, idx)
 		if err == nil {
 			return b, nil
 		}
-		// The local copy went away (its fill ended, the write-back
-		// landed) or failed: the tiers or a flight have the chunk.
-		f.local = nil
-		if err := r.refetch(f, idx); err != nil {
+		if err := r.dropLocal(f); err != nil {
 			return nil, err
 		}
 	}
@@ -301,15 +315,30 @@ func (r *objectReader) refetch(f *future, idx int64) error {
 	return nil
 }
 
-// localSpan reads the next bytes of the range within chunk idx, at most
-// maxSpan, from the local copy that holds the chunk (open), into the
-// reader's buffer. A restore that starts the moment its save returns
-// reads the saved bytes in place (page cache, usually) instead of copying
-// each chunk into a new RAM buffer first: the fill that owns the copy
-// does that behind it.
-func (r *objectReader) localSpan(open opener, idx int64) ([]byte, error) {
+// dropLocal turns f from the local copy it was to be read from to the
+// tiers or a flight: the copy went away (its fill ended, the write-back
+// landed) or failed.
+func (r *objectReader) dropLocal(f *future) error {
+	f.local = nil
+	return r.refetch(f, f.idx)
+}
+
+// localLen is how many bytes the next span from a local copy of chunk idx
+// holds: the rest of the range within the chunk, at most maxSpan.
+func (r *objectReader) localLen(idx int64) int64 {
 	chunkEnd := min((idx+1)*r.e.opts.ChunkSize, r.info.Size)
-	n := min(min(chunkEnd, r.end)-r.off, maxSpan)
+	return min(min(chunkEnd, r.end)-r.off, maxSpan)
+}
+
+// localSpan reads the next bytes of the range within chunk idx from the
+// local copy that holds the chunk (open), into the reader's buffer. A
+// restore that starts the moment its save returns reads the saved bytes
+// in place (page cache, usually) instead of copying each chunk into a
+// new RAM buffer first: the fill that owns the copy does that behind it.
+// Where the body's writer takes file spans, sendLocal sends them by
+// reference instead.
+func (r *objectReader) localSpan(open opener, idx int64) ([]byte, error) {
+	n := r.localLen(idx)
 	rc, err := open(r.off, n)
 	if err != nil {
 		return nil, err
@@ -325,6 +354,32 @@ func (r *objectReader) localSpan(open opener, idx int64) ([]byte, error) {
 	return b, nil
 }
 
+// sendLocal sends the next bytes of the range from the local copy that
+// holds f's chunk, by reference from its file, where fw takes them. done
+// reports whether it sent them, or failed writing them; else nothing was
+// written and the caller reads them (spanOf), which also deals with a
+// copy that went away.
+func (r *objectReader) sendLocal(fw FileWriter, f *future) (n int64, done bool, err error) {
+	rc, err := f.local(r.off, r.localLen(f.idx))
+	if err != nil {
+		return 0, false, nil
+	}
+	defer rc.Close()
+	fs, ok := rc.(store.FileSections)
+	if !ok {
+		return 0, false, nil
+	}
+	fd, at, m, err := fs.NextSection(maxSpan)
+	if err != nil {
+		return 0, false, nil
+	}
+	n, err = fw.WriteFile(fd, at, int(m))
+	if errors.Is(err, errors.ErrUnsupported) {
+		return 0, false, nil
+	}
+	return n, true, err
+}
+
 func (r *objectReader) Read(p []byte) (int, error) {
 	b, err := r.span()
 	if err != nil {
@@ -337,25 +392,41 @@ func (r *objectReader) Read(p []byte) (int, error) {
 
 // WriteTo writes the rest of the range to w straight from the cache's
 // memory, without copying it through a buffer; where w is a FileWriter,
-// the spans that lie in a file (RAM's arena) by reference.
+// the spans that lie in a file (RAM's arena, a local copy) by reference.
 func (r *objectReader) WriteTo(w io.Writer) (int64, error) {
 	fw, _ := w.(FileWriter)
 	var total int64
 	for {
-		b, err := r.span()
+		n, err := r.sendNext(w, fw)
+		r.off += n
+		total += n
 		if err == io.EOF {
 			return total, nil
 		}
 		if err != nil {
 			return total, err
 		}
-		n, err := r.send(w, fw, b)
-		r.off += n
-		total += n
-		if err != nil {
-			return total, err
+	}
+}
+
+// sendNext sends the next span of the range to w: from a local copy's
+// file or RAM's arena by reference where fw (w, or nil) takes it, else by
+// copy; io.EOF once the range is sent.
+func (r *objectReader) sendNext(w io.Writer, fw FileWriter) (int64, error) {
+	f, err := r.head()
+	if err != nil {
+		return 0, err
+	}
+	if fw != nil && f.local != nil {
+		if n, done, err := r.sendLocal(fw, f); done {
+			return n, err
 		}
 	}
+	b, err := r.spanOf(f)
+	if err != nil {
+		return 0, err
+	}
+	return r.send(w, fw, b)
 }
 
 // send writes b, the span at r.off, to w: from the file it lies in by

@@ -1,6 +1,6 @@
-// A streamed body's spans that lie in RAM's arena reach a FileWriter as
-// spans of the arena's file; a writer that declines them is written
-// their bytes. Either way the body is the object's.
+// A streamed body's spans that lie in RAM's arena, or in a local copy's
+// files, reach a FileWriter as spans of that file; a writer that declines
+// them is written their bytes. Either way the body is the object's.
 package gateway
 
 import (
@@ -11,7 +11,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rs/zerolog"
+
 	"github.com/granary-dev/granary/internal/poll"
+	"github.com/granary-dev/granary/store"
+	"github.com/granary-dev/granary/store/writeback"
 )
 
 // fileSink is a FileWriter that reads the file spans it is handed back
@@ -51,15 +55,23 @@ func TestStreamedBodyHandsOverFileSpans(t *testing.T) {
 	info := r.seed("shard", data)
 	r.read("shard", nil) // the miss fills RAM
 	poll.Until(t, "the shard in RAM", func() bool { return r.ram.Held(r.bucket, "shard", info.ETag) == int64(len(data)) })
+	checkFileSpans(t, r, "shard", data)
+}
+
+// checkFileSpans reads key (data) whole, as a range across chunks and
+// whole to a writer that declines file spans, checking the bytes and
+// that every byte of the first two was handed over as a file span.
+func checkFileSpans(t *testing.T, r *rig, key string, data []byte) {
+	t.Helper()
 	for _, c := range []struct {
 		rng     *Range
 		decline bool
-	}{{nil, false}, {&Range{Start: 100, End: 3*chunk + 50}, false}, {nil, true}} {
+	}{{nil, false}, {&Range{Start: 100, End: int64(len(data)) - 50}, false}, {nil, true}} {
 		want := data
 		if c.rng != nil {
 			want = data[c.rng.Start : c.rng.End+1]
 		}
-		obj, err := r.e.Get(context.Background(), r.bucket, "shard", GetOptions{Range: c.rng})
+		obj, err := r.e.Get(context.Background(), r.bucket, key, GetOptions{Range: c.rng})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,6 +83,46 @@ func TestStreamedBodyHandsOverFileSpans(t *testing.T) {
 		}
 		if wantFile := map[bool]int64{false: int64(len(want)), true: 0}[c.decline]; sink.fromFile != wantFile {
 			t.Fatalf("range %+v, declined %v: %d bytes handed over as file spans, want %d", c.rng, c.decline, sink.fromFile, wantFile)
+		}
+	}
+}
+
+// A restore of a save still staged on this node (write-back, not yet
+// uploaded) reads the staged copy in place: its spans are handed over as
+// spans of the staged part files, not read into a buffer first.
+func TestStreamedLocalCopyHandsOverFileSpans(t *testing.T) {
+	const chunk = 384 << 10 // 5 MiB, a part, ends inside a chunk
+	var staged *stagedReads
+	wrap := func(o store.Origin) store.Origin {
+		log, err := writeback.Open(writeback.Options{Origin: o, Dir: t.TempDir(),
+			WriteBack: func(string) bool { return true }, Logger: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { log.Close() }) // never started: the copy stays staged
+		staged = &stagedReads{Log: log}
+		return staged
+	}
+	r := newRig(t, rigOptions{chunk: chunk, fresh: Freshness{Mode: Immutable}, wrap: wrap,
+		modes: map[string]WriteMode{"rig": WriteBack}})
+	data := randBytes(t, 5<<20+300_000)
+	mp := r.upload("ckpt/shard", data, 5<<20) // two part files
+
+	info, err := r.e.Put(context.Background(), r.bucket, "ckpt/single", bytes.NewReader(data), int64(len(data)), store.ObjectMeta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.e.fills.Wait()
+	for _, key := range []string{mp.Key, info.Key} {
+		for _, tier := range []store.Tier{r.ram, r.disk} { // as if evicted
+			if err := tier.DeleteObject(r.bucket, key); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := staged.reads.Load()
+		checkFileSpans(t, r, key, data)
+		if staged.reads.Load() == before {
+			t.Fatalf("%s was not read from its staged copy", key)
 		}
 	}
 }

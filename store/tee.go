@@ -42,8 +42,20 @@ type Assembled interface {
 	Size() int64
 	ETag() string
 	// Open reads n bytes from offset off (n < 0, or past the end: to the
-	// end); it fails once the upload is removed.
+	// end); it fails once the upload is removed. Its readers are also
+	// FileSections.
 	Open(off, n int64) (io.ReadCloser, error)
 	// Remove drops the upload and its files.
 	Remove() error
+}
+
+// FileSections is a reader whose bytes lie in files on this node, so that
+// they can be sent by reference (sendfile) rather than read. NextSection
+// moves the reader past its next bytes, at most max of them and all in
+// one file, and returns where they lie: the file's descriptor, their
+// offset in it and how many there are (io.EOF: none are left). The
+// descriptor stays open until the next call to Read, NextSection or
+// Close.
+type FileSections interface {
+	NextSection(max int64) (fd uintptr, off, n int64, err error)
 }

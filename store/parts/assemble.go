@@ -247,26 +247,8 @@ type joinReader struct {
 }
 
 func (r *joinReader) Read(p []byte) (int, error) {
-	if r.err != nil {
-		return 0, r.err
-	}
-	if r.remain <= 0 {
-		return 0, io.EOF
-	}
-	for r.off >= r.recs[r.idx].Size { // an empty part, or the end of one
-		r.next()
-		if r.idx == len(r.recs) { // cannot be: remain <= the bytes left
-			r.err = io.ErrUnexpectedEOF
-			return 0, r.err
-		}
-	}
-	if r.cur == nil {
-		f, err := os.Open(filepath.Join(r.dir, r.recs[r.idx].File))
-		if err != nil {
-			r.err = fmt.Errorf("parts: open part %d: %w", r.recs[r.idx].Number, err)
-			return 0, r.err
-		}
-		r.cur = f
+	if err := r.locate(); err != nil {
+		return 0, err
 	}
 	p = p[:min(int64(len(p)), r.remain, r.recs[r.idx].Size-r.off)]
 	n, err := r.cur.ReadAt(p, r.off)
@@ -280,6 +262,49 @@ func (r *joinReader) Read(p []byte) (int, error) {
 		return n, r.err
 	}
 	return n, nil
+}
+
+// NextSection returns where the reader's next bytes lie, at most max of
+// them, and moves past them (store.FileSections). A part file that
+// shrank shows when they are sent: sendfile ends early.
+func (r *joinReader) NextSection(max int64) (uintptr, int64, int64, error) {
+	if err := r.locate(); err != nil {
+		return 0, 0, 0, err
+	}
+	off, n := r.off, min(max, r.remain, r.recs[r.idx].Size-r.off)
+	r.off += n
+	r.remain -= n
+	return r.cur.Fd(), off, n, nil
+}
+
+var _ store.FileSections = (*joinReader)(nil)
+
+// locate opens the part file that holds the reader's next byte, if it is
+// not open yet, skipping parts that have ended; io.EOF when no bytes are
+// left to read.
+func (r *joinReader) locate() error {
+	if r.err != nil {
+		return r.err
+	}
+	if r.remain <= 0 {
+		return io.EOF
+	}
+	for r.off >= r.recs[r.idx].Size { // an empty part, or the end of one
+		r.next()
+		if r.idx == len(r.recs) { // cannot be: remain <= the bytes left
+			r.err = io.ErrUnexpectedEOF
+			return r.err
+		}
+	}
+	if r.cur == nil {
+		f, err := os.Open(filepath.Join(r.dir, r.recs[r.idx].File))
+		if err != nil {
+			r.err = fmt.Errorf("parts: open part %d: %w", r.recs[r.idx].Number, err)
+			return r.err
+		}
+		r.cur = f
+	}
+	return nil
 }
 
 // next moves to the start of the following part, closing the current one.

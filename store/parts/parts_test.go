@@ -18,6 +18,8 @@ import (
 	"testing/iotest"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/granary-dev/granary/store"
 )
 
@@ -256,6 +258,51 @@ func checkReader(rc io.Reader, want []byte, rnd *rand.Rand) error {
 	return nil
 }
 
+// checkSections reads rc to its end by NextSection, the bytes of each
+// section read from its file, with a Read now and then, and checks it
+// yields want, no section crossing a part file's end.
+func checkSections(rc io.Reader, want []byte, rnd *rand.Rand) error {
+	fs, ok := rc.(store.FileSections)
+	if !ok {
+		return fmt.Errorf("%T is not FileSections", rc)
+	}
+	var got []byte
+	for {
+		max := 1 + rnd.Int64N(3<<20)
+		if rnd.IntN(4) == 0 {
+			buf := make([]byte, max)
+			n, err := rc.Read(buf)
+			got = append(got, buf[:n]...)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		fd, off, n, err := fs.NextSection(max)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if n < 1 || n > max {
+			return fmt.Errorf("a section of %d bytes, asked at most %d", n, max)
+		}
+		b := make([]byte, n)
+		if m, err := unix.Pread(int(fd), b, off); int64(m) != n {
+			return fmt.Errorf("section [%d, +%d) of its file: read %d (%v)", off, n, m, err)
+		}
+		got = append(got, b...)
+	}
+	if !bytes.Equal(got, want) {
+		return fmt.Errorf("read %d bytes, want %d, or other bytes", len(got), len(want))
+	}
+	return nil
+}
+
 // fixtureParts uploads parts 1..3 (two of MinPartSize+k bytes, a small
 // last one) and returns them.
 func fixtureParts(t *testing.T, s *Store, key, id string) [][]byte {
@@ -373,6 +420,11 @@ func TestAssemblyReads(t *testing.T) {
 		}
 		if err := checkReader(rc, model[off:end], r); err != nil {
 			t.Fatalf("Open(%d, %d): %v", off, n, err)
+		}
+		rc.Close()
+		rc, _ = a.Open(off, n)
+		if err := checkSections(rc, model[off:end], r); err != nil {
+			t.Fatalf("Open(%d, %d) by sections: %v", off, n, err)
 		}
 		rc.Close()
 	}

@@ -145,6 +145,16 @@ type stagedReader struct {
 	once sync.Once
 }
 
+// NextSection is the staged copy's (store.FileSections): its bytes lie
+// in the log's part files.
+func (s *stagedReader) NextSection(max int64) (uintptr, int64, int64, error) {
+	fs, ok := s.ReadCloser.(store.FileSections)
+	if !ok {
+		return 0, 0, 0, errors.ErrUnsupported
+	}
+	return fs.NextSection(max)
+}
+
 func (s *stagedReader) Close() error {
 	err := s.ReadCloser.Close()
 	s.once.Do(func() { s.l.unref(s.o) })
