@@ -11,11 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/rs/zerolog"
-
 	"github.com/granary-dev/granary/internal/poll"
 	"github.com/granary-dev/granary/store"
-	"github.com/granary-dev/granary/store/writeback"
 )
 
 // fileSink is a FileWriter that reads the file spans it is handed back
@@ -92,17 +89,7 @@ func checkFileSpans(t *testing.T, r *rig, key string, data []byte) {
 // spans of the staged part files, not read into a buffer first.
 func TestStreamedLocalCopyHandsOverFileSpans(t *testing.T) {
 	const chunk = 384 << 10 // 5 MiB, a part, ends inside a chunk
-	var staged *stagedReads
-	wrap := func(o store.Origin) store.Origin {
-		log, err := writeback.Open(writeback.Options{Origin: o, Dir: t.TempDir(),
-			WriteBack: func(string) bool { return true }, Logger: zerolog.Nop()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { log.Close() }) // never started: the copy stays staged
-		staged = &stagedReads{Log: log}
-		return staged
-	}
+	wrap, staged := unstartedLog(t)
 	r := newRig(t, rigOptions{chunk: chunk, fresh: Freshness{Mode: Immutable}, wrap: wrap,
 		modes: map[string]WriteMode{"rig": WriteBack}})
 	data := randBytes(t, 5<<20+300_000)

@@ -163,6 +163,23 @@ type stagedReads struct {
 	reads atomic.Int64
 }
 
+// unstartedLog returns a rig's wrap that puts a write-back log in front
+// of the origin, never started (what is saved stays staged), and the
+// log's count of staged reads (its Log set once the rig is made).
+func unstartedLog(t *testing.T) (func(store.Origin) store.Origin, *stagedReads) {
+	staged := &stagedReads{}
+	return func(o store.Origin) store.Origin {
+		log, err := writeback.Open(writeback.Options{Origin: o, Dir: t.TempDir(),
+			WriteBack: func(string) bool { return true }, Logger: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { log.Close() })
+		staged.Log = log
+		return staged
+	}, staged
+}
+
 func (s *stagedReads) GetStaged(bucket, key string, r store.ReadRange) (io.ReadCloser, error) {
 	if r.Length != 0 {
 		s.reads.Add(1)
@@ -175,17 +192,7 @@ func (s *stagedReads) GetStaged(bucket, key string, r store.ReadRange) (io.ReadC
 // clients do: a restore through another member holds the uploads back too.
 func TestPeerReadOfAStagedCopy(t *testing.T) {
 	const chunk = 1 << 20
-	var staged *stagedReads
-	wrap := func(o store.Origin) store.Origin {
-		log, err := writeback.Open(writeback.Options{Origin: o, Dir: t.TempDir(),
-			WriteBack: func(string) bool { return true }, Logger: zerolog.Nop()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { log.Close() }) // never started: the copy stays staged
-		staged = &stagedReads{Log: log}
-		return staged
-	}
+	wrap, staged := unstartedLog(t)
 	r := newRig(t, rigOptions{chunk: chunk, fresh: Freshness{Mode: Immutable}, wrap: wrap,
 		modes: map[string]WriteMode{"rig": WriteBack}})
 	ctx := context.Background()

@@ -240,11 +240,44 @@ func checkReader(rc io.Reader, want []byte, rnd *rand.Rand) error {
 	if len(want) <= 64<<10 {
 		return iotest.TestReader(rc, want)
 	}
-	got := make([]byte, 0, len(want))
+	return readEach(want, func() ([]byte, error) { return readSome(rc, 1+rnd.Int64N(200<<10)) })
+}
+
+// checkSections reads rc to its end by NextSection, the bytes of each
+// section read from its file, with a Read now and then, and checks it
+// yields want, no section crossing a part file's end.
+func checkSections(rc io.Reader, want []byte, rnd *rand.Rand) error {
+	fs, ok := rc.(store.FileSections)
+	if !ok {
+		return fmt.Errorf("%T is not FileSections", rc)
+	}
+	return readEach(want, func() ([]byte, error) {
+		max := 1 + rnd.Int64N(3<<20)
+		if rnd.IntN(4) == 0 {
+			return readSome(rc, max)
+		}
+		fd, off, n, err := fs.NextSection(max)
+		if err != nil {
+			return nil, err
+		}
+		if n < 1 || n > max {
+			return nil, fmt.Errorf("a section of %d bytes, asked at most %d", n, max)
+		}
+		b := make([]byte, n)
+		if m, err := unix.Pread(int(fd), b, off); int64(m) != n {
+			return nil, fmt.Errorf("section [%d, +%d) of its file: read %d (%v)", off, n, m, err)
+		}
+		return b, nil
+	})
+}
+
+// readEach gathers what next yields until io.EOF and compares it with
+// want.
+func readEach(want []byte, next func() ([]byte, error)) error {
+	var got []byte
 	for {
-		buf := make([]byte, 1+rnd.IntN(200<<10))
-		n, err := rc.Read(buf)
-		got = append(got, buf[:n]...)
+		b, err := next()
+		got = append(got, b...)
 		if err == io.EOF {
 			break
 		}
@@ -258,49 +291,11 @@ func checkReader(rc io.Reader, want []byte, rnd *rand.Rand) error {
 	return nil
 }
 
-// checkSections reads rc to its end by NextSection, the bytes of each
-// section read from its file, with a Read now and then, and checks it
-// yields want, no section crossing a part file's end.
-func checkSections(rc io.Reader, want []byte, rnd *rand.Rand) error {
-	fs, ok := rc.(store.FileSections)
-	if !ok {
-		return fmt.Errorf("%T is not FileSections", rc)
-	}
-	var got []byte
-	for {
-		max := 1 + rnd.Int64N(3<<20)
-		if rnd.IntN(4) == 0 {
-			buf := make([]byte, max)
-			n, err := rc.Read(buf)
-			got = append(got, buf[:n]...)
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		fd, off, n, err := fs.NextSection(max)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		if n < 1 || n > max {
-			return fmt.Errorf("a section of %d bytes, asked at most %d", n, max)
-		}
-		b := make([]byte, n)
-		if m, err := unix.Pread(int(fd), b, off); int64(m) != n {
-			return fmt.Errorf("section [%d, +%d) of its file: read %d (%v)", off, n, m, err)
-		}
-		got = append(got, b...)
-	}
-	if !bytes.Equal(got, want) {
-		return fmt.Errorf("read %d bytes, want %d, or other bytes", len(got), len(want))
-	}
-	return nil
+// readSome is one Read of rc into a buffer of max bytes.
+func readSome(rc io.Reader, max int64) ([]byte, error) {
+	buf := make([]byte, max)
+	n, err := rc.Read(buf)
+	return buf[:n], err
 }
 
 // fixtureParts uploads parts 1..3 (two of MinPartSize+k bytes, a small
