@@ -14,7 +14,7 @@ import (
 
 // future is a chunk being located: ready is closed once ref is set, or
 // local, when the chunk is read in place from a copy on this node's disk
-// (see localSpan).
+// (see localSpan and sendLocal).
 type future struct {
 	idx     int64
 	ready   chan struct{}

@@ -158,7 +158,8 @@ type opener func(off, n int64) (io.ReadCloser, error)
 // localSource returns an opener of chunk id's object version when this
 // node holds it on disk outside the tiers: the tee of a write-through
 // object being filled, or a write-back object staged in the log; else
-// nil. Such a chunk is read in place (see objectReader.localSpan).
+// nil. Such a chunk is read in place, or sent from its files
+// (objectReader.localSpan, sendLocal).
 func (e *Engine) localSource(id store.ChunkID) opener {
 	if asm := e.teeSource(id); asm != nil {
 		return asm.Open
